@@ -1,0 +1,15 @@
+#include "actors/agent.hpp"
+
+#include <caf/actor_system.hpp>
+
+#include "actors/tool_executor.hpp"
+
+namespace troupe {
+
+session_actor spawn_agent(caf::actor_system& sys, session_config session, tool_context tools,
+                          model_client_actor model) {
+  auto executor = spawn_tool_executor(sys, session.registry, std::move(tools));
+  return spawn_session(sys, std::move(session), std::move(model), std::move(executor));
+}
+
+} // namespace troupe

@@ -1,0 +1,24 @@
+#pragma once
+// Identifiers and clocks shared by the actors.
+
+#include <cstdint>
+#include <string>
+
+namespace troupe {
+
+/// Returns n random lowercase hex digits.
+std::string random_hex(size_t n);
+
+/// Returns a new message id ("msg_" + 16 hex digits).
+std::string new_message_id();
+
+/// Returns a new session id: UTC date and time plus random digits, sortable by creation.
+std::string new_session_id();
+
+/// Returns true when id can name a session directory (letters, digits, '.', '_', '-').
+bool is_valid_session_id(const std::string& id);
+
+/// Returns milliseconds since the Unix epoch.
+int64_t now_ms();
+
+} // namespace troupe

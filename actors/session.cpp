@@ -1,0 +1,62 @@
+#include "actors/session.hpp"
+
+#include <caf/actor_system.hpp>
+
+#include "actors/ids.hpp"
+#include "actors/session_state.hpp"
+#include "actors/step.hpp"
+
+namespace troupe {
+
+namespace {
+
+session_actor::behavior_type session_behavior(session_ptr self, session_config config,
+                                              model_client_actor model,
+                                              tool_executor_actor executor) {
+  auto& st = self->state;
+  st.subscribers = config.subscribers;
+  for (auto& input : config.initial_inputs)
+    st.queue.push_back(input);
+  st.model = std::move(model);
+  st.executor = std::move(executor);
+  st.step = spawn_step(self->system(), step_config{config.system_prompt, config.registry},
+                       self, st.model, st.executor);
+  st.config = std::move(config);
+  // Linked both ways: a killed session takes its peers (and their children) with it, and a
+  // peer that dies unexpectedly ends the session with an error instead of a silent hang.
+  for (auto peer : {caf::actor_cast<caf::actor>(st.step), caf::actor_cast<caf::actor>(st.model),
+                    caf::actor_cast<caf::actor>(st.executor)})
+    self->link_to(peer);
+  self->set_exit_handler([=](caf::exit_msg& msg) {
+    if (msg.reason && msg.reason != caf::exit_reason::user_shutdown)
+      fail_session(self, "an actor of this session died: " + self->system().render(msg.reason));
+  });
+  return {
+    [=](start_atom) { begin_session(self); },
+    [=](submit_atom, message& input) { accept_input(self, std::move(input)); },
+    [=](interrupt_atom) { request_interrupt(self); },
+    [=](reply_atom, message& reply) { accept_reply(self, std::move(reply)); },
+    [=](subscribe_atom, event_sink_actor& sink) {
+      self->state.subscribers.push_back(std::move(sink));
+    },
+  };
+}
+
+} // namespace
+
+session_actor spawn_session(caf::actor_system& sys, session_config config,
+                            model_client_actor model, tool_executor_actor executor) {
+  return sys.spawn(session_behavior, std::move(config), std::move(model), std::move(executor));
+}
+
+message make_input(std::string text, std::string origin) {
+  message m;
+  m.id = new_message_id();
+  m.role = role::user;
+  m.content = std::move(text);
+  m.origin = std::move(origin);
+  m.timestamp_ms = now_ms();
+  return m;
+}
+
+} // namespace troupe

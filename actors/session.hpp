@@ -1,0 +1,54 @@
+#pragma once
+// The session actor: one agent's conversation, prompt queue, loop state and hooks.
+// It never waits on anything; the step actor does the waiting.
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "protocol/hooks.hpp"
+#include "protocol/interfaces.hpp"
+#include "tools/registry.hpp"
+
+namespace caf {
+class actor_system;
+}
+
+namespace troupe {
+
+/// Everything a session is set up with.
+struct session_config {
+  std::string session_id;
+  /// $TROUPE_HOME/sessions/<id>: transcript.jsonl and state.json live here.
+  std::filesystem::path session_dir;
+  std::string model_name;
+  std::string system_prompt;
+  std::filesystem::path cwd;
+  std::shared_ptr<const tool_registry> registry;
+  /// Steps per turn; 0 means no cap.
+  int32_t max_steps = 0;
+  /// Interactive sessions wait for input when the queue is empty; others end.
+  bool interactive = false;
+  /// Most inputs the prompt queue holds; past it inputs are dropped with a notice.
+  size_t queue_cap = 100;
+  hook_list hooks;
+  /// Messages of an earlier run of this session (from its transcript).
+  std::vector<message> history;
+  /// Inputs queued before the session starts, in order (the initial prompts).
+  std::vector<message> initial_inputs;
+  /// Subscribers known from the start (more can subscribe later).
+  std::vector<event_sink_actor> subscribers;
+};
+
+/// Spawns a session and its step actor. The session drives `model` and `executor` through
+/// the step and takes them down when it ends. Send start_atom to begin.
+session_actor spawn_session(caf::actor_system& sys, session_config config,
+                            model_client_actor model, tool_executor_actor executor);
+
+/// Returns a user message with the given text and origin, ready to submit.
+message make_input(std::string text, std::string origin = "prompt");
+
+} // namespace troupe

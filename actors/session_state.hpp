@@ -1,0 +1,56 @@
+#pragma once
+// Private to the session's sources: its state and the loop functions its handlers call.
+
+#include <chrono>
+#include <deque>
+
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+#include "actors/session.hpp"
+#include "actors/transcript.hpp"
+
+namespace troupe {
+
+enum class session_phase {
+  created,  ///< spawned, waiting for start_atom
+  idle,     ///< interactive and waiting for input
+  stepping, ///< a step is in flight
+  ended,    ///< terminal state reached
+};
+
+struct session_state {
+  session_config config;
+  std::vector<message_ptr> log;
+  std::deque<message> queue;
+  loop_state state;
+  transcript_writer transcript;
+  std::vector<event_sink_actor> subscribers;
+  step_actor step;
+  model_client_actor model;
+  tool_executor_actor executor;
+  session_phase phase = session_phase::created;
+  bool interrupt_requested = false;
+  token_usage usage;
+  std::string last_assistant_text;
+  std::chrono::steady_clock::time_point started_at = std::chrono::steady_clock::now();
+};
+
+using session_ptr = session_actor::stateful_pointer<session_state>;
+
+/// Sets up and enters the turn loop (session.start hooks, crash recovery, first input).
+void begin_session(session_ptr self);
+
+/// Queues an input; starts a turn at once when the session is idle.
+void accept_input(session_ptr self, message input);
+
+/// Logs the step's reply (before its tools run) and fires generation.post.
+void accept_reply(session_ptr self, message reply);
+
+/// Ends the session with an error (a peer died, a write failed).
+void fail_session(session_ptr self, std::string error);
+
+/// Forwards an interrupt to the step in flight.
+void request_interrupt(session_ptr self);
+
+} // namespace troupe

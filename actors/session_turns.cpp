@@ -1,0 +1,325 @@
+// The session's loop: turns (inputs from the queue) and steps (until no runnable tool).
+
+#include <caf/actor_system.hpp>
+#include <caf/send.hpp>
+#include <spdlog/spdlog.h>
+
+#include "actors/ids.hpp"
+#include "actors/session_state.hpp"
+
+namespace troupe {
+
+namespace {
+
+void run_next_step(session_ptr self);
+void next_turn(session_ptr self);
+
+template <class Event>
+void publish(session_ptr self, const Event& event) {
+  for (auto& sink : self->state.subscribers)
+    self->send(sink, event);
+}
+
+void notice(session_ptr self, std::string kind, std::string text) {
+  spdlog::debug("session {}: {}: {}", self->state.config.session_id, kind, text);
+  publish(self, notice_event{self->state.config.session_id, std::move(kind), std::move(text)});
+}
+
+void end_session(session_ptr self, terminal_reason reason, std::string error = {});
+
+// Every message goes to disk before anyone hears of it; a failed write ends the session.
+bool append(session_ptr self, message msg) {
+  auto& st = self->state;
+  if (msg.id.empty())
+    msg.id = new_message_id();
+  if (msg.timestamp_ms == 0)
+    msg.timestamp_ms = now_ms();
+  if (auto written = st.transcript.append(msg); !written) {
+    end_session(self, terminal_reason::error, written.error());
+    return false;
+  }
+  if (msg.role == role::assistant)
+    st.last_assistant_text = msg.content;
+  auto ptr = std::make_shared<const message>(std::move(msg));
+  st.log.push_back(ptr);
+  st.state.messages_count = static_cast<int64_t>(st.log.size());
+  publish(self, message_event{st.config.session_id, *ptr});
+  return true;
+}
+
+void save_state(session_ptr self) {
+  auto& st = self->state;
+  if (auto written = write_loop_state(st.config.session_dir / "state.json", st.state); !written)
+    notice(self, "warning", written.error());
+}
+
+void enqueue(session_ptr self, message input) {
+  auto& st = self->state;
+  if (st.queue.size() >= st.config.queue_cap) {
+    notice(self, "queue_overflow",
+           "prompt queue is full (" + std::to_string(st.config.queue_cap) +
+             " inputs); dropped a message from " + (input.origin.empty() ? "?" : input.origin) +
+             ": " + input.content.substr(0, 80));
+    return;
+  }
+  st.queue.push_back(std::move(input));
+}
+
+// Hooks run in order; a throwing hook is reported and skipped, never fatal.
+std::vector<message> fire(session_ptr self, hook_point point) {
+  auto& st = self->state;
+  std::vector<message> produced;
+  for (auto& [at, hook] : st.config.hooks) {
+    if (at != point)
+      continue;
+    try {
+      hook_context ctx{point, st.config.session_id, st.state, st.log};
+      for (auto& m : hook(ctx))
+        produced.push_back(std::move(m));
+    } catch (const std::exception& e) {
+      notice(self, "hook_error", std::string{to_string(point)} + " hook failed: " + e.what());
+    }
+  }
+  for (auto& m : produced) {
+    if (m.origin.empty())
+      m.origin = "hook";
+    if (m.id.empty())
+      m.id = new_message_id();
+  }
+  return produced;
+}
+
+void fire_and_enqueue(session_ptr self, hook_point point) {
+  for (auto& m : fire(self, point))
+    enqueue(self, std::move(m));
+}
+
+void end_session(session_ptr self, terminal_reason reason, std::string error) {
+  auto& st = self->state;
+  if (st.phase == session_phase::ended)
+    return;
+  st.phase = session_phase::ended;
+  save_state(self);
+  st.transcript.sync();
+  fire(self, hook_point::session_end);
+  auto elapsed = std::chrono::steady_clock::now() - st.started_at;
+  session_ended_event ended;
+  ended.session_id = st.config.session_id;
+  ended.reason = reason;
+  ended.error_message = std::move(error);
+  ended.result_text = st.last_assistant_text;
+  ended.state = st.state;
+  ended.usage = st.usage;
+  ended.duration_ms = std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count();
+  if (reason == terminal_reason::error)
+    spdlog::error("session {} ended with an error: {}", st.config.session_id,
+                  ended.error_message);
+  publish(self, ended);
+  for (auto peer : {caf::actor_cast<caf::actor>(st.step), caf::actor_cast<caf::actor>(st.model),
+                    caf::actor_cast<caf::actor>(st.executor)})
+    self->send_exit(peer, caf::exit_reason::user_shutdown);
+  self->quit();
+}
+
+// Slash commands act on the session and never reach the model. Returns false for ordinary text.
+bool run_command(session_ptr self, const message& input) {
+  const auto& text = input.content;
+  if (input.role != role::user || text.size() < 2 || text[0] != '/')
+    return false;
+  auto name = text.substr(1, text.find_first_of(" \t\n") - 1);
+  if (name.find('/') != std::string::npos)
+    return false; // a path such as /usr/bin/env, not a command
+  if (name == "exit" || name == "quit") {
+    end_session(self, terminal_reason::completed);
+  } else if (name == "help") {
+    notice(self, "command", "commands: /help (this list), /exit (end the session)");
+  } else {
+    notice(self, "unknown_command", "unknown command /" + name + "; /help lists the commands");
+  }
+  return true;
+}
+
+void start_turn(session_ptr self) {
+  auto& st = self->state;
+  st.state.turn_count++;
+  st.state.step_count = 0;
+  st.state.transition = transition_reason::next_turn;
+  fire_and_enqueue(self, hook_point::turn_pre);
+  run_next_step(self);
+}
+
+void end_turn(session_ptr self) {
+  fire_and_enqueue(self, hook_point::turn_post);
+  fire_and_enqueue(self, hook_point::loop_continue);
+  next_turn(self);
+}
+
+void next_turn(session_ptr self) {
+  auto& st = self->state;
+  while (st.phase != session_phase::ended) {
+    if (st.queue.empty()) {
+      if (st.config.interactive) {
+        st.phase = session_phase::idle;
+        return;
+      }
+      end_session(self, terminal_reason::completed);
+      return;
+    }
+    auto input = std::move(st.queue.front());
+    st.queue.pop_front();
+    if (run_command(self, input))
+      continue;
+    if (!append(self, std::move(input)))
+      return;
+    start_turn(self);
+    return;
+  }
+}
+
+void on_step_done(session_ptr self, step_outcome& outcome) {
+  auto& st = self->state;
+  if (st.phase == session_phase::ended)
+    return;
+  st.usage += outcome.usage;
+  for (auto& result : outcome.tool_messages)
+    if (!append(self, std::move(result)))
+      return;
+  // An interrupt that raced with the step's end still stops the loop here.
+  bool interrupted = outcome.status == step_status::interrupted || st.interrupt_requested;
+  st.interrupt_requested = false;
+  if (outcome.status == step_status::failed) {
+    st.state.transition = transition_reason::model_error;
+    end_session(self, terminal_reason::error, outcome.error_message);
+    return;
+  }
+  if (interrupted) {
+    st.state.transition = transition_reason::interrupted;
+    message note;
+    note.role = role::system;
+    note.content = "Interrupted by the user.";
+    note.origin = "interrupt";
+    if (!append(self, std::move(note)))
+      return;
+    save_state(self);
+    if (!st.config.interactive) {
+      end_session(self, terminal_reason::interrupted);
+      return;
+    }
+    st.queue.clear(); // an interrupt also drops what was queued behind it
+    fire_and_enqueue(self, hook_point::turn_post);
+    next_turn(self);
+    return;
+  }
+  st.state.transition = outcome.reply.tool_calls.empty() ? transition_reason::structural_stop
+                                                         : transition_reason::tool_round;
+  save_state(self);
+  if (st.state.transition == transition_reason::structural_stop)
+    end_turn(self);
+  else
+    run_next_step(self);
+}
+
+void run_next_step(session_ptr self) {
+  auto& st = self->state;
+  if (st.config.max_steps > 0 && st.state.step_count >= st.config.max_steps) {
+    st.state.transition = transition_reason::max_steps;
+    message cap;
+    cap.role = role::system;
+    cap.origin = "max_steps";
+    cap.content = "Stopped: reached the maximum of " + std::to_string(st.config.max_steps) +
+                  " steps for this turn (raise it with --max-steps or TROUPE_MAX_STEPS).";
+    if (!append(self, std::move(cap)))
+      return;
+    save_state(self);
+    if (st.config.interactive) {
+      end_turn(self); // control goes back to the user
+      return;
+    }
+    fire(self, hook_point::turn_post);
+    end_session(self, terminal_reason::max_turns);
+    return;
+  }
+  fire_and_enqueue(self, hook_point::step_pre);
+  st.state.step_count++;
+  st.state.total_steps++;
+  st.phase = session_phase::stepping;
+  step_request request{context_snapshot{st.log}, st.state.step_count};
+  self->request(st.step, caf::infinite, step_atom::value, std::move(request))
+    .then([=](step_outcome& outcome) { on_step_done(self, outcome); },
+          [=](caf::error& err) {
+            end_session(self, terminal_reason::error,
+                        "step failed: " + self->system().render(err));
+          });
+}
+
+} // namespace
+
+void begin_session(session_ptr self) {
+  auto& st = self->state;
+  if (st.phase != session_phase::created)
+    return;
+  auto transcript_path = st.config.session_dir / "transcript.jsonl";
+  auto writer = transcript_writer::open(transcript_path);
+  for (auto& m : st.config.history)
+    st.log.push_back(std::make_shared<const message>(std::move(m)));
+  st.config.history.clear();
+  st.state.messages_count = static_cast<int64_t>(st.log.size());
+  for (auto it = st.log.rbegin(); it != st.log.rend(); ++it)
+    if ((*it)->role == role::assistant) {
+      st.last_assistant_text = (*it)->content;
+      break;
+    }
+  publish(self, session_started_event{st.config.session_id, st.config.cwd.string(),
+                                      st.config.model_name, st.config.registry->names(),
+                                      transcript_path.string(),
+                                      static_cast<int64_t>(st.log.size())});
+  if (!writer) {
+    end_session(self, terminal_reason::error, writer.error());
+    return;
+  }
+  st.transcript = std::move(*writer);
+  st.phase = session_phase::idle;
+  for (auto& m : fire(self, hook_point::session_start))
+    if (!append(self, std::move(m)))
+      return;
+  // Crash recovery: a transcript ending with the user's message is answered first.
+  if (!st.log.empty() && st.log.back()->role == role::user) {
+    start_turn(self);
+    return;
+  }
+  next_turn(self);
+}
+
+void fail_session(session_ptr self, std::string error) {
+  end_session(self, terminal_reason::error, std::move(error));
+}
+
+void accept_input(session_ptr self, message input) {
+  auto& st = self->state;
+  if (st.phase == session_phase::ended)
+    return;
+  if (input.id.empty())
+    input.id = new_message_id();
+  enqueue(self, std::move(input));
+  if (st.phase == session_phase::idle)
+    next_turn(self);
+}
+
+void accept_reply(session_ptr self, message reply) {
+  auto& st = self->state;
+  if (st.phase != session_phase::stepping)
+    return;
+  if (!append(self, std::move(reply)))
+    return;
+  fire_and_enqueue(self, hook_point::generation_post);
+}
+
+void request_interrupt(session_ptr self) {
+  auto& st = self->state;
+  if (st.phase != session_phase::stepping || st.interrupt_requested)
+    return;
+  st.interrupt_requested = true;
+  self->send<caf::message_priority::high>(st.step, interrupt_atom::value);
+}
+
+} // namespace troupe

@@ -1,0 +1,18 @@
+#include "actors/shell_reader.hpp"
+
+#include <caf/actor_system.hpp>
+#include <caf/blocking_actor.hpp>
+#include <caf/send.hpp>
+
+namespace troupe {
+
+void spawn_shell_reader(caf::actor_system& sys, shell_child child, size_t output_cap,
+                        uint64_t job, tool_executor_actor owner) {
+  sys.spawn<caf::detached>([=](caf::blocking_actor*) {
+    auto exit = wait_for_shell(child, output_cap);
+    exit.job = job;
+    caf::anon_send(owner, exited_atom::value, std::move(exit));
+  });
+}
+
+} // namespace troupe

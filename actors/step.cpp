@@ -1,0 +1,176 @@
+#include "actors/step.hpp"
+
+#include <caf/actor_system.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+#include "actors/ids.hpp"
+#include "tools/tool_parser.hpp"
+
+namespace troupe {
+
+namespace {
+
+enum class step_phase { idle, generating, running_tools };
+
+struct step_state {
+  step_config config;
+  session_actor session;
+  model_client_actor model;
+  tool_executor_actor executor;
+  std::vector<tool_descriptor> tools;
+
+  step_phase phase = step_phase::idle;
+  bool interrupted = false;
+  caf::typed_response_promise<step_outcome> promise;
+  step_outcome outcome;
+  size_t next_call = 0;
+};
+
+using self_ptr = step_actor::stateful_pointer<step_state>;
+
+void finish(self_ptr self, step_status status) {
+  auto& st = self->state;
+  st.outcome.status = status;
+  st.phase = step_phase::idle;
+  st.promise.deliver(std::move(st.outcome));
+  st.outcome = step_outcome{};
+}
+
+// Every call the reply made gets a result, so the log never holds an unanswered call.
+void answer_remaining_as_interrupted(step_state& st) {
+  auto& calls = st.outcome.reply.tool_calls;
+  for (; st.next_call < calls.size(); ++st.next_call) {
+    tool_result result;
+    result.output = "[not run: the step was interrupted before this call]";
+    result.is_error = true;
+    result.exit_code = -1;
+    st.outcome.tool_messages.push_back(make_tool_message(calls[st.next_call], result));
+  }
+}
+
+void run_next_call(self_ptr self) {
+  auto& st = self->state;
+  const auto& calls = st.outcome.reply.tool_calls;
+  if (st.interrupted) {
+    answer_remaining_as_interrupted(st);
+    finish(self, step_status::interrupted);
+    return;
+  }
+  if (st.next_call == calls.size()) {
+    finish(self, step_status::replied);
+    return;
+  }
+  const auto& call = calls[st.next_call];
+  self->request(st.executor, caf::infinite, execute_atom::value, call)
+    .then(
+      [=](tool_result& result) {
+        auto& s = self->state;
+        s.outcome.tool_messages.push_back(
+          make_tool_message(s.outcome.reply.tool_calls[s.next_call], result));
+        ++s.next_call;
+        run_next_call(self);
+      },
+      [=](caf::error& err) {
+        auto& s = self->state;
+        auto result = error_result("tool executor failed: " + self->system().render(err));
+        s.outcome.tool_messages.push_back(
+          make_tool_message(s.outcome.reply.tool_calls[s.next_call], result));
+        ++s.next_call;
+        run_next_call(self);
+      });
+}
+
+// Native calls come first, then blocks parsed from the text; each gets an id.
+void collect_calls(step_state& st, message& reply) {
+  auto calls = std::move(reply.tool_calls);
+  for (auto& call : parse_markdown_calls(reply.content, *st.config.registry))
+    calls.push_back(std::move(call));
+  for (size_t i = 0; i < calls.size(); ++i)
+    if (calls[i].id.empty())
+      calls[i].id = "call_" + reply.id.substr(reply.id.find('_') + 1) + "_" + std::to_string(i);
+  reply.tool_calls = std::move(calls);
+}
+
+void on_reply(self_ptr self, model_reply& reply) {
+  auto& st = self->state;
+  st.outcome.usage = reply.usage;
+  if (reply.error == model_error_kind::interrupted || (st.interrupted && !reply.ok())) {
+    finish(self, step_status::interrupted);
+    return;
+  }
+  if (!reply.ok()) {
+    st.outcome.error = reply.error;
+    st.outcome.error_message = reply.error_message;
+    finish(self, step_status::failed);
+    return;
+  }
+  auto& msg = reply.assistant;
+  msg.role = role::assistant;
+  if (msg.id.empty())
+    msg.id = new_message_id();
+  if (msg.timestamp_ms == 0)
+    msg.timestamp_ms = now_ms();
+  collect_calls(st, msg);
+  // The session logs the reply before any of its tools runs.
+  self->send(st.session, reply_atom::value, msg);
+  st.outcome.reply = std::move(msg);
+  st.next_call = 0;
+  st.phase = step_phase::running_tools;
+  run_next_call(self);
+}
+
+step_actor::behavior_type step_behavior(self_ptr self, step_config config, session_actor session,
+                                        model_client_actor model, tool_executor_actor executor) {
+  auto& st = self->state;
+  st.tools = config.registry->descriptors();
+  st.config = std::move(config);
+  st.session = std::move(session);
+  st.model = std::move(model);
+  st.executor = std::move(executor);
+  return {
+    [=](step_atom, step_request& request) -> caf::result<step_outcome> {
+      auto& s = self->state;
+      if (s.phase != step_phase::idle) {
+        step_outcome busy;
+        busy.status = step_status::failed;
+        busy.error = model_error_kind::request;
+        busy.error_message = "a step is already running for this session";
+        return busy;
+      }
+      s.promise = self->make_response_promise<step_outcome>();
+      s.outcome = step_outcome{};
+      s.interrupted = false;
+      s.phase = step_phase::generating;
+      model_request generate{s.config.system_prompt, std::move(request.context), s.tools};
+      self->request(s.model, caf::infinite, generate_atom::value, std::move(generate))
+        .then([=](model_reply& reply) { on_reply(self, reply); },
+              [=](caf::error& err) {
+                model_reply failed;
+                failed.error = model_error_kind::transport;
+                failed.error_message = "model client failed: " + self->system().render(err);
+                on_reply(self, failed);
+              });
+      return s.promise;
+    },
+    [=](interrupt_atom) {
+      auto& s = self->state;
+      if (s.phase == step_phase::idle)
+        return;
+      s.interrupted = true;
+      if (s.phase == step_phase::generating)
+        self->send<caf::message_priority::high>(s.model, cancel_atom::value);
+      else
+        self->send<caf::message_priority::high>(s.executor, cancel_atom::value);
+    },
+  };
+}
+
+} // namespace
+
+step_actor spawn_step(caf::actor_system& sys, step_config config, session_actor session,
+                      model_client_actor model, tool_executor_actor executor) {
+  return sys.spawn(step_behavior, std::move(config), std::move(session), std::move(model),
+                   std::move(executor));
+}
+
+} // namespace troupe

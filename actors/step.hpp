@@ -1,0 +1,28 @@
+#pragma once
+// The step actor: one model call, then the reply's tool calls in order. It does the waiting,
+// so the session never blocks and an interrupt reaches it mid-step.
+
+#include <memory>
+#include <string>
+
+#include "protocol/interfaces.hpp"
+#include "tools/registry.hpp"
+
+namespace caf {
+class actor_system;
+}
+
+namespace troupe {
+
+/// What a step actor needs besides its peers.
+struct step_config {
+  std::string system_prompt;
+  std::shared_ptr<const tool_registry> registry;
+};
+
+/// Spawns the step actor of one session. It reports each reply to `session` before running
+/// the reply's tools.
+step_actor spawn_step(caf::actor_system& sys, step_config config, session_actor session,
+                      model_client_actor model, tool_executor_actor executor);
+
+} // namespace troupe

@@ -1,0 +1,22 @@
+#pragma once
+// The tool executor: validates and runs one session's tool calls.
+
+#include <memory>
+
+#include "protocol/interfaces.hpp"
+#include "tools/registry.hpp"
+#include "tools/tool_spec.hpp"
+
+namespace caf {
+class actor_system;
+}
+
+namespace troupe {
+
+/// Spawns a tool executor for one session. Unknown tools and bad input become error
+/// results; process tools run as children whose groups are killed on timeout or cancel.
+tool_executor_actor spawn_tool_executor(caf::actor_system& sys,
+                                        std::shared_ptr<const tool_registry> registry,
+                                        tool_context context);
+
+} // namespace troupe

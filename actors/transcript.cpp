@@ -1,0 +1,152 @@
+#include "actors/transcript.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+namespace troupe {
+
+namespace {
+
+expected<bool> write_all(int fd, const std::string& data, const std::filesystem::path& path) {
+  size_t done = 0;
+  while (done < data.size()) {
+    auto n = ::write(fd, data.data() + done, data.size() - done);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0)
+      return failure{"cannot write " + path.string() + ": " + std::strerror(errno)};
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+} // namespace
+
+transcript_writer::transcript_writer(transcript_writer&& other) noexcept
+  : fd_(other.fd_), path_(std::move(other.path_)) {
+  other.fd_ = -1;
+}
+
+transcript_writer& transcript_writer::operator=(transcript_writer&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0)
+      ::close(fd_);
+    fd_ = other.fd_;
+    path_ = std::move(other.path_);
+    other.fd_ = -1;
+  }
+  return *this;
+}
+
+transcript_writer::~transcript_writer() {
+  if (fd_ >= 0)
+    ::close(fd_);
+}
+
+expected<transcript_writer> transcript_writer::open(const std::filesystem::path& path) {
+  std::error_code ec;
+  std::filesystem::create_directories(path.parent_path(), ec);
+  if (ec)
+    return failure{"cannot create " + path.parent_path().string() + ": " + ec.message()};
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  if (fd < 0)
+    return failure{"cannot open transcript " + path.string() + ": " + std::strerror(errno)};
+  transcript_writer writer;
+  writer.fd_ = fd;
+  writer.path_ = path;
+  return writer;
+}
+
+expected<bool> transcript_writer::append(const message& msg) {
+  if (fd_ < 0)
+    return failure{"transcript is not open"};
+  auto line = nlohmann::json(msg).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  line.push_back('\n');
+  return write_all(fd_, line, path_);
+}
+
+void transcript_writer::sync() {
+  if (fd_ >= 0)
+    ::fsync(fd_);
+}
+
+expected<loaded_transcript> load_transcript(const std::filesystem::path& path) {
+  std::ifstream in{path, std::ios::binary};
+  if (!in)
+    return failure{"cannot read transcript " + path.string()};
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  auto text = buffer.str();
+
+  loaded_transcript result;
+  size_t pos = 0;
+  size_t line_number = 0;
+  while (pos < text.size()) {
+    auto end = text.find('\n', pos);
+    bool last = end == std::string::npos || end + 1 == text.size();
+    auto line = text.substr(pos, (end == std::string::npos ? text.size() : end) - pos);
+    ++line_number;
+    bool whole = end != std::string::npos;
+    if (!line.empty()) {
+      auto parsed = nlohmann::json::parse(line, nullptr, false);
+      message msg;
+      bool ok = !parsed.is_discarded();
+      if (ok) {
+        try {
+          parsed.get_to(msg);
+        } catch (const nlohmann::json::exception&) {
+          ok = false;
+        }
+      }
+      if (!ok && last) {
+        // A crash mid-append leaves a partial last line: keep its bytes aside, cut it off.
+        std::ofstream torn{path.string() + ".torn", std::ios::binary | std::ios::app};
+        torn << line << '\n';
+        std::error_code ec;
+        std::filesystem::resize_file(path, pos, ec);
+        if (ec)
+          return failure{"cannot repair " + path.string() + ": " + ec.message()};
+        result.repair_note = "transcript " + path.string() + ": torn last line " +
+                             std::to_string(line_number) + " moved to " + path.string() +
+                             ".torn";
+        break;
+      }
+      if (!ok)
+        return failure{"transcript " + path.string() + " line " + std::to_string(line_number) +
+                       " is not a valid message; fix or remove that line"};
+      result.messages.push_back(std::move(msg));
+    }
+    if (!whole) {
+      // A valid last line without its newline: complete it so the next append starts clean.
+      std::ofstream out{path, std::ios::binary | std::ios::app};
+      out << '\n';
+      break;
+    }
+    pos = end + 1;
+  }
+  return result;
+}
+
+expected<bool> write_loop_state(const std::filesystem::path& path, const loop_state& state) {
+  auto tmp = path.string() + ".tmp";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0)
+    return failure{"cannot write " + tmp + ": " + std::strerror(errno)};
+  auto text = nlohmann::json(state).dump(2) + "\n";
+  auto written = write_all(fd, text, tmp);
+  ::close(fd);
+  if (!written)
+    return written;
+  if (std::rename(tmp.c_str(), path.c_str()) != 0)
+    return failure{"cannot rename " + tmp + ": " + std::strerror(errno)};
+  return true;
+}
+
+} // namespace troupe

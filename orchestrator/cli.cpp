@@ -1,0 +1,238 @@
+#include "orchestrator/cli.hpp"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <iterator>
+#include <string_view>
+
+#include <CLI/CLI.hpp>
+#include <spdlog/sinks/basic_file_sink.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "actors/ids.hpp"
+#include "actors/transcript.hpp"
+#include "orchestrator/run_command.hpp"
+
+namespace troupe {
+
+std::string_view embedded_demo_script();
+
+namespace {
+
+constexpr int usage_error = 2;
+
+/// The flags of `troupe run`, as typed.
+struct run_flags {
+  std::vector<std::string> prompt;
+  std::string model;
+  std::string max_steps;
+  std::string cwd;
+  std::string output_format = "text";
+  std::string session_id;
+};
+
+int fail(const std::string& message) {
+  std::fprintf(stderr, "troupe: %s\n", message.c_str());
+  return usage_error;
+}
+
+std::string env_or(const char* name, std::string fallback = {}) {
+  const char* value = std::getenv(name);
+  return value != nullptr && *value != '\0' ? std::string{value} : fallback;
+}
+
+std::filesystem::path home_dir() { return env_or("HOME", "/tmp"); }
+
+std::filesystem::path troupe_home() {
+  auto configured = env_or("TROUPE_HOME");
+  return configured.empty() ? home_dir() / ".local/share/troupe"
+                            : std::filesystem::path{configured};
+}
+
+void configure_logging(const std::string& log_file, const std::string& level) {
+  std::shared_ptr<spdlog::logger> logger;
+  if (!log_file.empty())
+    logger = spdlog::basic_logger_mt("troupe", log_file);
+  else
+    logger = spdlog::stderr_color_mt("troupe");
+  spdlog::set_default_logger(logger);
+  auto parsed = spdlog::level::from_str(level.empty() ? "warn" : level);
+  spdlog::set_level(parsed);
+}
+
+expected<int32_t> parse_max_steps(const std::string& text, const char* where) {
+  if (text.empty())
+    return int32_t{0};
+  char* end = nullptr;
+  errno = 0;
+  long value = std::strtol(text.c_str(), &end, 10);
+  if (end == text.c_str() || *end != '\0' || errno != 0 || value < 1 || value > 1000000)
+    return failure{std::string{"invalid "} + where + " '" + text +
+                   "': expected a whole number of steps from 1 to 1000000"};
+  return static_cast<int32_t>(value);
+}
+
+expected<script> resolve_model(const std::string& model) {
+  if (model.empty())
+    return failure{"no model configured: pass --model scripted:PATH or set TROUPE_MODEL "
+                   "(`troupe demo` runs offline with a bundled script)"};
+  constexpr std::string_view scripted = "scripted:";
+  if (model.rfind(scripted, 0) == 0) {
+    auto path = model.substr(scripted.size());
+    if (path.empty())
+      return failure{"--model scripted: needs a script path, e.g. --model scripted:replies.jsonl"};
+    return load_script(path);
+  }
+  return failure{"unknown model '" + model +
+                 "': this build supports scripted:PATH (a JSONL file of replies)"};
+}
+
+std::string read_prompt(const std::vector<std::string>& words) {
+  std::string prompt;
+  for (auto& w : words)
+    prompt += (prompt.empty() ? "" : " ") + w;
+  if (!prompt.empty() || isatty(STDIN_FILENO))
+    return prompt;
+  prompt.assign(std::istreambuf_iterator<char>{std::cin}, std::istreambuf_iterator<char>{});
+  while (!prompt.empty() && (prompt.back() == '\n' || prompt.back() == '\r'))
+    prompt.pop_back();
+  return prompt;
+}
+
+// Turns flags and environment into a checked run, or a one-line error.
+expected<run_settings> resolve_run(const run_flags& flags) {
+  run_settings settings;
+  settings.format =
+    flags.output_format == "stream-json" ? output_format::stream_json : output_format::text;
+
+  auto max_steps = flags.max_steps.empty()
+                     ? parse_max_steps(env_or("TROUPE_MAX_STEPS"), "TROUPE_MAX_STEPS")
+                     : parse_max_steps(flags.max_steps, "--max-steps");
+  if (!max_steps)
+    return failure{max_steps.error()};
+  settings.max_steps = *max_steps;
+
+  std::error_code ec;
+  settings.cwd = flags.cwd.empty() ? std::filesystem::current_path(ec)
+                                   : std::filesystem::absolute(flags.cwd, ec);
+  if (ec || !std::filesystem::is_directory(settings.cwd, ec))
+    return failure{"--cwd " + flags.cwd + ": no such directory"};
+  settings.cwd = std::filesystem::canonical(settings.cwd, ec);
+
+  settings.model_name = flags.model.empty() ? env_or("TROUPE_MODEL") : flags.model;
+  auto lines = resolve_model(settings.model_name);
+  if (!lines)
+    return failure{lines.error()};
+  settings.model_script = std::move(*lines);
+
+  settings.prompt = read_prompt(flags.prompt);
+  if (settings.prompt.empty())
+    return failure{"no prompt: give it as arguments (troupe run \"fix the tests\") or on stdin"};
+
+  settings.home = home_dir();
+  settings.troupe_home = troupe_home();
+  settings.session_id = flags.session_id.empty() ? new_session_id() : flags.session_id;
+  if (!is_valid_session_id(settings.session_id))
+    return failure{"invalid --session-id '" + settings.session_id +
+                   "': use letters, digits, '.', '_' and '-'"};
+  auto transcript = settings.troupe_home / "sessions" / settings.session_id / "transcript.jsonl";
+  if (std::filesystem::exists(transcript, ec)) {
+    auto loaded = load_transcript(transcript);
+    if (!loaded)
+      return failure{loaded.error()};
+    if (!loaded->repair_note.empty())
+      spdlog::warn("{}", loaded->repair_note);
+    settings.history = std::move(loaded->messages);
+  }
+  return settings;
+}
+
+int run_demo(const std::string& format) {
+  char workspace_template[] = "/tmp/troupe-demo-XXXXXX";
+  if (mkdtemp(workspace_template) == nullptr)
+    return fail("cannot create a temporary directory for the demo");
+  // The session's files live beside the workspace, so the agent starts in an empty directory.
+  std::filesystem::path root{workspace_template};
+  auto workspace = root / "workspace";
+  std::error_code ec;
+  if (!std::filesystem::create_directory(workspace, ec))
+    return fail("cannot create " + workspace.string() + ": " + ec.message());
+  auto lines = parse_script(embedded_demo_script(), "the bundled demo script");
+  if (!lines)
+    return fail(lines.error());
+
+  run_settings settings;
+  settings.prompt = "Write a word-count script, try it on two sample files and tell me which "
+                    "file has more words.";
+  settings.model_name = "scripted:demo";
+  settings.model_script = std::move(*lines);
+  settings.cwd = workspace;
+  settings.home = home_dir();
+  settings.troupe_home = root / "home";
+  settings.session_id = new_session_id();
+  settings.format =
+    format == "stream-json" ? output_format::stream_json : output_format::text;
+  if (settings.format == output_format::text)
+    std::printf("troupe demo: an offline agent (scripted model, real shell) in %s\n",
+                workspace.c_str());
+  auto transcript = settings.troupe_home / "sessions" / settings.session_id / "transcript.jsonl";
+  int code = execute_run(std::move(settings), stdout);
+  if (format != "stream-json")
+    std::printf("transcript: %s\n", transcript.c_str());
+  return code;
+}
+
+} // namespace
+
+int run_cli(int argc, char** argv) {
+  CLI::App app{"troupe: an asynchronous multi-agent runtime for LLM coding agents", "troupe"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "troupe 0.1.0");
+  std::string log_file;
+  std::string log_level = env_or("TROUPE_LOG");
+  app.add_option("--log-file", log_file, "write diagnostics to this file instead of stderr");
+  app.add_option("--log-level", log_level, "trace, debug, info, warn (default), error, off");
+
+  run_flags flags;
+  auto* run = app.add_subcommand("run", "run an agent non-interactively until it is done");
+  run->add_option("prompt", flags.prompt, "the task (read from stdin when omitted)");
+  run->add_option("--model,-m", flags.model, "model: scripted:PATH (default: $TROUPE_MODEL)");
+  run->add_option("--max-steps", flags.max_steps,
+                  "most steps per turn (default: $TROUPE_MAX_STEPS, else no cap)");
+  run->add_option("--cwd", flags.cwd, "workspace directory (default: the current one)");
+  run->add_option("--output-format", flags.output_format, "text or stream-json")
+    ->check(CLI::IsMember({"text", "stream-json"}));
+  run->add_option("--session-id", flags.session_id,
+                  "session id; an existing session's transcript is continued");
+
+  std::string demo_format = "text";
+  auto* demo = app.add_subcommand("demo", "run an offline agent on a bundled script");
+  demo->add_option("--output-format", demo_format, "text or stream-json")
+    ->check(CLI::IsMember({"text", "stream-json"}));
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    return fail(std::string{e.what()} + " (see troupe --help)");
+  }
+  configure_logging(log_file, log_level);
+
+  if (*demo)
+    return run_demo(demo_format);
+  auto settings = resolve_run(flags);
+  if (!settings)
+    return fail(settings.error());
+  return execute_run(std::move(*settings), stdout);
+}
+
+} // namespace troupe

@@ -1,0 +1,146 @@
+#include "orchestrator/output_format.hpp"
+
+#include <sstream>
+
+namespace troupe {
+
+namespace {
+
+nlohmann::json content_blocks(const message& m) {
+  auto blocks = nlohmann::json::array();
+  if (!m.content.empty())
+    blocks.push_back({{"type", "text"}, {"text", m.content}});
+  for (auto& call : m.tool_calls)
+    blocks.push_back({{"type", "tool_use"}, {"id", call.id}, {"name", call.name},
+                      {"input", call.input}});
+  return blocks;
+}
+
+std::string indent(const std::string& text, const std::string& prefix) {
+  std::string out;
+  std::istringstream in{text};
+  std::string line;
+  while (std::getline(in, line))
+    out += prefix + line + "\n";
+  return out;
+}
+
+} // namespace
+
+const char* result_subtype(terminal_reason r) {
+  switch (r) {
+    case terminal_reason::completed:
+    case terminal_reason::backgrounded:
+      return "success";
+    case terminal_reason::max_turns:
+      return "error_max_turns";
+    default:
+      return "error_during_execution";
+  }
+}
+
+nlohmann::json to_stream_json(const session_started_event& e) {
+  return {{"type", "system"},          {"subtype", "init"},    {"session_id", e.session_id},
+          {"cwd", e.cwd},              {"model", e.model},     {"tools", e.tools},
+          {"transcript_path", e.transcript_path}, {"loaded_messages", e.loaded_messages}};
+}
+
+nlohmann::json to_stream_json(const message_event& e) {
+  const auto& m = e.msg;
+  switch (m.role) {
+    case role::assistant:
+      return {{"type", "assistant"},
+              {"message",
+               {{"id", m.id}, {"role", "assistant"}, {"content", content_blocks(m)}}},
+              {"session_id", e.session_id}};
+    case role::tool:
+      return {{"type", "user"},
+              {"message",
+               {{"role", "user"},
+                {"content", nlohmann::json::array({{{"type", "tool_result"},
+                                                    {"tool_use_id", m.tool_call_id},
+                                                    {"content", m.content},
+                                                    {"is_error", m.is_error}}})}}},
+              {"exit_code", m.exit_code},
+              {"truncated", m.truncated},
+              {"session_id", e.session_id}};
+    case role::user:
+      return {{"type", "user"},
+              {"message", {{"id", m.id}, {"role", "user"}, {"content", m.content}}},
+              {"origin", m.origin},
+              {"session_id", e.session_id}};
+    case role::system:
+      return {{"type", "system"},  {"subtype", "message"},       {"content", m.content},
+              {"origin", m.origin}, {"session_id", e.session_id}};
+  }
+  return nullptr;
+}
+
+nlohmann::json to_stream_json(const notice_event& e) {
+  return {{"type", "system"}, {"subtype", e.kind}, {"message", e.text},
+          {"session_id", e.session_id}};
+}
+
+nlohmann::json to_stream_json(const session_ended_event& e) {
+  bool failed = e.reason != terminal_reason::completed &&
+                e.reason != terminal_reason::backgrounded;
+  nlohmann::json line = {{"type", "result"},
+                         {"subtype", result_subtype(e.reason)},
+                         {"is_error", failed},
+                         {"terminal_reason", e.reason},
+                         {"num_turns", e.state.turn_count},
+                         {"num_steps", e.state.total_steps},
+                         {"session_id", e.session_id},
+                         {"duration_ms", e.duration_ms},
+                         {"result", e.result_text},
+                         {"usage", e.usage}};
+  if (!e.error_message.empty())
+    line["error"] = e.error_message;
+  return line;
+}
+
+std::string to_text(const session_started_event& e) {
+  return "● session " + e.session_id + " · " + e.model + " · " + e.cwd + "\n";
+}
+
+std::string to_text(const message_event& e) {
+  const auto& m = e.msg;
+  switch (m.role) {
+    case role::user:
+      return "\n> " + m.content + (m.content.empty() || m.content.back() != '\n' ? "\n" : "");
+    case role::assistant: {
+      std::string out = "\n" + m.content;
+      if (!m.content.empty() && m.content.back() != '\n')
+        out += "\n";
+      for (auto& call : m.tool_calls)
+        if (call.format == call_format::native)
+          out += "→ " + call.name + " " + call.input.dump() + "\n";
+      return out;
+    }
+    case role::tool: {
+      std::string head = "← " + m.tool_name;
+      if (m.tool_name == "shell")
+        head += " (exit " + std::to_string(m.exit_code) + ")";
+      if (m.is_error)
+        head += " [error]";
+      return head + "\n" + indent(m.content, "  │ ");
+    }
+    case role::system:
+      return "[system] " + m.content + "\n";
+  }
+  return {};
+}
+
+std::string to_text(const notice_event& e) { return "! " + e.kind + ": " + e.text + "\n"; }
+
+std::string to_text(const session_ended_event& e) {
+  std::string out = "\n● " + std::string{to_string(e.reason)} + " · " +
+                    std::to_string(e.state.turn_count) + " turn(s) · " +
+                    std::to_string(e.state.total_steps) + " step(s) · " +
+                    std::to_string(e.duration_ms) + " ms\n";
+  if (!e.error_message.empty())
+    out += "error: " + e.error_message + "\n";
+  return out;
+}
+
+} // namespace troupe

@@ -1,0 +1,76 @@
+#include "orchestrator/run_command.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <future>
+
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/send.hpp>
+#include <spdlog/spdlog.h>
+
+#include "actors/agent.hpp"
+#include "actors/scripted_model.hpp"
+#include "orchestrator/renderer.hpp"
+#include "orchestrator/signals.hpp"
+#include "protocol/registration.hpp"
+#include "tools/prompt.hpp"
+
+namespace troupe {
+
+int execute_run(run_settings settings, std::FILE* out) {
+  block_termination_signals();
+  caf::actor_system_config cfg;
+  register_protocol_types(cfg);
+  caf::actor_system sys{cfg};
+
+  auto registry = std::make_shared<const tool_registry>(make_builtin_registry());
+  auto session_dir = settings.troupe_home / "sessions" / settings.session_id;
+
+  tool_context tools;
+  tools.cwd = settings.cwd;
+  tools.state_dir = session_dir / "tools";
+  tools.home = settings.home;
+
+  std::promise<session_ended_event> ended;
+  auto ended_future = ended.get_future();
+  auto renderer = spawn_renderer(sys, settings.format, out,
+                                 [&ended](const session_ended_event& e) { ended.set_value(e); });
+
+  session_config session;
+  session.session_id = settings.session_id;
+  session.session_dir = session_dir;
+  session.model_name = settings.model_name;
+  session.system_prompt = build_system_prompt(*registry);
+  session.cwd = settings.cwd;
+  session.registry = registry;
+  session.max_steps = settings.max_steps;
+  session.history = std::move(settings.history);
+  session.initial_inputs.push_back(make_input(std::move(settings.prompt)));
+  session.subscribers.push_back(renderer);
+
+  auto model = spawn_scripted_model(sys, std::move(settings.model_script));
+  auto agent = spawn_agent(sys, std::move(session), std::move(tools), std::move(model));
+
+  std::atomic<int> signals_seen{0};
+  signal_forwarder forwarder{[&](int sig) {
+    if (signals_seen.fetch_add(1) == 0) {
+      spdlog::info("signal {}: interrupting the run", sig);
+      caf::anon_send<caf::message_priority::high>(agent, interrupt_atom::value);
+    } else {
+      caf::anon_send_exit(agent, caf::exit_reason::kill);
+    }
+  }};
+  caf::anon_send(agent, start_atom::value);
+
+  using namespace std::chrono_literals;
+  while (ended_future.wait_for(50ms) != std::future_status::ready)
+    if (signals_seen.load() > 1) {
+      std::fprintf(stderr, "troupe: interrupted twice, stopped without finishing the run\n");
+      sys.await_actors_before_shutdown(false);
+      return exit_code_for(terminal_reason::interrupted);
+    }
+  return exit_code_for(ended_future.get().reason);
+}
+
+} // namespace troupe

@@ -1,0 +1,36 @@
+#pragma once
+// `troupe run` and `troupe demo` once their input is checked: one agent to its terminal state.
+
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "actors/scripted_script.hpp"
+#include "orchestrator/output_format.hpp"
+#include "protocol/message.hpp"
+
+namespace troupe {
+
+/// A checked run: every value here is known to be usable.
+struct run_settings {
+  std::string prompt;
+  /// As the user wrote it, e.g. "scripted:examples/demo/script.jsonl".
+  std::string model_name;
+  script model_script;
+  int32_t max_steps = 0;
+  std::filesystem::path cwd;
+  std::filesystem::path troupe_home;
+  std::filesystem::path home;
+  std::string session_id;
+  /// Messages of an existing session with this id (empty for a new one).
+  std::vector<message> history;
+  output_format format = output_format::text;
+};
+
+/// Runs one agent to its terminal state, printing its events to `out`. SIGINT interrupts the
+/// run (a second one stops it at once). Returns the exit code of the terminal state.
+int execute_run(run_settings settings, std::FILE* out);
+
+} // namespace troupe

@@ -1,0 +1,20 @@
+#pragma once
+// Message tags. Each names one verb of a typed interface in protocol/interfaces.hpp.
+
+#include <caf/atom.hpp>
+
+namespace troupe {
+
+using start_atom = caf::atom_constant<caf::atom("start")>;
+using submit_atom = caf::atom_constant<caf::atom("submit")>;
+using interrupt_atom = caf::atom_constant<caf::atom("interrupt")>;
+using reply_atom = caf::atom_constant<caf::atom("reply")>;
+using subscribe_atom = caf::atom_constant<caf::atom("subscribe")>;
+using step_atom = caf::atom_constant<caf::atom("step")>;
+using generate_atom = caf::atom_constant<caf::atom("generate")>;
+using cancel_atom = caf::atom_constant<caf::atom("cancel")>;
+using execute_atom = caf::atom_constant<caf::atom("execute")>;
+using due_atom = caf::atom_constant<caf::atom("due")>;
+using exited_atom = caf::atom_constant<caf::atom("exited")>;
+
+} // namespace troupe

@@ -1,0 +1,59 @@
+#include "protocol/events.hpp"
+
+#include <nlohmann/json.hpp>
+
+namespace troupe {
+
+void to_json(nlohmann::json& j, const session_started_event& x) {
+  j = {{"event", "session_started"},       {"session_id", x.session_id},
+       {"cwd", x.cwd},                     {"model", x.model},
+       {"tools", x.tools},                 {"transcript_path", x.transcript_path},
+       {"loaded_messages", x.loaded_messages}};
+}
+
+void from_json(const nlohmann::json& j, session_started_event& x) {
+  j.at("session_id").get_to(x.session_id);
+  j.at("cwd").get_to(x.cwd);
+  j.at("model").get_to(x.model);
+  j.at("tools").get_to(x.tools);
+  j.at("transcript_path").get_to(x.transcript_path);
+  j.at("loaded_messages").get_to(x.loaded_messages);
+}
+
+void to_json(nlohmann::json& j, const message_event& x) {
+  j = {{"event", "message"}, {"session_id", x.session_id}, {"message", x.msg}};
+}
+
+void from_json(const nlohmann::json& j, message_event& x) {
+  j.at("session_id").get_to(x.session_id);
+  j.at("message").get_to(x.msg);
+}
+
+void to_json(nlohmann::json& j, const notice_event& x) {
+  j = {{"event", "notice"}, {"session_id", x.session_id}, {"kind", x.kind}, {"text", x.text}};
+}
+
+void from_json(const nlohmann::json& j, notice_event& x) {
+  j.at("session_id").get_to(x.session_id);
+  j.at("kind").get_to(x.kind);
+  j.at("text").get_to(x.text);
+}
+
+void to_json(nlohmann::json& j, const session_ended_event& x) {
+  j = {{"event", "session_ended"},   {"session_id", x.session_id},
+       {"reason", x.reason},         {"error_message", x.error_message},
+       {"result_text", x.result_text}, {"state", x.state},
+       {"usage", x.usage},           {"duration_ms", x.duration_ms}};
+}
+
+void from_json(const nlohmann::json& j, session_ended_event& x) {
+  j.at("session_id").get_to(x.session_id);
+  j.at("reason").get_to(x.reason);
+  j.at("error_message").get_to(x.error_message);
+  j.at("result_text").get_to(x.result_text);
+  j.at("state").get_to(x.state);
+  j.at("usage").get_to(x.usage);
+  j.at("duration_ms").get_to(x.duration_ms);
+}
+
+} // namespace troupe

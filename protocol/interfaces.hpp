@@ -1,0 +1,69 @@
+#pragma once
+// The typed interfaces of troupe's actors. Each message names who sends it and what it causes.
+
+#include <cstdint>
+
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
+
+#include "protocol/atoms.hpp"
+#include "protocol/events.hpp"
+#include "protocol/message.hpp"
+#include "protocol/model.hpp"
+#include "protocol/process.hpp"
+#include "protocol/step.hpp"
+
+namespace troupe {
+
+/// Receives a session's events: the CLI renderer, a parent session, a fleet dispatcher.
+using event_sink_actor = caf::typed_actor<
+  // First event of a session.
+  caf::reacts_to<session_started_event>,
+  // A message was appended to the log (already on disk).
+  caf::reacts_to<message_event>,
+  // Warnings and other out-of-band information.
+  caf::reacts_to<notice_event>,
+  // Last event of a session.
+  caf::reacts_to<session_ended_event>>;
+
+/// Turns a request into one model reply for one provider; cancellable.
+using model_client_actor = caf::typed_actor<
+  // Generate one reply. Failures are replies with `error` set, never CAF errors.
+  caf::replies_to<generate_atom, model_request>::with<model_reply>,
+  // Cancel the generation in flight: it answers at once with error `interrupted`.
+  caf::reacts_to<cancel_atom>,
+  // Internal: a delayed reply (scripted `delay_ms`) is due.
+  caf::reacts_to<due_atom, uint64_t>>;
+
+/// Runs tool calls for one session; blocking work happens off the scheduler threads.
+using tool_executor_actor = caf::typed_actor<
+  // Run one call. Bad input and failures are results with is_error, never CAF errors.
+  caf::replies_to<execute_atom, tool_call>::with<tool_result>,
+  // Abort the running call: its process group is killed and it answers as interrupted.
+  caf::reacts_to<cancel_atom>,
+  // Internal: a job's timeout expired.
+  caf::reacts_to<due_atom, uint64_t>,
+  // Internal: a job's child process ended (from its reader).
+  caf::reacts_to<exited_atom, process_exit>>;
+
+/// Carries out one step: model call, then the reply's tool calls in order.
+using step_actor = caf::typed_actor<
+  // Run a step. Before any tool runs, the reply goes to the session as (reply_atom, message).
+  caf::replies_to<step_atom, step_request>::with<step_outcome>,
+  // Abort the step in flight (sent with high priority); it answers `interrupted`.
+  caf::reacts_to<interrupt_atom>>;
+
+/// One agent: owns the conversation, the prompt queue, the loop state and the hooks.
+using session_actor = caf::typed_actor<
+  // Begin the session: set-up, session.start hooks, then the turn loop.
+  caf::reacts_to<start_atom>,
+  // Queue an input (user prompt, notification); past the cap it is dropped with a notice.
+  caf::reacts_to<submit_atom, message>,
+  // Interrupt the step in flight (send with high priority).
+  caf::reacts_to<interrupt_atom>,
+  // From the step: the assistant reply, to be logged before its tools run.
+  caf::reacts_to<reply_atom, message>,
+  // Add a subscriber for this session's events.
+  caf::reacts_to<subscribe_atom, event_sink_actor>>;
+
+} // namespace troupe

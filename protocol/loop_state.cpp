@@ -1,0 +1,101 @@
+#include "protocol/loop_state.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include "protocol/json_enum.hpp"
+
+namespace troupe {
+
+namespace {
+
+constexpr detail::enum_names<terminal_reason, 6> terminal_names{{
+  {terminal_reason::completed, "completed"},
+  {terminal_reason::max_turns, "max_turns"},
+  {terminal_reason::interrupted, "interrupted"},
+  {terminal_reason::permission_blocked, "permission_blocked"},
+  {terminal_reason::error, "error"},
+  {terminal_reason::backgrounded, "backgrounded"},
+}};
+
+constexpr detail::enum_names<transition_reason, 7> transition_names{{
+  {transition_reason::none, "none"},
+  {transition_reason::tool_round, "tool_round"},
+  {transition_reason::structural_stop, "structural_stop"},
+  {transition_reason::max_steps, "max_steps"},
+  {transition_reason::interrupted, "interrupted"},
+  {transition_reason::model_error, "model_error"},
+  {transition_reason::next_turn, "next_turn"},
+}};
+
+} // namespace
+
+const char* to_string(terminal_reason r) { return detail::enum_to_name(terminal_names, r); }
+
+const char* to_string(transition_reason r) { return detail::enum_to_name(transition_names, r); }
+
+int exit_code_for(terminal_reason r) {
+  switch (r) {
+    case terminal_reason::completed:
+    case terminal_reason::backgrounded:
+      return 0;
+    case terminal_reason::error:
+      return 1;
+    case terminal_reason::max_turns:
+      return 3;
+    case terminal_reason::permission_blocked:
+      return 4;
+    case terminal_reason::interrupted:
+      return 130;
+  }
+  return 1;
+}
+
+void to_json(nlohmann::json& j, const terminal_reason& x) { j = to_string(x); }
+
+void from_json(const nlohmann::json& j, terminal_reason& x) {
+  x = detail::enum_from_json(terminal_names, j, "terminal reason");
+}
+
+void to_json(nlohmann::json& j, const transition_reason& x) { j = to_string(x); }
+
+void from_json(const nlohmann::json& j, transition_reason& x) {
+  x = detail::enum_from_json(transition_names, j, "transition reason");
+}
+
+void to_json(nlohmann::json& j, const auto_compact_tracking& x) {
+  j = {{"compacted", x.compacted},
+       {"turns_since_compact", x.turns_since_compact},
+       {"consecutive_failures", x.consecutive_failures}};
+}
+
+void from_json(const nlohmann::json& j, auto_compact_tracking& x) {
+  j.at("compacted").get_to(x.compacted);
+  j.at("turns_since_compact").get_to(x.turns_since_compact);
+  j.at("consecutive_failures").get_to(x.consecutive_failures);
+}
+
+void to_json(nlohmann::json& j, const loop_state& x) {
+  j = {{"messages_count", x.messages_count},
+       {"turn_count", x.turn_count},
+       {"step_count", x.step_count},
+       {"total_steps", x.total_steps},
+       {"auto_compact", x.auto_compact},
+       {"max_output_recovery_count", x.max_output_recovery_count},
+       {"has_attempted_reactive_compact", x.has_attempted_reactive_compact},
+       {"stop_hook_active", x.stop_hook_active},
+       {"transition_reason", x.transition}};
+}
+
+void from_json(const nlohmann::json& j, loop_state& x) {
+  j.at("messages_count").get_to(x.messages_count);
+  j.at("turn_count").get_to(x.turn_count);
+  j.at("step_count").get_to(x.step_count);
+  j.at("total_steps").get_to(x.total_steps);
+  j.at("auto_compact").get_to(x.auto_compact);
+  j.at("max_output_recovery_count").get_to(x.max_output_recovery_count);
+  j.at("has_attempted_reactive_compact").get_to(x.has_attempted_reactive_compact);
+  j.at("stop_hook_active").get_to(x.stop_hook_active);
+  j.at("transition_reason").get_to(x.transition);
+}
+
+} // namespace troupe

@@ -1,0 +1,110 @@
+#include "protocol/message.hpp"
+
+#include "protocol/json_enum.hpp"
+
+namespace troupe {
+
+namespace {
+
+constexpr detail::enum_names<role, 4> role_names{{
+  {role::system, "system"},
+  {role::user, "user"},
+  {role::assistant, "assistant"},
+  {role::tool, "tool"},
+}};
+
+constexpr detail::enum_names<call_format, 3> call_format_names{{
+  {call_format::native, "native"},
+  {call_format::markdown, "markdown"},
+  {call_format::xml, "xml"},
+}};
+
+template <class T>
+void read_optional(const nlohmann::json& j, const char* key, T& out) {
+  if (auto i = j.find(key); i != j.end() && !i->is_null())
+    i->get_to(out);
+}
+
+} // namespace
+
+const char* to_string(role r) { return detail::enum_to_name(role_names, r); }
+
+message make_tool_message(const tool_call& call, const tool_result& result) {
+  message m;
+  m.role = role::tool;
+  m.content = result.output;
+  m.tool_call_id = call.id;
+  m.tool_name = call.name;
+  m.is_error = result.is_error;
+  m.exit_code = result.exit_code;
+  m.truncated = result.truncated;
+  return m;
+}
+
+void to_json(nlohmann::json& j, const tool_call& x) {
+  j = {{"id", x.id},
+       {"name", x.name},
+       {"input", x.input},
+       {"format", detail::enum_to_name(call_format_names, x.format)}};
+}
+
+void from_json(const nlohmann::json& j, tool_call& x) {
+  x = tool_call{};
+  read_optional(j, "id", x.id);
+  j.at("name").get_to(x.name);
+  read_optional(j, "input", x.input);
+  if (auto i = j.find("format"); i != j.end())
+    x.format = detail::enum_from_json(call_format_names, *i, "tool call format");
+}
+
+void to_json(nlohmann::json& j, const tool_result& x) {
+  j = {{"output", x.output},
+       {"is_error", x.is_error},
+       {"exit_code", x.exit_code},
+       {"truncated", x.truncated}};
+}
+
+void from_json(const nlohmann::json& j, tool_result& x) {
+  x = tool_result{};
+  read_optional(j, "output", x.output);
+  read_optional(j, "is_error", x.is_error);
+  read_optional(j, "exit_code", x.exit_code);
+  read_optional(j, "truncated", x.truncated);
+}
+
+// Empty fields are left out so transcript lines stay short; from_json restores the defaults.
+void to_json(nlohmann::json& j, const message& x) {
+  j = nlohmann::json::object();
+  j["id"] = x.id;
+  j["role"] = to_string(x.role);
+  j["content"] = x.content;
+  if (!x.tool_calls.empty())
+    j["tool_calls"] = x.tool_calls;
+  if (x.role == role::tool) {
+    j["tool_call_id"] = x.tool_call_id;
+    j["tool_name"] = x.tool_name;
+    j["is_error"] = x.is_error;
+    j["exit_code"] = x.exit_code;
+    j["truncated"] = x.truncated;
+  }
+  if (!x.origin.empty())
+    j["origin"] = x.origin;
+  j["timestamp_ms"] = x.timestamp_ms;
+}
+
+void from_json(const nlohmann::json& j, message& x) {
+  x = message{};
+  read_optional(j, "id", x.id);
+  x.role = detail::enum_from_json(role_names, j.at("role"), "role");
+  read_optional(j, "content", x.content);
+  read_optional(j, "tool_calls", x.tool_calls);
+  read_optional(j, "tool_call_id", x.tool_call_id);
+  read_optional(j, "tool_name", x.tool_name);
+  read_optional(j, "is_error", x.is_error);
+  read_optional(j, "exit_code", x.exit_code);
+  read_optional(j, "truncated", x.truncated);
+  read_optional(j, "origin", x.origin);
+  read_optional(j, "timestamp_ms", x.timestamp_ms);
+}
+
+} // namespace troupe

@@ -1,0 +1,28 @@
+#include "protocol/registration.hpp"
+
+#include <caf/actor_system_config.hpp>
+
+#include "protocol/interfaces.hpp"
+
+namespace troupe {
+
+void register_protocol_types(caf::actor_system_config& cfg) {
+  cfg.add_message_type<tool_call>("troupe::tool_call")
+    .add_message_type<tool_result>("troupe::tool_result")
+    .add_message_type<message>("troupe::message")
+    .add_message_type<context_snapshot>("troupe::context_snapshot")
+    .add_message_type<loop_state>("troupe::loop_state")
+    .add_message_type<token_usage>("troupe::token_usage")
+    .add_message_type<tool_descriptor>("troupe::tool_descriptor")
+    .add_message_type<model_request>("troupe::model_request")
+    .add_message_type<model_reply>("troupe::model_reply")
+    .add_message_type<step_request>("troupe::step_request")
+    .add_message_type<step_outcome>("troupe::step_outcome")
+    .add_message_type<process_exit>("troupe::process_exit")
+    .add_message_type<session_started_event>("troupe::session_started_event")
+    .add_message_type<message_event>("troupe::message_event")
+    .add_message_type<notice_event>("troupe::notice_event")
+    .add_message_type<session_ended_event>("troupe::session_ended_event");
+}
+
+} // namespace troupe

@@ -1,0 +1,23 @@
+#include "tools/prompt.hpp"
+
+#include "tools/tool_parser.hpp"
+
+namespace troupe {
+
+std::string build_system_prompt(const tool_registry& registry) {
+  std::string prompt =
+    "You are troupe, a coding agent working in the user's workspace. Work step by step: "
+    "use a tool, read its result, decide the next step. When the task is done, answer "
+    "without any tool block and the turn ends.\n\n"
+    "Tools are run when your reply contains a fenced block whose language names them. "
+    "Blocks in other languages are shown, not run.\n";
+  for (auto& tool : registry.tools()) {
+    prompt += "\n## " + tool.name + "\n" + tool.description + "\n";
+    for (auto& example : tool.examples)
+      prompt += "Example:\n" +
+                render_markdown_call(tool.block_names.front(), example.args, example.body);
+  }
+  return prompt;
+}
+
+} // namespace troupe

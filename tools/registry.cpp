@@ -1,0 +1,42 @@
+#include "tools/registry.hpp"
+
+#include <algorithm>
+
+#include "tools/read.hpp"
+#include "tools/save.hpp"
+#include "tools/shell.hpp"
+
+namespace troupe {
+
+const tool_spec* tool_registry::find(std::string_view name) const {
+  auto i = std::find_if(tools_.begin(), tools_.end(), [&](auto& t) { return t.name == name; });
+  return i == tools_.end() ? nullptr : &*i;
+}
+
+const tool_spec* tool_registry::find_block(std::string_view language) const {
+  for (auto& tool : tools_)
+    for (auto& block : tool.block_names)
+      if (block == language)
+        return &tool;
+  return nullptr;
+}
+
+std::vector<tool_descriptor> tool_registry::descriptors() const {
+  std::vector<tool_descriptor> result;
+  for (auto& tool : tools_)
+    result.push_back(describe(tool));
+  return result;
+}
+
+std::vector<std::string> tool_registry::names() const {
+  std::vector<std::string> result;
+  for (auto& tool : tools_)
+    result.push_back(tool.name);
+  return result;
+}
+
+tool_registry make_builtin_registry() {
+  return tool_registry{{shell_tool(), save_tool(), read_tool()}};
+}
+
+} // namespace troupe

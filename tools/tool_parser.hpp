@@ -1,0 +1,41 @@
+#pragma once
+// Finds tool calls written as markdown fenced blocks. This one parser decides what is runnable:
+// the prompt's examples are rendered for it and the step loop stops by it.
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "protocol/message.hpp"
+#include "tools/registry.hpp"
+
+namespace troupe {
+
+/// A top-level fenced block: ```language args \n body ```.
+struct code_block {
+  std::string language;
+  std::string args;
+  std::string body;
+  /// False when the text ended before the closing fence.
+  bool terminated = false;
+
+  friend bool operator==(const code_block& a, const code_block& b) {
+    return a.language == b.language && a.args == b.args && a.body == b.body &&
+           a.terminated == b.terminated;
+  }
+};
+
+/// Returns the top-level fenced blocks of text in order. A fence line with an info string
+/// inside a block opens a nested block, which stays part of its parent's body; a bare fence
+/// at least as long as the innermost open one closes it.
+std::vector<code_block> find_code_blocks(std::string_view text);
+
+/// Returns the runnable tool calls in text, in order, with empty ids. A block is runnable when
+/// it is terminated and its language names a tool in the registry.
+std::vector<tool_call> parse_markdown_calls(std::string_view text, const tool_registry& registry);
+
+/// Renders a call as the markdown block the parser reads back (for prompts and examples).
+std::string render_markdown_call(const std::string& language, const std::string& args,
+                                 const std::string& body);
+
+} // namespace troupe

@@ -1,0 +1,77 @@
+#include "tools/tool_spec.hpp"
+
+namespace troupe {
+
+namespace {
+
+bool has_json_type(const nlohmann::json& value, const std::string& type) {
+  if (type == "string")
+    return value.is_string();
+  if (type == "integer")
+    return value.is_number_integer();
+  if (type == "number")
+    return value.is_number();
+  if (type == "boolean")
+    return value.is_boolean();
+  if (type == "object")
+    return value.is_object();
+  if (type == "array")
+    return value.is_array();
+  return true;
+}
+
+} // namespace
+
+tool_descriptor describe(const tool_spec& spec) {
+  return {spec.name, spec.description, spec.input_schema};
+}
+
+std::optional<std::string> validate_input(const tool_spec& spec, const nlohmann::json& input) {
+  if (!input.is_object())
+    return "input of tool '" + spec.name + "' must be a JSON object, got " + input.dump();
+  if (auto required = spec.input_schema.find("required"); required != spec.input_schema.end())
+    for (auto& key : *required)
+      if (!input.contains(key.get<std::string>()))
+        return "tool '" + spec.name + "' needs the argument '" + key.get<std::string>() + "'";
+  auto properties = spec.input_schema.find("properties");
+  if (properties == spec.input_schema.end())
+    return std::nullopt;
+  for (auto& [key, value] : input.items()) {
+    auto property = properties->find(key);
+    if (property == properties->end())
+      return "tool '" + spec.name + "' has no argument '" + key + "'";
+    if (auto type = property->find("type"); type != property->end() && type->is_string())
+      if (!has_json_type(value, type->get<std::string>()))
+        return "argument '" + key + "' of tool '" + spec.name + "' must be of type " +
+               type->get<std::string>() + ", got " + value.dump();
+  }
+  return std::nullopt;
+}
+
+tool_result error_result(std::string message) {
+  tool_result result;
+  result.output = std::move(message);
+  result.is_error = true;
+  result.exit_code = -1;
+  return result;
+}
+
+std::filesystem::path resolve_path(const tool_context& ctx, const std::string& path) {
+  std::filesystem::path p{path};
+  if (!ctx.home.empty() && (path == "~" || path.rfind("~/", 0) == 0))
+    p = ctx.home / path.substr(path.size() > 1 ? 2 : 1);
+  return p.is_absolute() ? p.lexically_normal() : (ctx.cwd / p).lexically_normal();
+}
+
+bool cap_output(std::string& text, size_t cap) {
+  if (text.size() <= cap)
+    return false;
+  auto half = cap / 2;
+  auto cut = text.size() - 2 * half;
+  auto note = "\n[... " + std::to_string(cut) + " bytes cut from the middle of " +
+              std::to_string(text.size()) + " ...]\n";
+  text = text.substr(0, half) + note + text.substr(text.size() - half);
+  return true;
+}
+
+} // namespace troupe

@@ -1,0 +1,81 @@
+#pragma once
+// The contract every tool file fulfils: a spec the prompt, the parser and the executor share.
+
+#include <chrono>
+#include <cstddef>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "protocol/message.hpp"
+#include "protocol/model.hpp"
+
+namespace troupe {
+
+/// What a tool may know about the session it runs for.
+struct tool_context {
+  /// The workspace; relative paths resolve against it and shells start in it.
+  std::filesystem::path cwd;
+  /// Where a session keeps tool state between calls (the shell's cwd and environment).
+  std::filesystem::path state_dir;
+  /// The user's home, for paths written as ~/…
+  std::filesystem::path home;
+  /// Most bytes of output a tool result keeps (head and tail; the middle is cut with a note).
+  size_t output_cap = 30000;
+  /// Shell commands that do not set their own timeout are killed after this long.
+  std::chrono::milliseconds shell_timeout{120000};
+};
+
+/// How the executor runs a tool.
+enum class tool_kind : uint8_t {
+  function, ///< quick, bounded work: `run` is called directly
+  process,  ///< a child process, started by the executor and read off the scheduler threads
+};
+
+/// An example call as a markdown block: ```<first block name> args\nbody```.
+struct block_example {
+  std::string args;
+  std::string body;
+};
+
+/// Everything troupe knows about one tool.
+struct tool_spec {
+  std::string name;
+  /// One paragraph the model reads.
+  std::string description;
+  nlohmann::json input_schema = nlohmann::json::object();
+  /// Markdown fence languages that invoke this tool (```shell, ```save PATH …).
+  std::vector<std::string> block_names;
+  /// Examples for the prompt, rendered by the serializer the parser reads.
+  std::vector<block_example> examples;
+  bool read_only = false;
+  tool_kind kind = tool_kind::function;
+  /// Builds the input from a fenced block: `args` follow the language on the fence line.
+  std::function<nlohmann::json(std::string_view args, std::string_view body)> input_from_block;
+  /// Runs a function tool; unset for process tools.
+  std::function<tool_result(const nlohmann::json& input, const tool_context& ctx)> run;
+};
+
+/// Returns a descriptor of a spec as the model sees it.
+tool_descriptor describe(const tool_spec& spec);
+
+/// Checks input against the spec's schema (object, required keys, primitive types).
+/// Returns a message for the model when it does not fit.
+std::optional<std::string> validate_input(const tool_spec& spec, const nlohmann::json& input);
+
+/// Returns an error result with the given message.
+tool_result error_result(std::string message);
+
+/// Resolves a path from tool input against the workspace.
+std::filesystem::path resolve_path(const tool_context& ctx, const std::string& path);
+
+/// Keeps the head and tail of `text` within `cap` bytes, with a note where the middle was cut.
+/// Returns true when it cut anything.
+bool cap_output(std::string& text, size_t cap);
+
+} // namespace troupe
