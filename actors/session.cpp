@@ -1,5 +1,7 @@
 #include "actors/session.hpp"
 
+#include <utility>
+
 #include <caf/actor_system.hpp>
 
 #include "actors/ids.hpp"
@@ -15,8 +17,6 @@ session_actor::behavior_type session_behavior(session_ptr self, session_config c
                                               tool_executor_actor executor) {
   auto& st = self->state;
   st.subscribers = config.subscribers;
-  for (auto& input : config.initial_inputs)
-    st.queue.push_back(input);
   st.model = std::move(model);
   st.executor = std::move(executor);
   st.step = spawn_step(self->system(), step_config{config.system_prompt, config.registry},
@@ -27,6 +27,9 @@ session_actor::behavior_type session_behavior(session_ptr self, session_config c
   for (auto peer : {caf::actor_cast<caf::actor>(st.step), caf::actor_cast<caf::actor>(st.model),
                     caf::actor_cast<caf::actor>(st.executor)})
     self->link_to(peer);
+  // Initial prompts take the same path as every other input, queue cap included.
+  for (auto& input : std::exchange(st.config.initial_inputs, {}))
+    accept_input(self, std::move(input));
   self->set_exit_handler([=](caf::exit_msg& msg) {
     if (msg.reason && msg.reason != caf::exit_reason::user_shutdown)
       fail_session(self, "an actor of this session died: " + self->system().render(msg.reason));

@@ -1,0 +1,145 @@
+// Runtime overhead per step: one session, scripted replies that each call `read` on a small
+// file (no process, almost no I/O), so what is measured is troupe's own work per step:
+// messages between actors, transcript appends, state writes, context snapshots.
+//
+// Usage: bench_step_overhead [steps=1000] [runs=3]
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <future>
+#include <string>
+#include <vector>
+
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/send.hpp>
+#include <caf/typed_event_based_actor.hpp>
+#include <nlohmann/json.hpp>
+
+#include "actors/agent.hpp"
+#include "actors/scripted_model.hpp"
+#include "protocol/registration.hpp"
+
+using namespace troupe;
+using clock_type = std::chrono::steady_clock;
+
+namespace {
+
+struct timing_state {
+  std::vector<clock_type::time_point> replies; // one per assistant message
+  std::promise<std::vector<clock_type::time_point>>* done = nullptr;
+};
+
+event_sink_actor::behavior_type timing_sink(event_sink_actor::stateful_pointer<timing_state> self,
+                                            std::promise<std::vector<clock_type::time_point>>* done) {
+  self->state.done = done;
+  return {
+    [=](const session_started_event&) {},
+    [=](const message_event& e) {
+      if (e.msg.role == role::assistant)
+        self->state.replies.push_back(clock_type::now());
+    },
+    [=](const notice_event&) {},
+    [=](const session_ended_event& e) {
+      if (e.reason != terminal_reason::completed)
+        std::fprintf(stderr, "run ended %s: %s\n", to_string(e.reason), e.error_message.c_str());
+      self->state.done->set_value(std::move(self->state.replies));
+      self->quit();
+    },
+  };
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+// Microseconds between consecutive replies around step `center` (a window of 11 steps).
+double us_per_step_near(const std::vector<clock_type::time_point>& t, size_t center) {
+  std::vector<double> gaps;
+  for (size_t i = center > 5 ? center - 5 : 1; i <= center + 5 && i < t.size(); ++i)
+    gaps.push_back(std::chrono::duration<double, std::micro>(t[i] - t[i - 1]).count());
+  return median(gaps);
+}
+
+std::vector<clock_type::time_point> run_once(caf::actor_system& sys,
+                                             const std::filesystem::path& root, int steps,
+                                             int run) {
+  auto work = root / "work";
+  std::filesystem::create_directories(work);
+  {
+    std::FILE* f = std::fopen((work / "small.txt").c_str(), "w");
+    std::fputs("one\ntwo\nthree\n", f);
+    std::fclose(f);
+  }
+  script lines;
+  lines.source = "bench";
+  for (int i = 0; i < steps; ++i) {
+    scripted_reply r;
+    r.text = "reading";
+    r.tool_calls.push_back({"", "read", {{"path", "small.txt"}}, call_format::native});
+    lines.replies.push_back(std::move(r));
+  }
+  scripted_reply last;
+  last.text = "done";
+  lines.replies.push_back(last);
+
+  session_config config;
+  config.session_id = "bench-" + std::to_string(run);
+  config.session_dir = root / "home" / config.session_id;
+  config.cwd = work;
+  config.model_name = "scripted:bench";
+  config.registry = std::make_shared<const tool_registry>(make_builtin_registry());
+  config.initial_inputs.push_back(make_input("read the file many times"));
+  std::promise<std::vector<clock_type::time_point>> done;
+  auto future = done.get_future();
+  config.subscribers.push_back(sys.spawn(timing_sink, &done));
+  tool_context tools;
+  tools.cwd = work;
+  tools.state_dir = config.session_dir / "tools";
+  auto model = spawn_scripted_model(sys, std::move(lines));
+  auto session = spawn_agent(sys, std::move(config), std::move(tools), std::move(model));
+  caf::anon_send(session, start_atom::value);
+  return future.get();
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  int steps = argc > 1 ? std::atoi(argv[1]) : 1000;
+  int runs = argc > 2 ? std::atoi(argv[2]) : 3;
+  caf::actor_system_config cfg;
+  register_protocol_types(cfg);
+  caf::actor_system sys{cfg};
+  char root_template[] = "/tmp/troupe-bench-XXXXXX";
+  std::filesystem::path root = mkdtemp(root_template);
+
+  std::vector<size_t> centers = {5, 50, 500};
+  std::vector<std::vector<double>> at(centers.size());
+  std::vector<double> overall;
+  for (int run = 0; run < runs; ++run) {
+    auto t = run_once(sys, root / std::to_string(run), steps, run);
+    if (t.size() < 2)
+      return 1;
+    overall.push_back(std::chrono::duration<double, std::micro>(t.back() - t.front()).count() /
+                      static_cast<double>(t.size() - 1));
+    for (size_t i = 0; i < centers.size(); ++i)
+      if (centers[i] < t.size())
+        at[i].push_back(us_per_step_near(t, centers[i]));
+  }
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  std::printf("step overhead, %d steps per run, median of %d runs (read tool, no child process)\n",
+              steps, runs);
+  std::printf("  mean over the whole run: %8.1f us/step\n", median(overall));
+  for (size_t i = 0; i < centers.size(); ++i)
+    std::printf("  near step %4zu (~%4zu messages of history): %8.1f us/step\n", centers[i],
+                2 * centers[i] + 1, median(at[i]));
+  std::printf("  peak RSS: %.1f MiB\n", static_cast<double>(usage.ru_maxrss) / 1024.0);
+  std::filesystem::remove_all(root);
+  return 0;
+}

@@ -191,6 +191,7 @@ int run_demo(const std::string& format) {
 int run_cli(int argc, char** argv) {
   CLI::App app{"troupe: an asynchronous multi-agent runtime for LLM coding agents", "troupe"};
   app.require_subcommand(1);
+  app.fallthrough(); // --log-file/--log-level may also follow the subcommand
   app.set_version_flag("--version", "troupe 0.1.0");
   std::string log_file;
   std::string log_level = env_or("TROUPE_LOG");

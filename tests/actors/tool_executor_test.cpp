@@ -1,0 +1,133 @@
+// The tool executor: real child processes, timeouts, output caps, persistence between calls.
+
+#include <doctest/doctest.h>
+
+#include <signal.h>
+
+#include <thread>
+
+#include <caf/actor_system.hpp>
+#include <caf/scoped_actor.hpp>
+
+#include "actors/tool_executor.hpp"
+#include "support/test_support.hpp"
+
+using namespace troupe;
+using namespace troupe::test;
+using nlohmann::json;
+
+namespace {
+
+struct executor_fixture {
+  temp_dir dir;
+  actor_system_fixture actors;
+  tool_context context;
+  tool_executor_actor executor;
+
+  executor_fixture(size_t output_cap = 30000) {
+    context.cwd = dir.path();
+    context.state_dir = dir / ".state";
+    context.output_cap = output_cap;
+    executor = spawn_tool_executor(actors.sys(),
+                                   std::make_shared<const tool_registry>(make_builtin_registry()),
+                                   context);
+  }
+
+  ~executor_fixture() { caf::anon_send_exit(executor, caf::exit_reason::user_shutdown); }
+
+  tool_result run(const std::string& name, json input) {
+    caf::scoped_actor self{actors.sys()};
+    tool_result out;
+    tool_call call{"call_1", name, std::move(input), call_format::native};
+    self->request(executor, std::chrono::seconds{30}, execute_atom::value, call)
+      .receive([&](tool_result& r) { out = std::move(r); },
+               [&](caf::error& e) { FAIL("execute failed: " << actors.sys().render(e)); });
+    return out;
+  }
+
+  tool_result shell(const std::string& command) { return run("shell", {{"command", command}}); }
+};
+
+} // namespace
+
+TEST_CASE("shell captures stdout and stderr with the exit code") {
+  executor_fixture f;
+  auto r = f.shell("echo out; echo err >&2; exit 4");
+  CHECK(r.exit_code == 4);
+  CHECK(r.is_error);
+  CHECK(r.output.find("out\n") != std::string::npos);
+  CHECK(r.output.find("err\n") != std::string::npos);
+  CHECK(r.output.find("[exit code 4]") != std::string::npos);
+  auto ok = f.shell("printf done");
+  CHECK(ok == tool_result{"done", false, 0, false});
+}
+
+TEST_CASE("shell keeps the working directory and exported variables between calls") {
+  executor_fixture f;
+  std::filesystem::create_directories(f.dir / "sub");
+  CHECK_FALSE(f.shell("cd sub && export GREETING=hello && LOCAL=1").is_error);
+  auto r = f.shell("pwd; echo \"$GREETING\"");
+  CHECK(r.output == (std::filesystem::canonical(f.dir / "sub")).string() + "\nhello\n");
+}
+
+TEST_CASE("shell standard input is empty, so reading it does not hang") {
+  executor_fixture f;
+  auto r = f.shell("cat; echo after");
+  CHECK(r.output == "after\n");
+}
+
+TEST_CASE("shell timeout kills the whole process group") {
+  executor_fixture f;
+  auto start = std::chrono::steady_clock::now();
+  auto r = f.run("shell", {{"command", "sleep 30 & echo $! > child.pid; sleep 30"},
+                           {"timeout", 0.3}});
+  auto elapsed = std::chrono::steady_clock::now() - start;
+  CHECK(elapsed < std::chrono::seconds{5});
+  CHECK(r.is_error);
+  CHECK(r.exit_code == 137);
+  CHECK(r.output.find("timed out after 0.3 s") != std::string::npos);
+  auto pid = std::stoi(read_file(f.dir / "child.pid"));
+  // The background grandchild went down with its group (at most a zombie awaiting init).
+  bool gone = false;
+  for (int i = 0; i < 100 && !gone; ++i) {
+    gone = ::kill(pid, 0) != 0 ||
+           read_file("/proc/" + std::to_string(pid) + "/stat").find(") Z") != std::string::npos;
+    if (!gone)
+      std::this_thread::sleep_for(std::chrono::milliseconds{10});
+  }
+  CHECK(gone);
+}
+
+TEST_CASE("shell output over the cap keeps head and tail with a note") {
+  executor_fixture f{1000};
+  auto r = f.shell("echo START; head -c 50000 /dev/zero | tr '\\0' x; echo; echo END");
+  CHECK(r.truncated);
+  CHECK_FALSE(r.is_error);
+  CHECK(r.output.size() < 1200);
+  CHECK(r.output.rfind("START", 0) == 0);
+  CHECK(r.output.find("END\n") != std::string::npos);
+  CHECK(r.output.find("bytes of output cut") != std::string::npos);
+}
+
+TEST_CASE("a background job holding the output pipe does not hold up the result") {
+  executor_fixture f;
+  auto start = std::chrono::steady_clock::now();
+  auto r = f.shell("sleep 3 & echo started");
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds{2});
+  CHECK(r.output == "started\n");
+}
+
+TEST_CASE("unknown tools and bad arguments are error results, not failures") {
+  executor_fixture f;
+  auto unknown = f.run("fly", json::object());
+  CHECK(unknown.is_error);
+  CHECK(unknown.output == "unknown tool 'fly'; available tools: shell, save, read");
+  auto missing = f.run("save", {{"path", "x.txt"}});
+  CHECK(missing.is_error);
+  CHECK(missing.output == "tool 'save' needs the argument 'content'");
+  auto wrong_type = f.run("read", {{"path", 42}});
+  CHECK(wrong_type.is_error);
+  CHECK(wrong_type.output.find("must be of type string") != std::string::npos);
+  auto extra = f.run("read", {{"path", "a"}, {"colour", "red"}});
+  CHECK(extra.output == "tool 'read' has no argument 'colour'");
+}

@@ -1,0 +1,253 @@
+// The troupe binary, run as a user would: exit codes, stream-json, bad input, the demo.
+
+#include <doctest/doctest.h>
+
+#include "support/test_support.hpp"
+
+using namespace troupe::test;
+using nlohmann::json;
+
+namespace {
+
+/// A temporary TROUPE_HOME and workspace, with helpers to run troupe in them.
+struct cli_fixture {
+  temp_dir dir;
+
+  cli_fixture() { std::filesystem::create_directories(dir / "work"); }
+
+  process_options options(process_options opts = {}) {
+    opts.env["TROUPE_HOME"] = (dir / "home").string();
+    opts.env["TROUPE_MODEL"] = "";
+    opts.env["TROUPE_MAX_STEPS"] = opts.env.count("TROUPE_MAX_STEPS")
+                                     ? opts.env["TROUPE_MAX_STEPS"]
+                                     : "";
+    return opts;
+  }
+
+  std::string script(const std::vector<json>& lines) {
+    auto path = dir / ("script" + std::to_string(counter_++) + ".jsonl");
+    write_script(path, lines);
+    return "scripted:" + path.string();
+  }
+
+  process_result run(std::vector<std::string> args, process_options opts = {}) {
+    std::vector<std::string> argv{"run", "--cwd", (dir / "work").string()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return run_troupe(argv, options(std::move(opts)));
+  }
+
+  std::vector<std::filesystem::path> transcripts() {
+    std::vector<std::filesystem::path> out;
+    if (std::filesystem::exists(dir / "home/sessions"))
+      for (auto& entry : std::filesystem::directory_iterator(dir / "home/sessions"))
+        out.push_back(entry.path() / "transcript.jsonl");
+    return out;
+  }
+
+private:
+  int counter_ = 0;
+};
+
+std::vector<json> json_lines(const std::string& out) {
+  std::vector<json> lines;
+  for (auto& line : split_lines(out)) {
+    auto parsed = json::parse(line, nullptr, false);
+    REQUIRE_MESSAGE(!parsed.is_discarded(), "not JSON on stdout: " << line);
+    lines.push_back(parsed);
+  }
+  return lines;
+}
+
+json shell_reply(const std::string& command) {
+  return {{"text", "```shell\n" + command + "\n```"}};
+}
+
+} // namespace
+
+TEST_CASE("a successful run exits 0 with init first and a success result last") {
+  cli_fixture f;
+  auto model = f.script({shell_reply("echo hello > out.txt"), {{"text", "wrote it"}}});
+  auto r = f.run({"--model", model, "--output-format", "stream-json", "--log-level", "debug",
+                  "write", "a", "file"});
+  CHECK(r.exit_code == 0);
+  auto lines = json_lines(r.out); // logs never reach stdout: every line is JSON
+  REQUIRE(lines.size() == 6);
+  CHECK(lines[0]["type"] == "system");
+  CHECK(lines[0]["subtype"] == "init");
+  CHECK(lines[1]["type"] == "user");
+  CHECK(lines[1]["message"]["content"] == "write a file");
+  CHECK(lines[2]["type"] == "assistant");
+  CHECK(lines[3]["type"] == "user");
+  CHECK(lines[3]["message"]["content"][0]["type"] == "tool_result");
+  CHECK(lines[4]["type"] == "assistant");
+  auto result = lines[5];
+  CHECK(result["type"] == "result");
+  CHECK(result["subtype"] == "success");
+  CHECK(result["terminal_reason"] == "completed");
+  CHECK(result["num_turns"] == 1);
+  CHECK(result["result"] == "wrote it");
+  CHECK(result["session_id"] == lines[0]["session_id"]);
+  CHECK(result["duration_ms"].is_number());
+  CHECK(read_file(f.dir / "work/out.txt") == "hello\n");
+  REQUIRE(f.transcripts().size() == 1);
+  CHECK(read_jsonl(f.transcripts()[0]).size() == 4);
+}
+
+TEST_CASE("the step cap ends the run with exit 3 and error_max_turns") {
+  cli_fixture f;
+  auto model = f.script({shell_reply("true"), shell_reply("true"), shell_reply("true")});
+  auto r = f.run({"--model", model, "--max-steps", "2", "--output-format", "stream-json", "go"});
+  CHECK(r.exit_code == 3);
+  auto result = json_lines(r.out).back();
+  CHECK(result["subtype"] == "error_max_turns");
+  CHECK(result["terminal_reason"] == "max_turns");
+}
+
+TEST_CASE("TROUPE_MAX_STEPS sets the cap when --max-steps is absent") {
+  cli_fixture f;
+  auto model = f.script({shell_reply("true"), shell_reply("true")});
+  process_options opts;
+  opts.env["TROUPE_MAX_STEPS"] = "1";
+  auto r = f.run({"--model", model, "go"}, opts);
+  CHECK(r.exit_code == 3);
+  CHECK(r.out.find("maximum of 1 steps") != std::string::npos);
+}
+
+TEST_CASE("a script error ends the run with exit 1 and error_during_execution") {
+  cli_fixture f;
+  auto model = f.script({shell_reply("true")});
+  auto r = f.run({"--model", model, "--output-format", "stream-json", "go"});
+  CHECK(r.exit_code == 1);
+  auto result = json_lines(r.out).back();
+  CHECK(result["subtype"] == "error_during_execution");
+  CHECK(result["terminal_reason"] == "error");
+  CHECK(result["error"].get<std::string>().find("no reply left") != std::string::npos);
+  // The reply and its tool result were logged before the failure.
+  REQUIRE(f.transcripts().size() == 1);
+  CHECK(read_jsonl(f.transcripts()[0]).size() == 3);
+}
+
+TEST_CASE("the prompt can come from stdin") {
+  cli_fixture f;
+  auto model = f.script({{{"text", "ok"}}});
+  process_options opts;
+  opts.stdin_text = "from stdin\n";
+  auto r = f.run({"--model", model, "--output-format", "stream-json"}, opts);
+  CHECK(r.exit_code == 0);
+  CHECK(json_lines(r.out)[1]["message"]["content"] == "from stdin");
+}
+
+TEST_CASE("SIGINT interrupts the run: exit 130, result interrupted") {
+  cli_fixture f;
+  auto model = f.script({{{"text", "thinking"}, {"delay_ms", 30000}}});
+  process_options opts;
+  opts.interrupt_after = std::chrono::milliseconds{500};
+  opts.timeout = std::chrono::seconds{10};
+  auto r = f.run({"--model", model, "--output-format", "stream-json", "go"}, opts);
+  CHECK(r.exit_code == 130);
+  auto result = json_lines(r.out).back();
+  CHECK(result["terminal_reason"] == "interrupted");
+}
+
+TEST_CASE("bad input gets a one-line error and exit 2") {
+  cli_fixture f;
+  auto good = f.script({{{"text", "ok"}}});
+  auto bad_json = f.dir / "bad.jsonl";
+  write_file(bad_json, "{\"text\": \"fine\"}\n{not json}\n");
+  struct row {
+    std::vector<std::string> args;
+    std::string says;
+  };
+  std::vector<row> rows = {
+    {{"--model", good, "--frobnicate", "x"}, "--frobnicate"},
+    {{"--model", good}, "no prompt"},
+    {{"--model", "scripted:/no/such/file.jsonl", "x"}, "cannot read script /no/such/file.jsonl"},
+    {{"--model", "scripted:" + bad_json.string(), "x"}, "line 2: not valid JSON"},
+    {{"--model", good, "--cwd", "/no/such/dir", "x"}, "--cwd /no/such/dir: no such directory"},
+    {{"--model", good, "--max-steps", "abc", "x"}, "invalid --max-steps 'abc'"},
+    {{"--model", good, "--max-steps", "0", "x"}, "invalid --max-steps '0'"},
+    {{"--model", good, "--output-format", "xml", "x"}, "--output-format"},
+    {{"--model", good, "--session-id", "../escape", "x"}, "invalid --session-id"},
+    {{"--model", "gpt-9", "x"}, "unknown model 'gpt-9'"},
+    {{"x"}, "no model configured"},
+  };
+  for (auto& row : rows) {
+    CAPTURE(row.says);
+    std::vector<std::string> argv{"run"};
+    argv.insert(argv.end(), row.args.begin(), row.args.end());
+    process_options opts;
+    opts.stdin_text = "";
+    auto r = run_troupe(argv, f.options(opts));
+    CHECK(r.exit_code == 2);
+    CHECK(r.out.empty());
+    CHECK(split_lines(r.err).size() == 1);
+    CHECK(r.err.rfind("troupe: ", 0) == 0);
+    CHECK(r.err.find(row.says) != std::string::npos);
+  }
+  process_options opts;
+  opts.env["TROUPE_MAX_STEPS"] = "many";
+  auto env_bad = f.run({"--model", good, "x"}, opts);
+  CHECK(env_bad.exit_code == 2);
+  CHECK(env_bad.err.find("invalid TROUPE_MAX_STEPS 'many'") != std::string::npos);
+  CHECK(f.transcripts().empty());
+}
+
+TEST_CASE("a session with a torn transcript line continues without losing earlier lines") {
+  cli_fixture f;
+  auto first = f.run({"--model", f.script({{{"text", "one"}}}), "--session-id", "keep", "hi"});
+  REQUIRE(first.exit_code == 0);
+  auto path = f.dir / "home/sessions/keep/transcript.jsonl";
+  auto before = read_file(path);
+  write_file(path, before + "{\"role\":\"assistant\",\"cont");
+  auto second =
+    f.run({"--model", f.script({{{"text", "two"}}}), "--session-id", "keep", "again"});
+  CHECK(second.exit_code == 0);
+  CHECK(second.err.find("torn last line 3") != std::string::npos);
+  auto after = read_file(path);
+  CHECK(after.rfind(before, 0) == 0);
+  auto log = read_jsonl(path);
+  REQUIRE(log.size() == 4);
+  CHECK(log[3]["content"] == "two");
+}
+
+TEST_CASE("a corrupt transcript line stops the run before anything is written") {
+  cli_fixture f;
+  auto path = f.dir / "home/sessions/bad/transcript.jsonl";
+  write_file(path, "garbage\n{\"role\":\"user\",\"content\":\"x\"}\n");
+  auto r = f.run({"--model", f.script({{{"text", "x"}}}), "--session-id", "bad", "hi"});
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("line 1 is not a valid message") != std::string::npos);
+  CHECK(read_file(path) == "garbage\n{\"role\":\"user\",\"content\":\"x\"}\n");
+}
+
+TEST_CASE("troupe demo runs the bundled example offline") {
+  auto r = run_troupe({"demo"});
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("8 b.txt\n") != std::string::npos);
+  CHECK(r.out.find("● completed") != std::string::npos);
+  auto transcript_line = r.out.substr(r.out.rfind("transcript: ") + 12);
+  transcript_line.pop_back();
+  CHECK(read_jsonl(transcript_line).size() == 12);
+  std::filesystem::remove_all(
+    std::filesystem::path{transcript_line}.parent_path().parent_path().parent_path().parent_path());
+}
+
+TEST_CASE("the example script runs through troupe run as well") {
+  cli_fixture f;
+  auto r = f.run({"--model", std::string{"scripted:"} + TROUPE_SOURCE_DIR +
+                               "/examples/demo/script.jsonl",
+                  "--output-format", "stream-json", "count words"});
+  CHECK(r.exit_code == 0);
+  auto result = json_lines(r.out).back();
+  CHECK(result["num_steps"] == 6);
+  CHECK(read_file(f.dir / "work/notes/b.txt") == "jumps over the lazy dog and runs away\n");
+}
+
+TEST_CASE("--help and --version exit 0") {
+  CHECK(run_troupe({"--help"}).exit_code == 0);
+  auto v = run_troupe({"--version"});
+  CHECK(v.exit_code == 0);
+  CHECK(v.out.find("troupe") != std::string::npos);
+  auto none = run_troupe({});
+  CHECK(none.exit_code == 2);
+}

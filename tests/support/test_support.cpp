@@ -1,0 +1,236 @@
+#include "support/test_support.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/typed_event_based_actor.hpp>
+#include <doctest/doctest.h>
+
+#include "protocol/registration.hpp"
+
+extern char** environ;
+
+namespace troupe::test {
+
+temp_dir::temp_dir() {
+  auto base = std::filesystem::temp_directory_path() / "troupe-test-XXXXXX";
+  std::string pattern = base.string();
+  if (mkdtemp(pattern.data()) == nullptr)
+    FAIL("mkdtemp failed");
+  path_ = pattern;
+}
+
+temp_dir::~temp_dir() {
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
+}
+
+void write_file(const std::filesystem::path& path, const std::string& text) {
+  if (path.has_parent_path())
+    std::filesystem::create_directories(path.parent_path());
+  std::ofstream out{path, std::ios::binary | std::ios::trunc};
+  out << text;
+}
+
+std::string read_file(const std::filesystem::path& path) {
+  std::ifstream in{path, std::ios::binary};
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+std::vector<std::string> split_lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in{text};
+  std::string line;
+  while (std::getline(in, line))
+    lines.push_back(line);
+  return lines;
+}
+
+std::vector<nlohmann::json> read_jsonl(const std::filesystem::path& path) {
+  std::vector<nlohmann::json> out;
+  for (auto& line : split_lines(read_file(path)))
+    if (!line.empty())
+      out.push_back(nlohmann::json::parse(line));
+  return out;
+}
+
+process_result run_process(const std::vector<std::string>& argv, const process_options& opts) {
+  int in_pipe[2], out_pipe[2], err_pipe[2];
+  REQUIRE(pipe2(in_pipe, O_CLOEXEC) == 0);
+  REQUIRE(pipe2(out_pipe, O_CLOEXEC) == 0);
+  REQUIRE(pipe2(err_pipe, O_CLOEXEC) == 0);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, in_pipe[0], 0);
+  posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 1);
+  posix_spawn_file_actions_adddup2(&actions, err_pipe[1], 2);
+
+  std::map<std::string, std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    std::string entry{*e};
+    auto eq = entry.find('=');
+    env[entry.substr(0, eq)] = entry.substr(eq + 1);
+  }
+  for (auto& [k, v] : opts.env)
+    if (v.empty())
+      env.erase(k);
+    else
+      env[k] = v;
+  std::vector<std::string> env_strings;
+  for (auto& [k, v] : env)
+    env_strings.push_back(k + "=" + v);
+  std::vector<char*> envp;
+  for (auto& s : env_strings)
+    envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::vector<char*> args;
+  for (auto& a : argv)
+    args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+
+  pid_t pid = -1;
+  int rc = posix_spawn(&pid, args[0], &actions, nullptr, args.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  close(in_pipe[0]);
+  close(out_pipe[1]);
+  close(err_pipe[1]);
+  REQUIRE_MESSAGE(rc == 0, "cannot start " << argv[0]);
+  if (!opts.stdin_text.empty()) {
+    auto n = write(in_pipe[1], opts.stdin_text.data(), opts.stdin_text.size());
+    (void) n;
+  }
+  close(in_pipe[1]);
+
+  process_result result;
+  auto start = std::chrono::steady_clock::now();
+  bool interrupted = false;
+  pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
+  int open_count = 2;
+  char buffer[65536];
+  while (open_count > 0) {
+    auto elapsed = std::chrono::steady_clock::now() - start;
+    if (opts.interrupt_after.count() > 0 && !interrupted && elapsed >= opts.interrupt_after) {
+      kill(pid, SIGINT);
+      interrupted = true;
+    }
+    if (elapsed > opts.timeout) {
+      kill(pid, SIGKILL);
+      FAIL("process timed out: " << argv[0]);
+    }
+    if (poll(fds, 2, 20) <= 0)
+      continue;
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || (fds[i].revents & (POLLIN | POLLHUP)) == 0)
+        continue;
+      auto n = read(fds[i].fd, buffer, sizeof buffer);
+      if (n <= 0) {
+        close(fds[i].fd);
+        fds[i].fd = -1;
+        --open_count;
+      } else {
+        (i == 0 ? result.out : result.err).append(buffer, static_cast<size_t>(n));
+      }
+    }
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return result;
+}
+
+process_result run_troupe(const std::vector<std::string>& args, const process_options& opts) {
+  std::vector<std::string> argv{TROUPE_BINARY};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run_process(argv, opts);
+}
+
+script make_script(const std::vector<nlohmann::json>& lines) {
+  std::string text;
+  for (auto& l : lines)
+    text += l.dump() + "\n";
+  auto parsed = parse_script(text, "test script");
+  REQUIRE_MESSAGE(static_cast<bool>(parsed), (parsed ? "" : parsed.error()));
+  return std::move(*parsed);
+}
+
+void write_script(const std::filesystem::path& path, const std::vector<nlohmann::json>& lines) {
+  std::string text;
+  for (auto& l : lines)
+    text += l.dump() + "\n";
+  write_file(path, text);
+}
+
+void recording::add(nlohmann::json event) {
+  std::lock_guard<std::mutex> guard{mutex_};
+  events_.push_back(std::move(event));
+  changed_.notify_all();
+}
+
+void recording::finish(session_ended_event ended) {
+  std::lock_guard<std::mutex> guard{mutex_};
+  events_.push_back(ended);
+  ended_ = std::move(ended);
+  changed_.notify_all();
+}
+
+session_ended_event recording::wait_for_end(std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock{mutex_};
+  if (!changed_.wait_for(lock, timeout, [this] { return ended_.has_value(); }))
+    FAIL("the session did not end within " << timeout.count() << " ms");
+  return *ended_;
+}
+
+std::vector<nlohmann::json> recording::events() {
+  std::lock_guard<std::mutex> guard{mutex_};
+  return events_;
+}
+
+std::vector<nlohmann::json> recording::notices(const std::string& kind) {
+  std::vector<nlohmann::json> out;
+  for (auto& e : events())
+    if (e["event"] == "notice" && e["kind"] == kind)
+      out.push_back(e);
+  return out;
+}
+
+namespace {
+
+event_sink_actor::behavior_type recorder(event_sink_actor::pointer self,
+                                         std::shared_ptr<recording> into) {
+  return {
+    [=](const session_started_event& e) { into->add(e); },
+    [=](const message_event& e) { into->add(e); },
+    [=](const notice_event& e) { into->add(e); },
+    [=](const session_ended_event& e) {
+      into->finish(e);
+      self->quit();
+    },
+  };
+}
+
+} // namespace
+
+event_sink_actor spawn_recorder(caf::actor_system& sys, std::shared_ptr<recording> into) {
+  return sys.spawn(recorder, std::move(into));
+}
+
+actor_system_fixture::actor_system_fixture() : cfg_(new caf::actor_system_config) {
+  register_protocol_types(*cfg_);
+  sys_ = std::make_unique<caf::actor_system>(*cfg_);
+}
+
+actor_system_fixture::~actor_system_fixture() = default;
+
+} // namespace troupe::test

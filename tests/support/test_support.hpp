@@ -1,0 +1,117 @@
+#pragma once
+// Helpers shared by the test suites: temporary directories, child processes, scripts,
+// a recording event subscriber and an actor system with troupe's types.
+
+#include <chrono>
+#include <condition_variable>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "actors/scripted_script.hpp"
+#include "protocol/events.hpp"
+#include "protocol/interfaces.hpp"
+
+namespace caf {
+class actor_system;
+class actor_system_config;
+} // namespace caf
+
+namespace troupe::test {
+
+/// A directory removed with everything in it when the object goes away.
+class temp_dir {
+public:
+  temp_dir();
+  ~temp_dir();
+  temp_dir(const temp_dir&) = delete;
+  temp_dir& operator=(const temp_dir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
+
+private:
+  std::filesystem::path path_;
+};
+
+/// Writes text to a file, creating parent directories.
+void write_file(const std::filesystem::path& path, const std::string& text);
+
+/// Returns a file's whole content ("" when missing).
+std::string read_file(const std::filesystem::path& path);
+
+/// Returns the JSON objects of a JSONL file, one per non-empty line.
+std::vector<nlohmann::json> read_jsonl(const std::filesystem::path& path);
+
+/// Splits text into lines (without their newlines).
+std::vector<std::string> split_lines(const std::string& text);
+
+/// A finished child process.
+struct process_result {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+/// Options for run_process.
+struct process_options {
+  std::string stdin_text;
+  /// Variables to set (in addition to the inherited environment); an empty value unsets.
+  std::map<std::string, std::string> env;
+  /// Send SIGINT this long after start (0: never).
+  std::chrono::milliseconds interrupt_after{0};
+  std::chrono::seconds timeout{60};
+};
+
+/// Runs argv to completion and captures its output.
+process_result run_process(const std::vector<std::string>& argv, const process_options& opts = {});
+
+/// Runs the troupe binary under test with the given arguments.
+process_result run_troupe(const std::vector<std::string>& args, const process_options& opts = {});
+
+/// Returns a script built from JSON lines (fails the test when they do not parse).
+script make_script(const std::vector<nlohmann::json>& lines);
+
+/// Writes JSON lines to a file as a script.
+void write_script(const std::filesystem::path& path, const std::vector<nlohmann::json>& lines);
+
+/// Everything a session published, collected by a recorder actor.
+class recording {
+public:
+  void add(nlohmann::json event);
+  void finish(session_ended_event ended);
+  /// Waits until the session ended; fails the test after the timeout.
+  session_ended_event wait_for_end(std::chrono::milliseconds timeout = std::chrono::seconds{30});
+  /// Returns the events so far, each as its protocol JSON.
+  std::vector<nlohmann::json> events();
+  /// Returns the notices of the given kind so far.
+  std::vector<nlohmann::json> notices(const std::string& kind);
+
+private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::vector<nlohmann::json> events_;
+  std::optional<session_ended_event> ended_;
+};
+
+/// Spawns a subscriber that records every event it gets.
+event_sink_actor spawn_recorder(caf::actor_system& sys, std::shared_ptr<recording> into);
+
+/// An actor system configured with troupe's protocol types; it waits for its actors on exit.
+class actor_system_fixture {
+public:
+  actor_system_fixture();
+  ~actor_system_fixture();
+  caf::actor_system& sys() { return *sys_; }
+
+private:
+  std::unique_ptr<caf::actor_system_config> cfg_;
+  std::unique_ptr<caf::actor_system> sys_;
+};
+
+} // namespace troupe::test

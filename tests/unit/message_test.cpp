@@ -1,0 +1,73 @@
+#include <doctest/doctest.h>
+
+#include <caf/binary_deserializer.hpp>
+#include <caf/binary_serializer.hpp>
+#include <caf/deep_to_string.hpp>
+
+#include "protocol/message.hpp"
+#include "support/test_support.hpp"
+
+using namespace troupe;
+using nlohmann::json;
+
+namespace {
+
+message full_message() {
+  message m;
+  m.id = "msg_1";
+  m.role = role::assistant;
+  m.content = "running ```shell\nls\n```";
+  m.tool_calls = {{"call_1", "shell", {{"command", "ls"}}, call_format::markdown},
+                  {"call_2", "read", {{"path", "a"}, {"start_line", 2}}, call_format::native}};
+  m.origin = "model";
+  m.timestamp_ms = 1764555555123;
+  return m;
+}
+
+} // namespace
+
+TEST_CASE("message round-trips through JSON") {
+  auto m = full_message();
+  CHECK(json(m).get<message>() == m);
+  auto tool = make_tool_message(m.tool_calls[0], tool_result{"out", true, 2, true});
+  tool.id = "msg_2";
+  tool.timestamp_ms = 5;
+  CHECK(json(tool).get<message>() == tool);
+  CHECK(json(tool)["tool_call_id"] == "call_1");
+  CHECK(json(tool)["truncated"] == true);
+}
+
+TEST_CASE("a user message leaves tool fields out of its JSON") {
+  message m;
+  m.id = "msg_3";
+  m.role = role::user;
+  m.content = "hi";
+  CHECK(json(m) == json{{"id", "msg_3"}, {"role", "user"}, {"content", "hi"}, {"timestamp_ms", 0}});
+}
+
+TEST_CASE("tool call and tool result round-trip through JSON") {
+  tool_call c{"c", "save", {{"path", "p"}, {"content", "x"}}, call_format::xml};
+  CHECK(json(c).get<tool_call>() == c);
+  tool_result r{"output", true, 137, true};
+  CHECK(json(r).get<tool_result>() == r);
+}
+
+TEST_CASE("an unknown role is an error, not a silent default") {
+  json j = {{"role", "wizard"}, {"content", "x"}};
+  CHECK_THROWS_WITH(j.get<message>(), doctest::Contains("unknown role 'wizard'"));
+}
+
+TEST_CASE("messages and snapshots survive CAF's binary serialisation") {
+  troupe::test::actor_system_fixture actors;
+  auto m = full_message();
+  context_snapshot snapshot{{std::make_shared<const message>(m), std::make_shared<const message>(m)}};
+  std::vector<char> buffer;
+  caf::binary_serializer sink{actors.sys(), buffer};
+  REQUIRE(!sink(snapshot));
+  context_snapshot copy;
+  caf::binary_deserializer source{actors.sys(), buffer};
+  REQUIRE(!source(copy));
+  REQUIRE(copy.messages.size() == 2);
+  CHECK(*copy.messages[1] == m);
+  CHECK(caf::deep_to_string(m).find("running") != std::string::npos);
+}

@@ -1,0 +1,92 @@
+#include <doctest/doctest.h>
+
+#include "tools/tool_parser.hpp"
+
+using namespace troupe;
+using nlohmann::json;
+
+namespace {
+
+const tool_registry& registry() {
+  static const tool_registry r = make_builtin_registry();
+  return r;
+}
+
+std::vector<std::string> names(const std::vector<tool_call>& calls) {
+  std::vector<std::string> out;
+  for (auto& c : calls)
+    out.push_back(c.name);
+  return out;
+}
+
+} // namespace
+
+TEST_CASE("shell, bash and sh blocks are runnable shell calls") {
+  auto calls = parse_markdown_calls("a\n```shell\nls\n```\nb\n```bash\npwd\n```\n```sh\nid\n```\n",
+                                    registry());
+  REQUIRE(calls.size() == 3);
+  CHECK(names(calls) == std::vector<std::string>{"shell", "shell", "shell"});
+  CHECK(calls[0].input == json{{"command", "ls\n"}});
+  CHECK(calls[1].input == json{{"command", "pwd\n"}});
+  CHECK(calls[0].format == call_format::markdown);
+}
+
+TEST_CASE("other languages and plain fences are not runnable") {
+  CHECK(parse_markdown_calls("```python\nprint(1)\n```\n```\nplain\n```\n```json\n{}\n```",
+                             registry())
+          .empty());
+  CHECK(parse_markdown_calls("no code at all", registry()).empty());
+  CHECK(parse_markdown_calls("inline ```shell ls``` is prose", registry()).empty());
+}
+
+TEST_CASE("save PATH takes the path from the fence and the body as content") {
+  auto calls = parse_markdown_calls("```save src/a.txt\nline 1\nline 2\n```", registry());
+  REQUIRE(calls.size() == 1);
+  CHECK(calls[0].name == "save");
+  CHECK(calls[0].input == json{{"path", "src/a.txt"}, {"content", "line 1\nline 2\n"}});
+}
+
+TEST_CASE("a nested fence stays inside its parent block") {
+  std::string text = "```save README.md\n# Title\n```bash\nmake test\n```\nmore\n```\nafter\n";
+  auto blocks = find_code_blocks(text);
+  REQUIRE(blocks.size() == 1);
+  CHECK(blocks[0].body == "# Title\n```bash\nmake test\n```\nmore\n");
+  auto calls = parse_markdown_calls(text, registry());
+  REQUIRE(calls.size() == 1);
+  CHECK(calls[0].name == "save");
+  CHECK(calls[0].input["content"] == "# Title\n```bash\nmake test\n```\nmore\n");
+}
+
+TEST_CASE("a longer fence is closed only by a fence at least as long") {
+  std::string text = "````save a.md\n```\nnot the end\n````\n";
+  auto blocks = find_code_blocks(text);
+  REQUIRE(blocks.size() == 1);
+  CHECK(blocks[0].body == "```\nnot the end\n");
+  CHECK(blocks[0].terminated);
+}
+
+TEST_CASE("an unterminated fence is not runnable") {
+  auto blocks = find_code_blocks("text\n```shell\nrm -rf build\n");
+  REQUIRE(blocks.size() == 1);
+  CHECK_FALSE(blocks[0].terminated);
+  CHECK(parse_markdown_calls("text\n```shell\nrm -rf build\n", registry()).empty());
+  // An unterminated nested block keeps its parent open too.
+  CHECK(parse_markdown_calls("```save a\n```bash\nx\n", registry()).empty());
+}
+
+TEST_CASE("calls come back in the order they were written") {
+  auto calls =
+    parse_markdown_calls("```read a.txt\n```\n```shell\necho\n```\n```save b\nx\n```", registry());
+  CHECK(names(calls) == std::vector<std::string>{"read", "shell", "save"});
+  CHECK(calls[0].input == json{{"path", "a.txt"}});
+}
+
+TEST_CASE("rendered calls parse back to the same call") {
+  for (std::string body : {"ls -la\n", "echo one\n```\nnested\n```\n", "no newline"}) {
+    auto text = render_markdown_call("save", "out.md", body);
+    auto calls = parse_markdown_calls(text, registry());
+    REQUIRE(calls.size() == 1);
+    auto expected = body.back() == '\n' ? body : body + "\n";
+    CHECK(calls[0].input == json{{"path", "out.md"}, {"content", expected}});
+  }
+}

@@ -1,0 +1,76 @@
+#include <doctest/doctest.h>
+
+#include "actors/session.hpp"
+#include "actors/transcript.hpp"
+#include "support/test_support.hpp"
+
+using namespace troupe;
+using namespace troupe::test;
+
+TEST_CASE("appended messages load back in order") {
+  temp_dir dir;
+  auto path = dir / "s/transcript.jsonl";
+  auto writer = transcript_writer::open(path);
+  REQUIRE(writer);
+  auto a = make_input("first");
+  auto b = make_input("second");
+  REQUIRE(writer->append(a));
+  REQUIRE(writer->append(b));
+  auto loaded = load_transcript(path);
+  REQUIRE(loaded);
+  REQUIRE(loaded->messages.size() == 2);
+  CHECK(loaded->messages[0] == a);
+  CHECK(loaded->messages[1] == b);
+  CHECK(loaded->repair_note.empty());
+}
+
+TEST_CASE("a torn last line is moved aside and the file repaired") {
+  temp_dir dir;
+  auto path = dir / "transcript.jsonl";
+  auto good = nlohmann::json(make_input("kept")).dump();
+  write_file(path, good + "\n{\"id\":\"msg_x\",\"role\":\"assis");
+  auto loaded = load_transcript(path);
+  REQUIRE(loaded);
+  REQUIRE(loaded->messages.size() == 1);
+  CHECK(loaded->messages[0].content == "kept");
+  CHECK(loaded->repair_note.find("torn last line 2") != std::string::npos);
+  CHECK(read_file(path) == good + "\n");
+  CHECK(read_file(path.string() + ".torn") == "{\"id\":\"msg_x\",\"role\":\"assis\n");
+  // Appending after the repair yields a clean file.
+  auto writer = transcript_writer::open(path);
+  REQUIRE(writer->append(make_input("next")));
+  auto again = load_transcript(path);
+  REQUIRE(again);
+  CHECK(again->messages.size() == 2);
+}
+
+TEST_CASE("a valid last line without its newline is kept and completed") {
+  temp_dir dir;
+  auto path = dir / "transcript.jsonl";
+  write_file(path, nlohmann::json(make_input("a")).dump());
+  auto loaded = load_transcript(path);
+  REQUIRE(loaded);
+  CHECK(loaded->messages.size() == 1);
+  CHECK(read_file(path).back() == '\n');
+}
+
+TEST_CASE("a corrupt line before the end is an error naming the line") {
+  temp_dir dir;
+  auto path = dir / "transcript.jsonl";
+  auto good = nlohmann::json(make_input("a")).dump();
+  write_file(path, good + "\nnot json\n" + good + "\n");
+  auto loaded = load_transcript(path);
+  REQUIRE_FALSE(loaded);
+  CHECK(loaded.error().find("line 2 is not a valid message") != std::string::npos);
+  // Nothing already written is lost.
+  CHECK(read_file(path) == good + "\nnot json\n" + good + "\n");
+}
+
+TEST_CASE("loop state is written atomically as JSON") {
+  temp_dir dir;
+  loop_state s;
+  s.turn_count = 4;
+  REQUIRE(write_loop_state(dir / "state.json", s));
+  CHECK(nlohmann::json::parse(read_file(dir / "state.json")).get<loop_state>() == s);
+  CHECK_FALSE(std::filesystem::exists(dir / "state.json.tmp"));
+}
