@@ -25,6 +25,7 @@ struct session_state {
   std::deque<message> queue;
   loop_state state;
   transcript_writer transcript;
+  loop_state_file state_file;
   std::vector<event_sink_actor> subscribers;
   step_actor step;
   model_client_actor model;

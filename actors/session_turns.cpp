@@ -49,7 +49,7 @@ bool append(session_ptr self, message msg) {
 
 void save_state(session_ptr self) {
   auto& st = self->state;
-  if (auto written = write_loop_state(st.config.session_dir / "state.json", st.state); !written)
+  if (auto written = st.state_file.write(st.state); !written)
     notice(self, "warning", written.error());
 }
 
@@ -273,11 +273,13 @@ void begin_session(session_ptr self) {
                                       st.config.model_name, st.config.registry->names(),
                                       transcript_path.string(),
                                       static_cast<int64_t>(st.log.size())});
-  if (!writer) {
-    end_session(self, terminal_reason::error, writer.error());
+  auto state_file = loop_state_file::open(st.config.session_dir / "state.json");
+  if (!writer || !state_file) {
+    end_session(self, terminal_reason::error, !writer ? writer.error() : state_file.error());
     return;
   }
   st.transcript = std::move(*writer);
+  st.state_file = std::move(*state_file);
   st.phase = session_phase::idle;
   for (auto& m : fire(self, hook_point::session_start))
     if (!append(self, std::move(m)))

@@ -134,19 +134,66 @@ expected<loaded_transcript> load_transcript(const std::filesystem::path& path) {
   return result;
 }
 
-expected<bool> write_loop_state(const std::filesystem::path& path, const loop_state& state) {
-  auto tmp = path.string() + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+loop_state_file::loop_state_file(loop_state_file&& other) noexcept
+  : fd_(other.fd_), size_(other.size_), path_(std::move(other.path_)) {
+  other.fd_ = -1;
+}
+
+loop_state_file& loop_state_file::operator=(loop_state_file&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0)
+      ::close(fd_);
+    fd_ = other.fd_;
+    size_ = other.size_;
+    path_ = std::move(other.path_);
+    other.fd_ = -1;
+  }
+  return *this;
+}
+
+loop_state_file::~loop_state_file() {
+  if (fd_ >= 0)
+    ::close(fd_);
+}
+
+expected<loop_state_file> loop_state_file::open(const std::filesystem::path& path) {
+  std::error_code ec;
+  std::filesystem::create_directories(path.parent_path(), ec);
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
   if (fd < 0)
-    return failure{"cannot write " + tmp + ": " + std::strerror(errno)};
+    return failure{"cannot open " + path.string() + ": " + std::strerror(errno)};
+  loop_state_file file;
+  file.fd_ = fd;
+  file.size_ = std::filesystem::file_size(path, ec);
+  file.path_ = path;
+  return file;
+}
+
+expected<bool> loop_state_file::write(const loop_state& state) {
+  if (fd_ < 0)
+    return failure{"state file is not open"};
   auto text = nlohmann::json(state).dump(2) + "\n";
-  auto written = write_all(fd, text, tmp);
-  ::close(fd);
-  if (!written)
-    return written;
-  if (std::rename(tmp.c_str(), path.c_str()) != 0)
-    return failure{"cannot rename " + tmp + ": " + std::strerror(errno)};
+  auto n = ::pwrite(fd_, text.data(), text.size(), 0);
+  if (n != static_cast<ssize_t>(text.size()))
+    return failure{"cannot write " + path_.string() + ": " + std::strerror(errno)};
+  if (text.size() < size_ && ::ftruncate(fd_, static_cast<off_t>(text.size())) != 0)
+    return failure{"cannot truncate " + path_.string() + ": " + std::strerror(errno)};
+  size_ = text.size();
   return true;
+}
+
+expected<loop_state> read_loop_state(const std::filesystem::path& path) {
+  std::ifstream in{path, std::ios::binary};
+  if (!in)
+    return failure{"cannot read " + path.string()};
+  auto parsed = nlohmann::json::parse(in, nullptr, false);
+  if (parsed.is_discarded())
+    return failure{path.string() + " is not valid JSON"};
+  try {
+    return parsed.get<loop_state>();
+  } catch (const nlohmann::json::exception& e) {
+    return failure{path.string() + " is not a loop state: " + e.what()};
+  }
 }
 
 } // namespace troupe

@@ -1,6 +1,8 @@
 // Runtime overhead per step: one session, scripted replies that each call `read` on a small
 // file (no process, almost no I/O), so what is measured is troupe's own work per step:
 // messages between actors, transcript appends, state writes, context snapshots.
+// Each step's start is stamped by a step.pre hook, inside the session, so the numbers do not
+// depend on when a subscriber gets around to reading its mailbox.
 //
 // Usage: bench_step_overhead [steps=1000] [runs=3]
 
@@ -29,25 +31,21 @@ using clock_type = std::chrono::steady_clock;
 
 namespace {
 
-struct timing_state {
-  std::vector<clock_type::time_point> replies; // one per assistant message
-  std::promise<std::vector<clock_type::time_point>>* done = nullptr;
+struct end_state {
+  std::promise<terminal_reason>* done = nullptr;
 };
 
-event_sink_actor::behavior_type timing_sink(event_sink_actor::stateful_pointer<timing_state> self,
-                                            std::promise<std::vector<clock_type::time_point>>* done) {
+event_sink_actor::behavior_type end_sink(event_sink_actor::stateful_pointer<end_state> self,
+                                         std::promise<terminal_reason>* done) {
   self->state.done = done;
   return {
     [=](const session_started_event&) {},
-    [=](const message_event& e) {
-      if (e.msg.role == role::assistant)
-        self->state.replies.push_back(clock_type::now());
-    },
+    [=](const message_event&) {},
     [=](const notice_event&) {},
     [=](const session_ended_event& e) {
       if (e.reason != terminal_reason::completed)
         std::fprintf(stderr, "run ended %s: %s\n", to_string(e.reason), e.error_message.c_str());
-      self->state.done->set_value(std::move(self->state.replies));
+      self->state.done->set_value(e.reason);
       self->quit();
     },
   };
@@ -58,12 +56,12 @@ double median(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
-// Microseconds between consecutive replies around step `center` (a window of 11 steps).
+// Mean microseconds per step over the 11 steps around step `center`.
 double us_per_step_near(const std::vector<clock_type::time_point>& t, size_t center) {
-  std::vector<double> gaps;
-  for (size_t i = center > 5 ? center - 5 : 1; i <= center + 5 && i < t.size(); ++i)
-    gaps.push_back(std::chrono::duration<double, std::micro>(t[i] - t[i - 1]).count());
-  return median(gaps);
+  size_t first = center > 5 ? center - 5 : 0;
+  size_t last = std::min(center + 6, t.size() - 1);
+  return std::chrono::duration<double, std::micro>(t[last] - t[first]).count() /
+         static_cast<double>(last - first);
 }
 
 std::vector<clock_type::time_point> run_once(caf::actor_system& sys,
@@ -95,16 +93,23 @@ std::vector<clock_type::time_point> run_once(caf::actor_system& sys,
   config.model_name = "scripted:bench";
   config.registry = std::make_shared<const tool_registry>(make_builtin_registry());
   config.initial_inputs.push_back(make_input("read the file many times"));
-  std::promise<std::vector<clock_type::time_point>> done;
+  auto stamps = std::make_shared<std::vector<clock_type::time_point>>();
+  stamps->reserve(static_cast<size_t>(steps) + 2);
+  config.hooks.emplace_back(hook_point::step_pre, [stamps](const hook_context&) {
+    stamps->push_back(clock_type::now());
+    return std::vector<message>{};
+  });
+  std::promise<terminal_reason> done;
   auto future = done.get_future();
-  config.subscribers.push_back(sys.spawn(timing_sink, &done));
+  config.subscribers.push_back(sys.spawn(end_sink, &done));
   tool_context tools;
   tools.cwd = work;
   tools.state_dir = config.session_dir / "tools";
   auto model = spawn_scripted_model(sys, std::move(lines));
   auto session = spawn_agent(sys, std::move(config), std::move(tools), std::move(model));
   caf::anon_send(session, start_atom::value);
-  return future.get();
+  future.get(); // the session has ended: nobody writes `stamps` any more
+  return *stamps;
 }
 
 } // namespace

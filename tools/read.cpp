@@ -1,6 +1,5 @@
 #include "tools/read.hpp"
 
-#include <cstdio>
 #include <fstream>
 
 namespace troupe {
@@ -22,14 +21,17 @@ tool_result run_read(const nlohmann::json& input, const tool_context& ctx) {
     return error_result("cannot read " + path.string() + ": no such file or not readable");
   tool_result result;
   std::string line;
-  char number[24];
   for (int64_t n = 1; std::getline(in, line); ++n) {
     if (n < first)
       continue;
     if (last != 0 && n > last)
       break;
-    std::snprintf(number, sizeof number, "%6lld\t", static_cast<long long>(n));
+    // Numbered like `cat -n`: right-aligned in six columns, then a tab.
+    auto number = std::to_string(n);
+    if (number.size() < 6)
+      result.output.append(6 - number.size(), ' ');
     result.output += number;
+    result.output += '\t';
     result.output += line;
     result.output += '\n';
     if (result.output.size() > 4 * ctx.output_cap)

@@ -8,7 +8,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 
 extern char** environ;
@@ -203,10 +202,9 @@ tool_result shell_result(const process_exit& exit, bool timed_out,
   result.truncated = exit.truncated;
   if (timed_out) {
     result.is_error = true;
-    char seconds[32];
-    std::snprintf(seconds, sizeof seconds, "%.1f", static_cast<double>(timeout.count()) / 1000);
-    result.output += std::string{"\n[command timed out after "} + seconds +
-                     " s and was killed with its process group]";
+    auto tenths = (timeout.count() + 50) / 100;
+    result.output += "\n[command timed out after " + std::to_string(tenths / 10) + "." +
+                     std::to_string(tenths % 10) + " s and was killed with its process group]";
   } else if (interrupted) {
     result.is_error = true;
     result.output += "\n[interrupted by the user; the command was killed]";

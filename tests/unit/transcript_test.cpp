@@ -66,11 +66,24 @@ TEST_CASE("a corrupt line before the end is an error naming the line") {
   CHECK(read_file(path) == good + "\nnot json\n" + good + "\n");
 }
 
-TEST_CASE("loop state is written atomically as JSON") {
+TEST_CASE("the state file always holds exactly the last state written") {
   temp_dir dir;
-  loop_state s;
-  s.turn_count = 4;
-  REQUIRE(write_loop_state(dir / "state.json", s));
-  CHECK(nlohmann::json::parse(read_file(dir / "state.json")).get<loop_state>() == s);
-  CHECK_FALSE(std::filesystem::exists(dir / "state.json.tmp"));
+  auto file = loop_state_file::open(dir / "s/state.json");
+  REQUIRE(file);
+  loop_state big;
+  big.messages_count = 123456789;
+  big.total_steps = 987654321;
+  big.transition = transition_reason::structural_stop;
+  REQUIRE(file->write(big));
+  CHECK(*read_loop_state(dir / "s/state.json") == big);
+  loop_state small; // shorter JSON: the old tail must not survive
+  small.turn_count = 4;
+  REQUIRE(file->write(small));
+  CHECK(*read_loop_state(dir / "s/state.json") == small);
+  CHECK(nlohmann::json::parse(read_file(dir / "s/state.json")).get<loop_state>() == small);
+  // Reopening keeps the content until the next write.
+  auto again = loop_state_file::open(dir / "s/state.json");
+  REQUIRE(again);
+  CHECK(*read_loop_state(dir / "s/state.json") == small);
+  CHECK_FALSE(read_loop_state(dir / "missing.json"));
 }
