@@ -4,7 +4,7 @@
 // Each step's start is stamped by a step.pre hook, inside the session, so the numbers do not
 // depend on when a subscriber gets around to reading its mailbox.
 //
-// Usage: bench_step_overhead [steps=1000] [runs=3]
+// Usage: bench_step_overhead [steps=1000] [runs=3] [scheduler threads=default]
 
 #include <sys/resource.h>
 
@@ -117,8 +117,11 @@ std::vector<clock_type::time_point> run_once(caf::actor_system& sys,
 int main(int argc, char** argv) {
   int steps = argc > 1 ? std::atoi(argv[1]) : 1000;
   int runs = argc > 2 ? std::atoi(argv[2]) : 3;
+  int threads = argc > 3 ? std::atoi(argv[3]) : 0;
   caf::actor_system_config cfg;
   register_protocol_types(cfg);
+  if (threads > 0)
+    cfg.set("scheduler.max-threads", static_cast<size_t>(threads));
   caf::actor_system sys{cfg};
   char root_template[] = "/tmp/troupe-bench-XXXXXX";
   std::filesystem::path root = mkdtemp(root_template);
