@@ -31,14 +31,22 @@ session_actor::behavior_type session_behavior(session_ptr self, session_config c
   for (auto& input : std::exchange(st.config.initial_inputs, {}))
     accept_input(self, std::move(input));
   self->set_exit_handler([=](caf::exit_msg& msg) {
-    if (msg.reason && msg.reason != caf::exit_reason::user_shutdown)
-      fail_session(self, "an actor of this session died: " + self->system().render(msg.reason));
+    auto& s = self->state;
+    if (s.phase == session_phase::ended)
+      return; // our own peers, stopped by end_session
+    auto why = self->system().render(msg.reason);
+    bool from_peer = msg.source == s.step.address() || msg.source == s.model.address() ||
+                     msg.source == s.executor.address();
+    if (from_peer)
+      end_session(self, terminal_reason::error, "an actor of this session stopped: " + why);
+    else
+      end_session(self, terminal_reason::interrupted, "the session was shut down: " + why);
   });
   return {
     [=](start_atom) { begin_session(self); },
     [=](submit_atom, message& input) { accept_input(self, std::move(input)); },
     [=](interrupt_atom) { request_interrupt(self); },
-    [=](reply_atom, message& reply) { accept_reply(self, std::move(reply)); },
+    [=](reply_atom, message& reply) { return accept_reply(self, std::move(reply)); },
     [=](subscribe_atom, event_sink_actor& sink) {
       self->state.subscribers.push_back(std::move(sink));
     },

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,8 @@ struct session_config {
   hook_list hooks;
   /// Messages of an earlier run of this session (from its transcript).
   std::vector<message> history;
+  /// The loop state that run left in state.json, if it could be read.
+  std::optional<loop_state> resumed_state;
   /// Inputs queued before the session starts, in order (the initial prompts).
   std::vector<message> initial_inputs;
   /// Subscribers known from the start (more can subscribe later).

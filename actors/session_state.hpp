@@ -45,11 +45,12 @@ void begin_session(session_ptr self);
 /// Queues an input; starts a turn at once when the session is idle.
 void accept_input(session_ptr self, message input);
 
-/// Logs the step's reply (before its tools run) and fires generation.post.
-void accept_reply(session_ptr self, message reply);
+/// Logs the step's reply (before its tools run) and fires generation.post. Returns whether
+/// the step may run the reply's tools.
+bool accept_reply(session_ptr self, message reply);
 
-/// Ends the session with an error (a peer died, a write failed).
-void fail_session(session_ptr self, std::string error);
+/// Reaches a terminal state: state saved, session.end hooks, the ended event, peers stopped.
+void end_session(session_ptr self, terminal_reason reason, std::string error = {});
 
 /// Forwards an interrupt to the step in flight.
 void request_interrupt(session_ptr self);

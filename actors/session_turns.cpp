@@ -1,11 +1,14 @@
 // The session's loop: turns (inputs from the queue) and steps (until no runnable tool).
 
+#include <algorithm>
+
 #include <caf/actor_system.hpp>
 #include <caf/send.hpp>
 #include <spdlog/spdlog.h>
 
 #include "actors/ids.hpp"
 #include "actors/session_state.hpp"
+#include "tools/tool_spec.hpp"
 
 namespace troupe {
 
@@ -13,6 +16,21 @@ namespace {
 
 void run_next_step(session_ptr self);
 void next_turn(session_ptr self);
+
+// The calls of the last assistant message that no tool message answers.
+std::vector<tool_call> unanswered_calls(const std::vector<message_ptr>& log) {
+  auto last = std::find_if(log.rbegin(), log.rend(),
+                           [](auto& m) { return m->role == role::assistant; });
+  if (last == log.rend())
+    return {};
+  std::vector<tool_call> open = (*last)->tool_calls;
+  for (auto it = last.base(); it != log.end(); ++it)
+    if ((*it)->role == role::tool)
+      open.erase(std::remove_if(open.begin(), open.end(),
+                                [&](auto& c) { return c.id == (*it)->tool_call_id; }),
+                 open.end());
+  return open;
+}
 
 template <class Event>
 void publish(session_ptr self, const Event& event) {
@@ -25,7 +43,15 @@ void notice(session_ptr self, std::string kind, std::string text) {
   publish(self, notice_event{self->state.config.session_id, std::move(kind), std::move(text)});
 }
 
-void end_session(session_ptr self, terminal_reason reason, std::string error = {});
+// Inputs are never dropped silently: each one lost is named in a notice.
+void drop_queue(session_ptr self, const std::string& why) {
+  auto& st = self->state;
+  for (auto& input : st.queue)
+    notice(self, "input_dropped",
+           why + "; dropped a queued input from " + (input.origin.empty() ? "?" : input.origin) +
+             ": " + input.content.substr(0, 80));
+  st.queue.clear();
+}
 
 // Every message goes to disk before anyone hears of it; a failed write ends the session.
 bool append(session_ptr self, message msg) {
@@ -94,11 +120,14 @@ void fire_and_enqueue(session_ptr self, hook_point point) {
     enqueue(self, std::move(m));
 }
 
+} // namespace
+
 void end_session(session_ptr self, terminal_reason reason, std::string error) {
   auto& st = self->state;
   if (st.phase == session_phase::ended)
     return;
   st.phase = session_phase::ended;
+  drop_queue(self, "the session ended");
   save_state(self);
   st.transcript.sync();
   fire(self, hook_point::session_end);
@@ -120,6 +149,8 @@ void end_session(session_ptr self, terminal_reason reason, std::string error) {
     self->send_exit(peer, caf::exit_reason::user_shutdown);
   self->quit();
 }
+
+namespace {
 
 // Slash commands act on the session and never reach the model. Returns false for ordinary text.
 bool run_command(session_ptr self, const message& input) {
@@ -148,6 +179,9 @@ void start_turn(session_ptr self) {
   run_next_step(self);
 }
 
+// A turn that ended normally: turn.post, then loop.continue (its messages are the next
+// inputs), then the next input. Turns cut short by an interrupt or by the step cap of a
+// non-interactive run fire turn.post only: the loop does not continue.
 void end_turn(session_ptr self) {
   fire_and_enqueue(self, hook_point::turn_post);
   fire_and_enqueue(self, hook_point::loop_continue);
@@ -201,12 +235,12 @@ void on_step_done(session_ptr self, step_outcome& outcome) {
     if (!append(self, std::move(note)))
       return;
     save_state(self);
+    fire_and_enqueue(self, hook_point::turn_post);
     if (!st.config.interactive) {
       end_session(self, terminal_reason::interrupted);
       return;
     }
-    st.queue.clear(); // an interrupt also drops what was queued behind it
-    fire_and_enqueue(self, hook_point::turn_post);
+    drop_queue(self, "interrupted"); // the user stopped the work queued behind this turn too
     next_turn(self);
     return;
   }
@@ -235,7 +269,7 @@ void run_next_step(session_ptr self) {
       end_turn(self); // control goes back to the user
       return;
     }
-    fire(self, hook_point::turn_post);
+    fire_and_enqueue(self, hook_point::turn_post);
     end_session(self, terminal_reason::max_turns);
     return;
   }
@@ -263,6 +297,10 @@ void begin_session(session_ptr self) {
   for (auto& m : st.config.history)
     st.log.push_back(std::make_shared<const message>(std::move(m)));
   st.config.history.clear();
+  if (st.config.resumed_state) {
+    st.state = *st.config.resumed_state;
+    st.state.step_count = 0;
+  }
   st.state.messages_count = static_cast<int64_t>(st.log.size());
   for (auto it = st.log.rbegin(); it != st.log.rend(); ++it)
     if ((*it)->role == role::assistant) {
@@ -284,16 +322,18 @@ void begin_session(session_ptr self) {
   for (auto& m : fire(self, hook_point::session_start))
     if (!append(self, std::move(m)))
       return;
-  // Crash recovery: a transcript ending with the user's message is answered first.
-  if (!st.log.empty() && st.log.back()->role == role::user) {
+  // Crash recovery: calls of the last reply that never got a result are answered as lost
+  // (a provider rejects an unanswered call), and a transcript ending with the user's message
+  // or with tool results is answered before any new input.
+  for (auto& lost : unanswered_calls(st.log))
+    if (!append(self, make_tool_message(lost, error_result("[no result: the session stopped "
+                                                           "before this call finished]"))))
+      return;
+  if (!st.log.empty() && (st.log.back()->role == role::user || st.log.back()->role == role::tool)) {
     start_turn(self);
     return;
   }
   next_turn(self);
-}
-
-void fail_session(session_ptr self, std::string error) {
-  end_session(self, terminal_reason::error, std::move(error));
 }
 
 void accept_input(session_ptr self, message input) {
@@ -307,13 +347,14 @@ void accept_input(session_ptr self, message input) {
     next_turn(self);
 }
 
-void accept_reply(session_ptr self, message reply) {
+bool accept_reply(session_ptr self, message reply) {
   auto& st = self->state;
   if (st.phase != session_phase::stepping)
-    return;
+    return false;
   if (!append(self, std::move(reply)))
-    return;
+    return false;
   fire_and_enqueue(self, hook_point::generation_post);
+  return st.phase == session_phase::stepping && !st.interrupt_requested;
 }
 
 void request_interrupt(session_ptr self) {

@@ -111,12 +111,21 @@ void on_reply(self_ptr self, model_reply& reply) {
   if (msg.timestamp_ms == 0)
     msg.timestamp_ms = now_ms();
   collect_calls(st, msg);
-  // The session logs the reply before any of its tools runs.
-  self->send(st.session, reply_atom::value, msg);
-  st.outcome.reply = std::move(msg);
+  st.outcome.reply = msg;
   st.next_call = 0;
   st.phase = step_phase::running_tools;
-  run_next_call(self);
+  // No tool runs before the session has the reply on disk and its hooks have seen it.
+  self->request(st.session, caf::infinite, reply_atom::value, std::move(msg))
+    .then(
+      [=](bool proceed) {
+        if (!proceed)
+          self->state.interrupted = true;
+        run_next_call(self);
+      },
+      [=](caf::error&) {
+        self->state.interrupted = true;
+        run_next_call(self);
+      });
 }
 
 step_actor::behavior_type step_behavior(self_ptr self, step_config config, session_actor session,
@@ -157,10 +166,11 @@ step_actor::behavior_type step_behavior(self_ptr self, step_config config, sessi
       if (s.phase == step_phase::idle)
         return;
       s.interrupted = true;
+      // Normal priority on purpose: a cancel must not overtake the request it cancels.
       if (s.phase == step_phase::generating)
-        self->send<caf::message_priority::high>(s.model, cancel_atom::value);
+        self->send(s.model, cancel_atom::value);
       else
-        self->send<caf::message_priority::high>(s.executor, cancel_atom::value);
+        self->send(s.executor, cancel_atom::value);
     },
   };
 }

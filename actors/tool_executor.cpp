@@ -3,6 +3,7 @@
 #include <signal.h>
 
 #include <chrono>
+#include <vector>
 #include <unordered_map>
 
 #include <caf/actor_system.hpp>
@@ -30,11 +31,16 @@ struct tool_executor_state {
   tool_context context;
   uint64_t next_job = 0;
   std::unordered_map<uint64_t, running_job> jobs;
+  /// Process groups of finished commands: background jobs they started may still run.
+  std::vector<pid_t> finished_groups;
 
   ~tool_executor_state() {
-    // Never leave a child behind: an executor that goes away kills what it started.
+    // Never leave a child behind: an executor that goes away kills every group it started,
+    // background jobs of finished commands included.
     for (auto& [id, job] : jobs)
       ::kill(-job.pid, SIGKILL);
+    for (auto group : finished_groups)
+      ::kill(-group, SIGKILL);
   }
 };
 
@@ -106,6 +112,9 @@ tool_executor_actor::behavior_type tool_executor(self_ptr self,
         return;
       auto& job = i->second;
       job.promise.deliver(shell_result(exit, job.timed_out, job.timeout, job.interrupted));
+      // Only groups that may still have members; bash itself is reaped.
+      if (::kill(-job.pid, 0) == 0)
+        self->state.finished_groups.push_back(job.pid);
       self->state.jobs.erase(i);
     },
   };

@@ -29,23 +29,16 @@ expected<bool> write_all(int fd, const std::string& data, const std::filesystem:
 
 } // namespace
 
-transcript_writer::transcript_writer(transcript_writer&& other) noexcept
-  : fd_(other.fd_), path_(std::move(other.path_)) {
-  other.fd_ = -1;
-}
-
-transcript_writer& transcript_writer::operator=(transcript_writer&& other) noexcept {
+file_handle& file_handle::operator=(file_handle&& other) noexcept {
   if (this != &other) {
     if (fd_ >= 0)
       ::close(fd_);
-    fd_ = other.fd_;
-    path_ = std::move(other.path_);
-    other.fd_ = -1;
+    fd_ = std::exchange(other.fd_, -1);
   }
   return *this;
 }
 
-transcript_writer::~transcript_writer() {
+file_handle::~file_handle() {
   if (fd_ >= 0)
     ::close(fd_);
 }
@@ -59,22 +52,22 @@ expected<transcript_writer> transcript_writer::open(const std::filesystem::path&
   if (fd < 0)
     return failure{"cannot open transcript " + path.string() + ": " + std::strerror(errno)};
   transcript_writer writer;
-  writer.fd_ = fd;
+  writer.fd_ = file_handle{fd};
   writer.path_ = path;
   return writer;
 }
 
 expected<bool> transcript_writer::append(const message& msg) {
-  if (fd_ < 0)
+  if (!fd_)
     return failure{"transcript is not open"};
   auto line = nlohmann::json(msg).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   line.push_back('\n');
-  return write_all(fd_, line, path_);
+  return write_all(fd_.get(), line, path_);
 }
 
 void transcript_writer::sync() {
-  if (fd_ >= 0)
-    ::fsync(fd_);
+  if (fd_)
+    ::fsync(fd_.get());
 }
 
 expected<loaded_transcript> load_transcript(const std::filesystem::path& path) {
@@ -90,7 +83,6 @@ expected<loaded_transcript> load_transcript(const std::filesystem::path& path) {
   size_t line_number = 0;
   while (pos < text.size()) {
     auto end = text.find('\n', pos);
-    bool last = end == std::string::npos || end + 1 == text.size();
     auto line = text.substr(pos, (end == std::string::npos ? text.size() : end) - pos);
     ++line_number;
     bool whole = end != std::string::npos;
@@ -105,7 +97,7 @@ expected<loaded_transcript> load_transcript(const std::filesystem::path& path) {
           ok = false;
         }
       }
-      if (!ok && last) {
+      if (!ok && !whole) {
         // A crash mid-append leaves a partial last line: keep its bytes aside, cut it off.
         std::ofstream torn{path.string() + ".torn", std::ios::binary | std::ios::app};
         torn << line << '\n';
@@ -134,28 +126,6 @@ expected<loaded_transcript> load_transcript(const std::filesystem::path& path) {
   return result;
 }
 
-loop_state_file::loop_state_file(loop_state_file&& other) noexcept
-  : fd_(other.fd_), size_(other.size_), path_(std::move(other.path_)) {
-  other.fd_ = -1;
-}
-
-loop_state_file& loop_state_file::operator=(loop_state_file&& other) noexcept {
-  if (this != &other) {
-    if (fd_ >= 0)
-      ::close(fd_);
-    fd_ = other.fd_;
-    size_ = other.size_;
-    path_ = std::move(other.path_);
-    other.fd_ = -1;
-  }
-  return *this;
-}
-
-loop_state_file::~loop_state_file() {
-  if (fd_ >= 0)
-    ::close(fd_);
-}
-
 expected<loop_state_file> loop_state_file::open(const std::filesystem::path& path) {
   std::error_code ec;
   std::filesystem::create_directories(path.parent_path(), ec);
@@ -163,21 +133,23 @@ expected<loop_state_file> loop_state_file::open(const std::filesystem::path& pat
   if (fd < 0)
     return failure{"cannot open " + path.string() + ": " + std::strerror(errno)};
   loop_state_file file;
-  file.fd_ = fd;
+  file.fd_ = file_handle{fd};
   file.size_ = std::filesystem::file_size(path, ec);
   file.path_ = path;
   return file;
 }
 
 expected<bool> loop_state_file::write(const loop_state& state) {
-  if (fd_ < 0)
+  if (!fd_)
     return failure{"state file is not open"};
   auto text = nlohmann::json(state).dump(2) + "\n";
-  auto n = ::pwrite(fd_, text.data(), text.size(), 0);
+  // Padding to the old size (JSON allows trailing whitespace) keeps it one write: no
+  // truncate, so no moment at which the file holds a mix of two states.
+  if (text.size() < size_)
+    text.append(size_ - text.size(), ' ');
+  auto n = ::pwrite(fd_.get(), text.data(), text.size(), 0);
   if (n != static_cast<ssize_t>(text.size()))
     return failure{"cannot write " + path_.string() + ": " + std::strerror(errno)};
-  if (text.size() < size_ && ::ftruncate(fd_, static_cast<off_t>(text.size())) != 0)
-    return failure{"cannot truncate " + path_.string() + ": " + std::strerror(errno)};
   size_ = text.size();
   return true;
 }

@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "protocol/expected.hpp"
@@ -11,16 +12,27 @@
 
 namespace troupe {
 
+/// Owns a file descriptor and closes it once.
+class file_handle {
+public:
+  file_handle() = default;
+  explicit file_handle(int fd) : fd_(fd) {}
+  file_handle(const file_handle&) = delete;
+  file_handle& operator=(const file_handle&) = delete;
+  file_handle(file_handle&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  file_handle& operator=(file_handle&& other) noexcept;
+  ~file_handle();
+
+  int get() const { return fd_; }
+  explicit operator bool() const { return fd_ >= 0; }
+
+private:
+  int fd_ = -1;
+};
+
 /// Appends messages to a transcript, one JSON object per line, each line one write(2).
 class transcript_writer {
 public:
-  transcript_writer() = default;
-  transcript_writer(const transcript_writer&) = delete;
-  transcript_writer& operator=(const transcript_writer&) = delete;
-  transcript_writer(transcript_writer&& other) noexcept;
-  transcript_writer& operator=(transcript_writer&& other) noexcept;
-  ~transcript_writer();
-
   /// Opens (creating if needed) the transcript at path for appending.
   static expected<transcript_writer> open(const std::filesystem::path& path);
 
@@ -31,7 +43,7 @@ public:
   void sync();
 
 private:
-  int fd_ = -1;
+  file_handle fd_;
   std::filesystem::path path_;
 };
 
@@ -42,8 +54,9 @@ struct loaded_transcript {
   std::string repair_note;
 };
 
-/// Loads a transcript. A torn last line (a crash mid-write) is moved aside and the file
-/// truncated to its last whole line; a bad line elsewhere is an error naming its number.
+/// Loads a transcript. A torn last line (no newline: a crash mid-write) is moved aside and the
+/// file cut back to its last whole line; any other bad line, the last complete one included,
+/// is an error naming its number, and the file is left as it is.
 expected<loaded_transcript> load_transcript(const std::filesystem::path& path);
 
 /// Keeps state.json up to date: the loop state is rewritten in place after every step.
@@ -52,13 +65,6 @@ expected<loaded_transcript> load_transcript(const std::filesystem::path& path);
 /// cannot tear a single write; a reader racing a write may have to read again.
 class loop_state_file {
 public:
-  loop_state_file() = default;
-  loop_state_file(const loop_state_file&) = delete;
-  loop_state_file& operator=(const loop_state_file&) = delete;
-  loop_state_file(loop_state_file&& other) noexcept;
-  loop_state_file& operator=(loop_state_file&& other) noexcept;
-  ~loop_state_file();
-
   /// Opens (creating if needed) the state file at path.
   static expected<loop_state_file> open(const std::filesystem::path& path);
 
@@ -66,7 +72,7 @@ public:
   expected<bool> write(const loop_state& state);
 
 private:
-  int fd_ = -1;
+  file_handle fd_;
   size_t size_ = 0;
   std::filesystem::path path_;
 };

@@ -2,6 +2,9 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <csignal>
+
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -53,15 +56,24 @@ std::filesystem::path troupe_home() {
                             : std::filesystem::path{configured};
 }
 
-void configure_logging(const std::string& log_file, const std::string& level) {
+const std::vector<std::string> log_levels = {"trace", "debug", "info", "warn",
+                                              "error", "critical", "off"};
+
+expected<bool> configure_logging(const std::string& log_file, const std::string& level) {
+  auto name = level.empty() ? std::string{"warn"} : level;
+  if (std::find(log_levels.begin(), log_levels.end(), name) == log_levels.end())
+    return failure{"invalid log level '" + name + "': use trace, debug, info, warn, error, "
+                   "critical or off"};
   std::shared_ptr<spdlog::logger> logger;
-  if (!log_file.empty())
-    logger = spdlog::basic_logger_mt("troupe", log_file);
-  else
-    logger = spdlog::stderr_color_mt("troupe");
+  try {
+    logger = log_file.empty() ? spdlog::stderr_color_mt("troupe")
+                              : spdlog::basic_logger_mt("troupe", log_file);
+  } catch (const spdlog::spdlog_ex& e) {
+    return failure{"cannot open log file " + log_file + ": " + e.what()};
+  }
   spdlog::set_default_logger(logger);
-  auto parsed = spdlog::level::from_str(level.empty() ? "warn" : level);
-  spdlog::set_level(parsed);
+  spdlog::set_level(spdlog::level::from_str(name));
+  return true;
 }
 
 expected<int32_t> parse_max_steps(const std::string& text, const char* where) {
@@ -147,6 +159,14 @@ expected<run_settings> resolve_run(const run_flags& flags) {
     if (!loaded->repair_note.empty())
       spdlog::warn("{}", loaded->repair_note);
     settings.history = std::move(loaded->messages);
+    // The transcript is the source of truth; the state only carries counters over.
+    auto state_path = transcript.parent_path() / "state.json";
+    if (std::filesystem::exists(state_path, ec)) {
+      if (auto state = read_loop_state(state_path))
+        settings.resumed_state = *state;
+      else
+        spdlog::warn("{}; counters restart from zero", state.error());
+    }
   }
   return settings;
 }
@@ -226,7 +246,10 @@ int run_cli(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return fail(std::string{e.what()} + " (see troupe --help)");
   }
-  configure_logging(log_file, log_level);
+  if (auto logging = configure_logging(log_file, log_level); !logging)
+    return fail(logging.error());
+  // A reader that goes away (`troupe run … | head`) is an EPIPE to handle, not a fatal signal.
+  std::signal(SIGPIPE, SIG_IGN);
 
   if (*demo)
     return run_demo(demo_format);

@@ -10,7 +10,10 @@ namespace {
 struct renderer_state {
   output_format format = output_format::text;
   std::FILE* out = nullptr;
+  session_actor session;
   std::function<void(const session_ended_event&)> on_end;
+  bool output_closed = false;
+  bool ended = false;
 };
 
 using self_ptr = event_sink_actor::stateful_pointer<renderer_state>;
@@ -27,33 +30,54 @@ void print(self_ptr self, const Event& event) {
   } else {
     text = to_text(event);
   }
-  std::fwrite(text.data(), 1, text.size(), st.out);
-  std::fflush(st.out);
+  if (st.output_closed)
+    return;
+  if (std::fwrite(text.data(), 1, text.size(), st.out) != text.size() || std::fflush(st.out) != 0) {
+    st.output_closed = true;
+    self->send<caf::message_priority::high>(st.session, interrupt_atom::value);
+  }
+}
+
+void finish(self_ptr self, const session_ended_event& e) {
+  auto& st = self->state;
+  if (st.ended)
+    return;
+  st.ended = true;
+  print(self, e);
+  if (st.on_end)
+    st.on_end(e);
+  self->quit();
 }
 
 event_sink_actor::behavior_type renderer(self_ptr self, output_format format, std::FILE* out,
+                                         session_actor session,
                                          std::function<void(const session_ended_event&)> on_end) {
   self->state.format = format;
   self->state.out = out;
+  self->state.session = session;
   self->state.on_end = std::move(on_end);
+  self->monitor(session);
+  self->set_down_handler([=](caf::down_msg& down) {
+    session_ended_event lost;
+    lost.reason = terminal_reason::error;
+    lost.error_message =
+      "the session stopped without finishing: " + self->system().render(down.reason);
+    finish(self, lost);
+  });
   return {
     [=](const session_started_event& e) { print(self, e); },
     [=](const message_event& e) { print(self, e); },
     [=](const notice_event& e) { print(self, e); },
-    [=](const session_ended_event& e) {
-      print(self, e);
-      if (self->state.on_end)
-        self->state.on_end(e);
-      self->quit();
-    },
+    [=](const session_ended_event& e) { finish(self, e); },
   };
 }
 
 } // namespace
 
 event_sink_actor spawn_renderer(caf::actor_system& sys, output_format format, std::FILE* out,
+                                session_actor session,
                                 std::function<void(const session_ended_event&)> on_end) {
-  return sys.spawn(renderer, format, out, std::move(on_end));
+  return sys.spawn(renderer, format, out, std::move(session), std::move(on_end));
 }
 
 } // namespace troupe

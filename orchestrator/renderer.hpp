@@ -13,9 +13,12 @@ class actor_system;
 
 namespace troupe {
 
-/// Spawns a renderer writing to `out`. After the session_ended event it calls `on_end`
-/// (from the renderer's thread) and quits.
+/// Spawns a renderer of `session`'s events writing to `out` (subscribe it to the session).
+/// After the session_ended event it calls `on_end` (from the renderer's thread) and quits. A
+/// session that goes down without that event ends the rendering as an error. When `out` is
+/// closed by its reader (a broken pipe) the session is interrupted: nobody is listening.
 event_sink_actor spawn_renderer(caf::actor_system& sys, output_format format, std::FILE* out,
+                                session_actor session,
                                 std::function<void(const session_ended_event&)> on_end);
 
 } // namespace troupe

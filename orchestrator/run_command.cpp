@@ -32,11 +32,6 @@ int execute_run(run_settings settings, std::FILE* out) {
   tools.state_dir = session_dir / "tools";
   tools.home = settings.home;
 
-  std::promise<session_ended_event> ended;
-  auto ended_future = ended.get_future();
-  auto renderer = spawn_renderer(sys, settings.format, out,
-                                 [&ended](const session_ended_event& e) { ended.set_value(e); });
-
   session_config session;
   session.session_id = settings.session_id;
   session.session_dir = session_dir;
@@ -46,11 +41,17 @@ int execute_run(run_settings settings, std::FILE* out) {
   session.registry = registry;
   session.max_steps = settings.max_steps;
   session.history = std::move(settings.history);
+  session.resumed_state = settings.resumed_state;
   session.initial_inputs.push_back(make_input(std::move(settings.prompt)));
-  session.subscribers.push_back(renderer);
 
   auto model = spawn_scripted_model(sys, std::move(settings.model_script));
   auto agent = spawn_agent(sys, std::move(session), std::move(tools), std::move(model));
+
+  // Shared with the renderer's thread, which may still be inside set_value when we return.
+  auto ended = std::make_shared<std::promise<session_ended_event>>();
+  auto ended_future = ended->get_future();
+  auto renderer = spawn_renderer(sys, settings.format, out, agent,
+                                 [ended](const session_ended_event& e) { ended->set_value(e); });
 
   std::atomic<int> signals_seen{0};
   signal_forwarder forwarder{[&](int sig) {
@@ -61,6 +62,8 @@ int execute_run(run_settings settings, std::FILE* out) {
       caf::anon_send_exit(agent, caf::exit_reason::kill);
     }
   }};
+  // Both from this thread, so the subscription is in place before the first event.
+  caf::anon_send(agent, subscribe_atom::value, renderer);
   caf::anon_send(agent, start_atom::value);
 
   using namespace std::chrono_literals;

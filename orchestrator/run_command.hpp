@@ -4,11 +4,13 @@
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "actors/scripted_script.hpp"
 #include "orchestrator/output_format.hpp"
+#include "protocol/loop_state.hpp"
 #include "protocol/message.hpp"
 
 namespace troupe {
@@ -26,6 +28,8 @@ struct run_settings {
   std::string session_id;
   /// Messages of an existing session with this id (empty for a new one).
   std::vector<message> history;
+  /// The loop state that session left behind, when state.json could be read.
+  std::optional<loop_state> resumed_state;
   output_format format = output_format::text;
 };
 

@@ -48,7 +48,8 @@ using tool_executor_actor = caf::typed_actor<
 
 /// Carries out one step: model call, then the reply's tool calls in order.
 using step_actor = caf::typed_actor<
-  // Run a step. Before any tool runs, the reply goes to the session as (reply_atom, message).
+  // Run a step. Before any tool runs, the reply goes to the session as (reply_atom, message)
+  // and the step waits for its answer.
   caf::replies_to<step_atom, step_request>::with<step_outcome>,
   // Abort the step in flight (sent with high priority); it answers `interrupted`.
   caf::reacts_to<interrupt_atom>>;
@@ -61,8 +62,9 @@ using session_actor = caf::typed_actor<
   caf::reacts_to<submit_atom, message>,
   // Interrupt the step in flight (send with high priority).
   caf::reacts_to<interrupt_atom>,
-  // From the step: the assistant reply, to be logged before its tools run.
-  caf::reacts_to<reply_atom, message>,
+  // From the step: the assistant reply. The session logs it (on disk, generation.post) and
+  // answers whether the step may run the reply's tools (false once interrupted or ended).
+  caf::replies_to<reply_atom, message>::with<bool>,
   // Add a subscriber for this session's events.
   caf::reacts_to<subscribe_atom, event_sink_actor>>;
 

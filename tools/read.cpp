@@ -1,10 +1,23 @@
 #include "tools/read.hpp"
 
+#include <algorithm>
 #include <fstream>
+#include <string_view>
 
 namespace troupe {
 
 namespace {
+
+// Appends line n to out, numbered like `cat -n`: right-aligned in six columns, then a tab.
+void append_numbered(std::string& out, int64_t n, std::string_view line) {
+  auto number = std::to_string(n);
+  if (number.size() < 6)
+    out.append(6 - number.size(), ' ');
+  out += number;
+  out += '\t';
+  out += line;
+  out += '\n';
+}
 
 tool_result run_read(const nlohmann::json& input, const tool_context& ctx) {
   auto path = resolve_path(ctx, input.at("path").get<std::string>());
@@ -14,30 +27,60 @@ tool_result run_read(const nlohmann::json& input, const tool_context& ctx) {
     return error_result("invalid line range " + std::to_string(first) + ".." +
                         std::to_string(last) + ": lines count from 1 and end_line >= start_line");
   std::error_code ec;
-  if (std::filesystem::is_directory(path, ec))
+  auto status = std::filesystem::status(path, ec);
+  if (ec || !std::filesystem::exists(status))
+    return error_result("cannot read " + path.string() + ": no such file");
+  if (std::filesystem::is_directory(status))
     return error_result(path.string() + " is a directory, not a file");
+  // FIFOs, devices and sockets can block or never end: only regular files are read.
+  if (!std::filesystem::is_regular_file(status))
+    return error_result(path.string() + " is not a regular file");
   std::ifstream in{path, std::ios::binary};
   if (!in)
-    return error_result("cannot read " + path.string() + ": no such file or not readable");
+    return error_result("cannot read " + path.string() + ": permission denied");
+
+  // Read in chunks with a byte budget, so a huge file or one endless line stays bounded.
+  const size_t budget = 4 * ctx.output_cap;
   tool_result result;
-  std::string line;
-  for (int64_t n = 1; std::getline(in, line); ++n) {
-    if (n < first)
-      continue;
-    if (last != 0 && n > last)
+  std::string partial; // the current line, cut at the budget
+  char chunk[65536];
+  int64_t n = 1;
+  bool done = false;
+  bool stopped_early = false;
+  while (!done) {
+    in.read(chunk, sizeof chunk);
+    auto got = static_cast<size_t>(in.gcount());
+    if (got == 0)
       break;
-    // Numbered like `cat -n`: right-aligned in six columns, then a tab.
-    auto number = std::to_string(n);
-    if (number.size() < 6)
-      result.output.append(6 - number.size(), ' ');
-    result.output += number;
-    result.output += '\t';
-    result.output += line;
-    result.output += '\n';
-    if (result.output.size() > 4 * ctx.output_cap)
-      break; // the cap below keeps head and tail; no need to read a huge file to its end
+    std::string_view data{chunk, got};
+    for (size_t pos = 0; pos < data.size();) {
+      auto newline = data.find('\n', pos);
+      auto end = newline == std::string_view::npos ? data.size() : newline;
+      if (n >= first && partial.size() < budget)
+        partial.append(data.substr(pos, std::min(end - pos, budget - partial.size())));
+      if (newline == std::string_view::npos)
+        break; // the line goes on in the next chunk
+      if (n >= first)
+        append_numbered(result.output, n, partial);
+      partial.clear();
+      pos = newline + 1;
+      ++n;
+      if (last != 0 && n > last) {
+        done = true;
+        break;
+      }
+      if (result.output.size() > budget) {
+        done = stopped_early = true;
+        break;
+      }
+    }
   }
+  if (!done && !partial.empty() && n >= first)
+    append_numbered(result.output, n, partial); // a last line without its newline
   result.truncated = cap_output(result.output, ctx.output_cap);
+  if (stopped_early)
+    result.output += "[stopped reading at " + std::to_string(budget) +
+                     " bytes of output; use start_line/end_line to read further]\n";
   return result;
 }
 

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -96,7 +97,8 @@ tool_spec shell_tool() {
     {"type", "object"},
     {"properties",
      {{"command", {{"type", "string"}, {"description", "the bash command to run"}}},
-      {"timeout", {{"type", "number"}, {"description", "seconds before the command is killed"}}}}},
+      {"timeout",
+       {{"type", "number"}, {"description", "seconds before the command is killed (max 86400)"}}}}},
     {"required", {"command"}}};
   spec.block_names = {"shell", "bash", "sh"};
   spec.kind = tool_kind::process;
@@ -108,8 +110,10 @@ tool_spec shell_tool() {
 }
 
 std::chrono::milliseconds shell_timeout(const nlohmann::json& input, const tool_context& ctx) {
+  constexpr double max_seconds = 24 * 3600;
   if (auto t = input.find("timeout"); t != input.end() && t->is_number() && t->get<double>() > 0)
-    return std::chrono::milliseconds{static_cast<int64_t>(t->get<double>() * 1000)};
+    return std::chrono::milliseconds{
+      static_cast<int64_t>(std::min(t->get<double>(), max_seconds) * 1000)};
   return ctx.shell_timeout;
 }
 

@@ -2,6 +2,8 @@
 
 #include <doctest/doctest.h>
 
+#include <signal.h>
+
 #include <thread>
 
 #include "support/agent_fixture.hpp"
@@ -196,7 +198,7 @@ TEST_CASE("every tool result, failures included, is written back after its reply
         std::string::npos);
 }
 
-TEST_CASE("the reply is on disk before its tool runs") {
+TEST_CASE("the reply is on disk and seen by generation.post before its tool runs") {
   agent_fixture f;
   auto seen = std::make_shared<strings>();
   auto marker = f.config.cwd / "ran.txt";
@@ -207,7 +209,9 @@ TEST_CASE("the reply is on disk before its tool runs") {
                     (std::filesystem::exists(marker) ? "ran" : "not-run"));
     return std::vector<message>{};
   });
-  f.run({shell_reply("touch ran.txt"), text_reply("done")});
+  // save runs inline in the executor, within microseconds: only a step that waits for the
+  // session's answer keeps it from racing the transcript write.
+  f.run({text_reply("```save ran.txt\nx\n```"), text_reply("done")});
   CHECK(*seen == strings{"assistant not-run", "assistant ran"});
 }
 
@@ -313,4 +317,66 @@ TEST_CASE("events start with session_started and end with session_ended") {
   for (auto& e : events)
     messages += e["event"] == "message";
   CHECK(messages == 4);
+}
+
+TEST_CASE("a queued input the run never reaches is reported, not silently dropped") {
+  agent_fixture f;
+  f.config.max_steps = 1;
+  auto ended = f.run({shell_reply("true"), text_reply("unused")}, {"first", "second"});
+  CHECK(ended.reason == terminal_reason::max_turns);
+  auto dropped = f.events->notices("input_dropped");
+  REQUIRE(dropped.size() == 1);
+  CHECK(dropped[0]["text"].get<std::string>().find("second") != std::string::npos);
+}
+
+TEST_CASE("calls left unanswered by a crash get a result before the model is asked again") {
+  agent_fixture f;
+  message reply;
+  reply.id = "msg_a";
+  reply.role = role::assistant;
+  reply.tool_calls = {{"call_1", "shell", {{"command", "true"}}, call_format::native},
+                      {"call_2", "shell", {{"command", "sleep 100"}}, call_format::native}};
+  f.config.history = {make_input("go"), reply,
+                      make_tool_message(reply.tool_calls[0], tool_result{"", false, 0, false})};
+  loop_state before;
+  before.turn_count = 5;
+  before.total_steps = 9;
+  f.config.resumed_state = before;
+  auto ended = f.run({text_reply("recovered")}, {});
+  CHECK(ended.reason == terminal_reason::completed);
+  CHECK(ended.result_text == "recovered");
+  CHECK(ended.state.turn_count == 6);
+  CHECK(ended.state.total_steps == 10);
+  auto log = f.transcript(); // only what this run wrote
+  REQUIRE(log.size() == 2);
+  CHECK(log[0]["tool_call_id"] == "call_2");
+  CHECK(log[0]["is_error"] == true);
+  CHECK(log[1]["content"] == "recovered");
+}
+
+TEST_CASE("background jobs of the shell die with the session") {
+  agent_fixture f;
+  auto ended = f.run({shell_reply("sleep 60 & echo $! > bg.pid"), text_reply("done")});
+  CHECK(ended.reason == terminal_reason::completed);
+  auto pid = std::stoi(read_file(f.config.cwd / "bg.pid"));
+  bool gone = false;
+  for (int i = 0; i < 200 && !gone; ++i) {
+    gone = ::kill(pid, 0) != 0 ||
+           read_file("/proc/" + std::to_string(pid) + "/stat").find(") Z") != std::string::npos;
+    if (!gone)
+      std::this_thread::sleep_for(std::chrono::milliseconds{10});
+  }
+  CHECK(gone);
+}
+
+TEST_CASE("a session shut down from outside still ends with an event") {
+  agent_fixture f;
+  f.config.interactive = true;
+  auto session = f.start({text_reply("one")}, {"first"});
+  for (int i = 0; i < 200 && f.transcript().size() < 2; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds{10});
+  caf::anon_send_exit(session, caf::exit_reason::user_shutdown);
+  auto ended = f.events->wait_for_end(std::chrono::seconds{5});
+  CHECK(ended.reason == terminal_reason::interrupted);
+  CHECK(ended.error_message.find("shut down") != std::string::npos);
 }

@@ -149,6 +149,18 @@ TEST_CASE("SIGINT interrupts the run: exit 130, result interrupted") {
   CHECK(result["terminal_reason"] == "interrupted");
 }
 
+TEST_CASE("a reader that goes away interrupts the run instead of killing troupe") {
+  cli_fixture f;
+  auto model = f.script({{{"text", "slow"}, {"delay_ms", 30000}}});
+  process_options opts;
+  opts.close_stdout = true;
+  opts.timeout = std::chrono::seconds{10};
+  auto r = f.run({"--model", model, "--output-format", "stream-json", "go"}, opts);
+  CHECK(r.exit_code == 130);
+  auto log = read_jsonl(f.transcripts().at(0));
+  CHECK(log.back()["origin"] == "interrupt");
+}
+
 TEST_CASE("bad input gets a one-line error and exit 2") {
   cli_fixture f;
   auto good = f.script({{{"text", "ok"}}});
@@ -170,6 +182,10 @@ TEST_CASE("bad input gets a one-line error and exit 2") {
     {{"--model", good, "--session-id", "../escape", "x"}, "invalid --session-id"},
     {{"--model", "gpt-9", "x"}, "unknown model 'gpt-9'"},
     {{"x"}, "no model configured"},
+    {{"--model", good, "--log-level", "loud", "x"}, "invalid log level 'loud'"},
+    // spdlog creates missing directories, so the log goes "under" a regular file.
+    {{"--model", good, "--log-file", (bad_json / "troupe.log").string(), "x"},
+     "cannot open log file"},
   };
   for (auto& row : rows) {
     CAPTURE(row.says);

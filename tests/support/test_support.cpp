@@ -118,6 +118,11 @@ process_result run_process(const std::vector<std::string>& argv, const process_o
   bool interrupted = false;
   pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
   int open_count = 2;
+  if (opts.close_stdout) {
+    close(out_pipe[0]);
+    fds[0].fd = -1;
+    --open_count;
+  }
   char buffer[65536];
   while (open_count > 0) {
     auto elapsed = std::chrono::steady_clock::now() - start;

@@ -66,6 +66,8 @@ struct process_options {
   /// Send SIGINT this long after start (0: never).
   std::chrono::milliseconds interrupt_after{0};
   std::chrono::seconds timeout{60};
+  /// Close our end of the child's stdout at once, as `| head -0` would.
+  bool close_stdout = false;
 };
 
 /// Runs argv to completion and captures its output.

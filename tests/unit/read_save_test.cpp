@@ -1,5 +1,7 @@
 #include <doctest/doctest.h>
 
+#include <sys/stat.h>
+
 #include "support/test_support.hpp"
 #include "tools/read.hpp"
 #include "tools/save.hpp"
@@ -62,4 +64,22 @@ TEST_CASE("read caps a large file") {
   auto r = read_tool().run({{"path", "big.txt"}}, ctx);
   CHECK(r.truncated);
   CHECK(r.output.size() < 1200);
+}
+
+TEST_CASE("read refuses what is not a regular file and bounds endless lines") {
+  temp_dir dir;
+  auto ctx = context_in(dir);
+  ctx.output_cap = 1000;
+  REQUIRE(::mkfifo((dir / "pipe").c_str(), 0600) == 0);
+  auto fifo = read_tool().run({{"path", "pipe"}}, ctx);
+  CHECK(fifo.is_error);
+  CHECK(fifo.output.find("not a regular file") != std::string::npos);
+  write_file(dir / "one_line.txt", std::string(5000000, 'x'));
+  auto long_line = read_tool().run({{"path", "one_line.txt"}}, ctx);
+  CHECK(long_line.truncated);
+  CHECK(long_line.output.size() < 1200);
+  write_file(dir / "no_newline.txt", "a\nb");
+  CHECK(read_tool().run({{"path", "no_newline.txt"}}, ctx).output == "     1\ta\n     2\tb\n");
+  CHECK(read_tool().run({{"path", "no_newline.txt"}, {"start_line", 2}}, ctx).output ==
+        "     2\tb\n");
 }

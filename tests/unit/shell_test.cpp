@@ -27,6 +27,8 @@ TEST_CASE("shell timeout comes from input seconds or the context") {
         std::chrono::milliseconds{1500});
   CHECK(shell_timeout(json{{"command", "x"}, {"timeout", -1}}, ctx) ==
         std::chrono::milliseconds{5000});
+  CHECK(shell_timeout(json{{"command", "x"}, {"timeout", 1e19}}, ctx) ==
+        std::chrono::hours{24});
 }
 
 TEST_CASE("shell_result marks non-zero exits, timeouts and interrupts as errors") {

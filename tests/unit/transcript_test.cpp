@@ -44,6 +44,18 @@ TEST_CASE("a torn last line is moved aside and the file repaired") {
   CHECK(again->messages.size() == 2);
 }
 
+TEST_CASE("a complete but invalid last line is an error, not a repair") {
+  temp_dir dir;
+  auto path = dir / "transcript.jsonl";
+  auto content = nlohmann::json(make_input("a")).dump() + "\n{\"role\": \"wizard\"}\n";
+  write_file(path, content);
+  auto loaded = load_transcript(path);
+  REQUIRE_FALSE(loaded);
+  CHECK(loaded.error().find("line 2 is not a valid message") != std::string::npos);
+  CHECK(read_file(path) == content);
+  CHECK_FALSE(std::filesystem::exists(path.string() + ".torn"));
+}
+
 TEST_CASE("a valid last line without its newline is kept and completed") {
   temp_dir dir;
   auto path = dir / "transcript.jsonl";
@@ -76,10 +88,12 @@ TEST_CASE("the state file always holds exactly the last state written") {
   big.transition = transition_reason::structural_stop;
   REQUIRE(file->write(big));
   CHECK(*read_loop_state(dir / "s/state.json") == big);
-  loop_state small; // shorter JSON: the old tail must not survive
+  auto big_size = std::filesystem::file_size(dir / "s/state.json");
+  loop_state small; // shorter JSON: padded, so the old tail cannot survive as garbage
   small.turn_count = 4;
   REQUIRE(file->write(small));
   CHECK(*read_loop_state(dir / "s/state.json") == small);
+  CHECK(std::filesystem::file_size(dir / "s/state.json") == big_size);
   CHECK(nlohmann::json::parse(read_file(dir / "s/state.json")).get<loop_state>() == small);
   // Reopening keeps the content until the next write.
   auto again = loop_state_file::open(dir / "s/state.json");
