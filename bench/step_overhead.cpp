@@ -4,7 +4,8 @@
 // Each step's start is stamped by a step.pre hook, inside the session, so the numbers do not
 // depend on when a subscriber gets around to reading its mailbox.
 //
-// Usage: bench_step_overhead [steps=1000] [runs=3] [scheduler threads=default]
+// Usage: bench_step_overhead [steps=1000] [runs=3] [scheduler threads=0 (CAF's default)]
+//                            [tool=read|shell]  (shell runs `true` in a real bash child)
 
 #include <sys/resource.h>
 
@@ -56,17 +57,16 @@ double median(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
-// Mean microseconds per step over the 11 steps around step `center`.
-double us_per_step_near(const std::vector<clock_type::time_point>& t, size_t center) {
-  size_t first = center > 5 ? center - 5 : 0;
-  size_t last = std::min(center + 6, t.size() - 1);
+// Mean microseconds per step over steps [first, last).
+double us_per_step(const std::vector<clock_type::time_point>& t, size_t first, size_t last) {
+  last = std::min(last, t.size() - 1);
   return std::chrono::duration<double, std::micro>(t[last] - t[first]).count() /
          static_cast<double>(last - first);
 }
 
 std::vector<clock_type::time_point> run_once(caf::actor_system& sys,
                                              const std::filesystem::path& root, int steps,
-                                             int run) {
+                                             int run, const std::string& tool) {
   auto work = root / "work";
   std::filesystem::create_directories(work);
   {
@@ -79,7 +79,10 @@ std::vector<clock_type::time_point> run_once(caf::actor_system& sys,
   for (int i = 0; i < steps; ++i) {
     scripted_reply r;
     r.text = "reading";
-    r.tool_calls.push_back({"", "read", {{"path", "small.txt"}}, call_format::native});
+    if (tool == "shell")
+      r.tool_calls.push_back({"", "shell", {{"command", "true"}}, call_format::native});
+    else
+      r.tool_calls.push_back({"", "read", {{"path", "small.txt"}}, call_format::native});
     lines.replies.push_back(std::move(r));
   }
   scripted_reply last;
@@ -118,6 +121,7 @@ int main(int argc, char** argv) {
   int steps = argc > 1 ? std::atoi(argv[1]) : 1000;
   int runs = argc > 2 ? std::atoi(argv[2]) : 3;
   int threads = argc > 3 ? std::atoi(argv[3]) : 0;
+  std::string tool = argc > 4 ? argv[4] : "read";
   caf::actor_system_config cfg;
   register_protocol_types(cfg);
   if (threads > 0)
@@ -126,27 +130,33 @@ int main(int argc, char** argv) {
   char root_template[] = "/tmp/troupe-bench-XXXXXX";
   std::filesystem::path root = mkdtemp(root_template);
 
-  std::vector<size_t> centers = {5, 50, 500};
-  std::vector<std::vector<double>> at(centers.size());
+  // Step k starts with about 2k messages of history (the reply and its tool result).
+  struct window {
+    size_t first, last;
+  };
+  std::vector<window> windows = {{0, 10}, {0, 100}, {45, 55}, {450, 550}, {900, 1000}};
+  std::vector<std::vector<double>> at(windows.size());
   std::vector<double> overall;
   for (int run = 0; run < runs; ++run) {
-    auto t = run_once(sys, root / std::to_string(run), steps, run);
+    auto t = run_once(sys, root / std::to_string(run), steps, run, tool);
     if (t.size() < 2)
       return 1;
     overall.push_back(std::chrono::duration<double, std::micro>(t.back() - t.front()).count() /
                       static_cast<double>(t.size() - 1));
-    for (size_t i = 0; i < centers.size(); ++i)
-      if (centers[i] < t.size())
-        at[i].push_back(us_per_step_near(t, centers[i]));
+    for (size_t i = 0; i < windows.size(); ++i)
+      if (windows[i].first + 1 < t.size())
+        at[i].push_back(us_per_step(t, windows[i].first, windows[i].last));
   }
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
-  std::printf("step overhead, %d steps per run, median of %d runs (read tool, no child process)\n",
-              steps, runs);
+  std::printf("step overhead, %d steps per run, median of %d runs, tool: %s\n", steps, runs,
+              tool == "shell" ? "shell `true` (a bash child per step)" : "read (no child process)");
   std::printf("  mean over the whole run: %8.1f us/step\n", median(overall));
-  for (size_t i = 0; i < centers.size(); ++i)
-    std::printf("  near step %4zu (~%4zu messages of history): %8.1f us/step\n", centers[i],
-                2 * centers[i] + 1, median(at[i]));
+  for (size_t i = 0; i < windows.size(); ++i)
+    if (!at[i].empty())
+      std::printf("  steps %4zu-%4zu (%4zu-%4zu messages of history): %8.1f us/step\n",
+                  windows[i].first, windows[i].last, 2 * windows[i].first + 1,
+                  2 * windows[i].last + 1, median(at[i]));
   std::printf("  peak RSS: %.1f MiB\n", static_cast<double>(usage.ru_maxrss) / 1024.0);
   std::filesystem::remove_all(root);
   return 0;

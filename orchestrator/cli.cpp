@@ -50,6 +50,22 @@ std::string env_or(const char* name, std::string fallback = {}) {
 
 std::filesystem::path home_dir() { return env_or("HOME", "/tmp"); }
 
+// The first executable bash on PATH, resolved once per run.
+std::string find_bash() {
+  auto path = env_or("PATH", "/usr/bin:/bin");
+  for (size_t start = 0; start <= path.size();) {
+    auto end = path.find(':', start);
+    auto dir = path.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    auto candidate = (dir.empty() ? std::string{"."} : dir) + "/bash";
+    if (::access(candidate.c_str(), X_OK) == 0)
+      return candidate;
+    if (end == std::string::npos)
+      break;
+    start = end + 1;
+  }
+  return "/bin/bash";
+}
+
 std::filesystem::path troupe_home() {
   auto configured = env_or("TROUPE_HOME");
   return configured.empty() ? home_dir() / ".local/share/troupe"
@@ -146,6 +162,7 @@ expected<run_settings> resolve_run(const run_flags& flags) {
     return failure{"no prompt: give it as arguments (troupe run \"fix the tests\") or on stdin"};
 
   settings.home = home_dir();
+  settings.shell_program = find_bash();
   settings.troupe_home = troupe_home();
   settings.session_id = flags.session_id.empty() ? new_session_id() : flags.session_id;
   if (!is_valid_session_id(settings.session_id))
@@ -192,6 +209,7 @@ int run_demo(const std::string& format) {
   settings.model_script = std::move(*lines);
   settings.cwd = workspace;
   settings.home = home_dir();
+  settings.shell_program = find_bash();
   settings.troupe_home = root / "home";
   settings.session_id = new_session_id();
   settings.format =

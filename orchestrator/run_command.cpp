@@ -31,6 +31,7 @@ int execute_run(run_settings settings, std::FILE* out) {
   tools.cwd = settings.cwd;
   tools.state_dir = session_dir / "tools";
   tools.home = settings.home;
+  tools.shell_program = settings.shell_program;
 
   session_config session;
   session.session_id = settings.session_id;

@@ -25,6 +25,8 @@ struct run_settings {
   std::filesystem::path cwd;
   std::filesystem::path troupe_home;
   std::filesystem::path home;
+  /// Absolute path of the bash the shell tool runs.
+  std::string shell_program = "/bin/bash";
   std::string session_id;
   /// Messages of an existing session with this id (empty for a new one).
   std::vector<message> history;

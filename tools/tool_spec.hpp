@@ -27,6 +27,9 @@ struct tool_context {
   std::filesystem::path home;
   /// Most bytes of output a tool result keeps (head and tail; the middle is cut with a note).
   size_t output_cap = 30000;
+  /// The bash the shell tool runs, as an absolute path: searching PATH on every call costs a
+  /// failed execve per PATH entry.
+  std::string shell_program = "/bin/bash";
   /// Shell commands that do not set their own timeout are killed after this long.
   std::chrono::milliseconds shell_timeout{120000};
 };

@@ -70,6 +70,15 @@ TEST_CASE("shell keeps the working directory and exported variables between call
   CHECK(r.output == (std::filesystem::canonical(f.dir / "sub")).string() + "\nhello\n");
 }
 
+TEST_CASE("shell state that shrinks leaves nothing stale behind") {
+  executor_fixture f;
+  std::filesystem::create_directories(f.dir / "a/a_rather_long_directory_name");
+  f.shell("cd a/a_rather_long_directory_name && export LONG_VALUE=" + std::string(500, 'v'));
+  f.shell("cd .. && unset LONG_VALUE");
+  auto r = f.shell("pwd; echo \"${LONG_VALUE-unset}\"");
+  CHECK(r.output == std::filesystem::canonical(f.dir / "a").string() + "\nunset\n");
+}
+
 TEST_CASE("shell standard input is empty, so reading it does not hang") {
   executor_fixture f;
   auto r = f.shell("cat; echo after");
