@@ -1,7 +1,7 @@
 #pragma once
 // The `scripted` provider: a model client that replays a script, for offline runs and tests.
 
-#include "actors/scripted_script.hpp"
+#include "providers/scripted_script.hpp"
 #include "protocol/interfaces.hpp"
 
 namespace caf {

@@ -19,7 +19,7 @@ session_actor::behavior_type session_behavior(session_ptr self, session_config c
   st.subscribers = config.subscribers;
   st.model = std::move(model);
   st.executor = std::move(executor);
-  st.step = spawn_step(self->system(), step_config{config.system_prompt, config.registry},
+  st.step = spawn_step(self->system(), step_config{config.system_prompt, config.registry, config.format},
                        self, st.model, st.executor);
   st.config = std::move(config);
   // Linked both ways: a killed session takes its peers (and their children) with it, and a
@@ -49,6 +49,11 @@ session_actor::behavior_type session_behavior(session_ptr self, session_config c
     [=](reply_atom, message& reply) { return accept_reply(self, std::move(reply)); },
     [=](subscribe_atom, event_sink_actor& sink) {
       self->state.subscribers.push_back(std::move(sink));
+    },
+    [=](generation_progress& progress) {
+      progress.session_id = self->state.config.session_id;
+      for (auto& sink : self->state.subscribers)
+        self->send(sink, progress);
     },
   };
 }

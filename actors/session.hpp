@@ -13,6 +13,7 @@
 #include "protocol/hooks.hpp"
 #include "protocol/interfaces.hpp"
 #include "tools/registry.hpp"
+#include "tools/tool_parser.hpp"
 
 namespace caf {
 class actor_system;
@@ -29,6 +30,8 @@ struct session_config {
   std::string system_prompt;
   std::filesystem::path cwd;
   std::shared_ptr<const tool_registry> registry;
+  /// How tools are offered to the model and read back (markdown blocks are parsed only then).
+  tool_format format = tool_format::markdown;
   /// Steps per turn; 0 means no cap.
   int32_t max_steps = 0;
   /// Interactive sessions wait for input when the queue is empty; others end.

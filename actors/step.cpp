@@ -80,11 +80,13 @@ void run_next_call(self_ptr self) {
       });
 }
 
-// Native calls come first, then blocks parsed from the text; each gets an id.
+// Native calls come first, then blocks parsed from the text; each gets an id. With native
+// tool calling a fenced block is an illustration, never a command.
 void collect_calls(step_state& st, message& reply) {
   auto calls = std::move(reply.tool_calls);
-  for (auto& call : parse_markdown_calls(reply.content, *st.config.registry))
-    calls.push_back(std::move(call));
+  if (st.config.format == tool_format::markdown)
+    for (auto& call : parse_markdown_calls(reply.content, *st.config.registry))
+      calls.push_back(std::move(call));
   for (size_t i = 0; i < calls.size(); ++i)
     if (calls[i].id.empty())
       calls[i].id = "call_" + reply.id.substr(reply.id.find('_') + 1) + "_" + std::to_string(i);
@@ -171,6 +173,9 @@ step_actor::behavior_type step_behavior(self_ptr self, step_config config, sessi
         self->send(s.model, cancel_atom::value);
       else
         self->send(s.executor, cancel_atom::value);
+    },
+    [=](generation_progress& progress) {
+      self->send(self->state.session, std::move(progress));
     },
   };
 }

@@ -7,6 +7,7 @@
 
 #include "protocol/interfaces.hpp"
 #include "tools/registry.hpp"
+#include "tools/tool_parser.hpp"
 
 namespace caf {
 class actor_system;
@@ -18,6 +19,8 @@ namespace troupe {
 struct step_config {
   std::string system_prompt;
   std::shared_ptr<const tool_registry> registry;
+  /// Native calls always run; fenced blocks in the text run only in the markdown format.
+  tool_format format = tool_format::markdown;
 };
 
 /// Spawns the step actor of one session. It reports each reply to `session` before running

@@ -43,6 +43,7 @@ event_sink_actor::behavior_type end_sink(event_sink_actor::stateful_pointer<end_
     [=](const session_started_event&) {},
     [=](const message_event&) {},
     [=](const notice_event&) {},
+    [=](const generation_progress&) {},
     [=](const session_ended_event& e) {
       if (e.reason != terminal_reason::completed)
         std::fprintf(stderr, "run ended %s: %s\n", to_string(e.reason), e.error_message.c_str());

@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include <CLI/CLI.hpp>
+#include <curl/curl.h>
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -36,6 +37,11 @@ struct run_flags {
   std::string cwd;
   std::string output_format = "text";
   std::string session_id;
+  std::string tool_format;
+  bool no_stream = false;
+  bool include_partial_messages = false;
+  int max_retries = 8;
+  int idle_timeout_s = 120;
 };
 
 int fail(const std::string& message) {
@@ -104,19 +110,97 @@ expected<int32_t> parse_max_steps(const std::string& text, const char* where) {
   return static_cast<int32_t>(value);
 }
 
-expected<script> resolve_model(const std::string& model) {
-  if (model.empty())
-    return failure{"no model configured: pass --model scripted:PATH or set TROUPE_MODEL "
-                   "(`troupe demo` runs offline with a bundled script)"};
+// Checks a base URL before any request: scheme http(s) and a host.
+expected<std::string> check_base_url(const std::string& url, const char* source) {
+  CURLU* parsed = curl_url();
+  auto rc = curl_url_set(parsed, CURLUPART_URL, url.c_str(), 0);
+  char* host = nullptr;
+  bool has_host = rc == CURLUE_OK && curl_url_get(parsed, CURLUPART_HOST, &host, 0) == CURLUE_OK;
+  curl_free(host);
+  curl_url_cleanup(parsed);
+  bool http = url.rfind("http://", 0) == 0 || url.rfind("https://", 0) == 0;
+  if (!http || !has_host)
+    return failure{std::string{"invalid "} + source + " '" + url +
+                   "': expected http://HOST[:PORT][/PATH] or https://…"};
+  return url;
+}
+
+std::string ollama_base_url(std::string host) {
+  if (host.find("://") == std::string::npos)
+    host = "http://" + host;
+  auto path_start = host.find('/', host.find("://") + 3);
+  if (path_start == std::string::npos)
+    host += "/v1";
+  return host;
+}
+
+const char* no_model_help =
+  "no model configured: pass --model openai/MODEL (with OPENAI_API_KEY), anthropic/MODEL "
+  "(with ANTHROPIC_API_KEY), ollama/MODEL or scripted:PATH, or set TROUPE_MODEL "
+  "(`troupe demo` runs offline)";
+
+// Picks the provider and its settings from --model/TROUPE_MODEL and the environment.
+expected<bool> resolve_model(const run_flags& flags, run_settings& settings) {
+  auto model = flags.model.empty() ? env_or("TROUPE_MODEL") : flags.model;
+  if (model.empty()) {
+    // A key alone is enough: it names the provider, and each has a sensible default model.
+    if (!env_or("ANTHROPIC_API_KEY").empty())
+      model = "anthropic/claude-sonnet-4-5";
+    else if (!env_or("OPENAI_API_KEY").empty())
+      model = "openai/gpt-4.1";
+    else
+      return failure{no_model_help};
+  }
+  settings.model_name = model;
   constexpr std::string_view scripted = "scripted:";
   if (model.rfind(scripted, 0) == 0) {
     auto path = model.substr(scripted.size());
     if (path.empty())
       return failure{"--model scripted: needs a script path, e.g. --model scripted:replies.jsonl"};
-    return load_script(path);
+    auto lines = load_script(path);
+    if (!lines)
+      return failure{lines.error()};
+    settings.model_script = std::move(*lines);
+    settings.format = tool_format::markdown;
+    return true;
   }
-  return failure{"unknown model '" + model +
-                 "': this build supports scripted:PATH (a JSONL file of replies)"};
+  auto slash = model.find('/');
+  auto provider = model.substr(0, slash);
+  auto name = slash == std::string::npos ? std::string{} : model.substr(slash + 1);
+  if (slash == std::string::npos || name.empty() ||
+      (provider != "openai" && provider != "anthropic" && provider != "ollama"))
+    return failure{"unknown model '" + model + "': use openai/MODEL, anthropic/MODEL, " +
+                   "ollama/MODEL or scripted:PATH"};
+  http_model_config http;
+  http.provider.model = name;
+  expected<std::string> base = std::string{};
+  if (provider == "anthropic") {
+    http.provider.kind = provider_kind::anthropic;
+    http.provider.api_key = env_or("ANTHROPIC_API_KEY");
+    if (http.provider.api_key.empty())
+      return failure{"anthropic/" + name + " needs an API key: set ANTHROPIC_API_KEY"};
+    base = check_base_url(env_or("ANTHROPIC_BASE_URL", "https://api.anthropic.com"),
+                          "ANTHROPIC_BASE_URL");
+  } else if (provider == "openai") {
+    http.provider.api_key = env_or("OPENAI_API_KEY");
+    if (http.provider.api_key.empty())
+      return failure{"openai/" + name + " needs an API key: set OPENAI_API_KEY"};
+    base = check_base_url(env_or("OPENAI_BASE_URL", "https://api.openai.com/v1"),
+                          "OPENAI_BASE_URL");
+  } else {
+    base = check_base_url(ollama_base_url(env_or("OLLAMA_HOST", "http://127.0.0.1:11434/v1")),
+                          "OLLAMA_HOST");
+  }
+  if (!base)
+    return failure{base.error()};
+  http.provider.base_url = *base;
+  http.provider.stream = !flags.no_stream;
+  http.provider.format = flags.tool_format == "markdown" ? tool_format::markdown : tool_format::tool;
+  http.max_retries = flags.max_retries;
+  http.idle_timeout_ms = flags.idle_timeout_s * 1000;
+  settings.format = http.provider.format;
+  settings.http_model = std::move(http);
+  return true;
 }
 
 std::string read_prompt(const std::vector<std::string>& words) {
@@ -134,8 +218,9 @@ std::string read_prompt(const std::vector<std::string>& words) {
 // Turns flags and environment into a checked run, or a one-line error.
 expected<run_settings> resolve_run(const run_flags& flags) {
   run_settings settings;
-  settings.format =
+  settings.render.format =
     flags.output_format == "stream-json" ? output_format::stream_json : output_format::text;
+  settings.render.include_partial_messages = flags.include_partial_messages;
 
   auto max_steps = flags.max_steps.empty()
                      ? parse_max_steps(env_or("TROUPE_MAX_STEPS"), "TROUPE_MAX_STEPS")
@@ -151,11 +236,10 @@ expected<run_settings> resolve_run(const run_flags& flags) {
     return failure{"--cwd " + flags.cwd + ": no such directory"};
   settings.cwd = std::filesystem::canonical(settings.cwd, ec);
 
-  settings.model_name = flags.model.empty() ? env_or("TROUPE_MODEL") : flags.model;
-  auto lines = resolve_model(settings.model_name);
-  if (!lines)
-    return failure{lines.error()};
-  settings.model_script = std::move(*lines);
+  if (auto model = resolve_model(flags, settings); !model)
+    return failure{model.error()};
+  if (settings.model_script && flags.tool_format == "tool")
+    settings.format = tool_format::tool;
 
   settings.prompt = read_prompt(flags.prompt);
   if (settings.prompt.empty())
@@ -212,9 +296,9 @@ int run_demo(const std::string& format) {
   settings.shell_program = find_bash();
   settings.troupe_home = root / "home";
   settings.session_id = new_session_id();
-  settings.format =
+  settings.render.format =
     format == "stream-json" ? output_format::stream_json : output_format::text;
-  if (settings.format == output_format::text)
+  if (settings.render.format == output_format::text)
     std::printf("troupe demo: an offline agent (scripted model, real shell) in %s\n",
                 workspace.c_str());
   auto transcript = settings.troupe_home / "sessions" / settings.session_id / "transcript.jsonl";
@@ -239,7 +323,9 @@ int run_cli(int argc, char** argv) {
   run_flags flags;
   auto* run = app.add_subcommand("run", "run an agent non-interactively until it is done");
   run->add_option("prompt", flags.prompt, "the task (read from stdin when omitted)");
-  run->add_option("--model,-m", flags.model, "model: scripted:PATH (default: $TROUPE_MODEL)");
+  run->add_option("--model,-m", flags.model,
+                  "openai/MODEL, anthropic/MODEL, ollama/MODEL or scripted:PATH "
+                  "(default: $TROUPE_MODEL)");
   run->add_option("--max-steps", flags.max_steps,
                   "most steps per turn (default: $TROUPE_MAX_STEPS, else no cap)");
   run->add_option("--cwd", flags.cwd, "workspace directory (default: the current one)");
@@ -247,6 +333,19 @@ int run_cli(int argc, char** argv) {
     ->check(CLI::IsMember({"text", "stream-json"}));
   run->add_option("--session-id", flags.session_id,
                   "session id; an existing session's transcript is continued");
+  run->add_option("--tool-format", flags.tool_format,
+                  "tool (native function calling; default for API models) or markdown "
+                  "(fenced blocks; default for scripted)")
+    ->check(CLI::IsMember({"tool", "markdown"}));
+  run->add_flag("--no-stream", flags.no_stream, "ask the API for whole replies, not streams");
+  run->add_flag("--include-partial-messages", flags.include_partial_messages,
+                "stream-json: add stream_event lines with text deltas");
+  run->add_option("--max-retries", flags.max_retries,
+                  "retries of a failed API request (429, 5xx, connection errors)")
+    ->check(CLI::Range(0, 100));
+  run->add_option("--idle-timeout", flags.idle_timeout_s,
+                  "seconds a streaming reply may stay silent before it fails")
+    ->check(CLI::Range(1, 86400));
 
   std::string demo_format = "text";
   auto* demo = app.add_subcommand("demo", "run an offline agent on a bundled script");

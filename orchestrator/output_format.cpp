@@ -103,13 +103,13 @@ std::string to_text(const session_started_event& e) {
   return "● session " + e.session_id + " · " + e.model + " · " + e.cwd + "\n";
 }
 
-std::string to_text(const message_event& e) {
+std::string to_text(const message_event& e, bool streamed) {
   const auto& m = e.msg;
   switch (m.role) {
     case role::user:
       return "\n> " + m.content + (m.content.empty() || m.content.back() != '\n' ? "\n" : "");
     case role::assistant: {
-      std::string out = "\n" + m.content;
+      std::string out = streamed ? "" : "\n" + m.content;
       if (!m.content.empty() && m.content.back() != '\n')
         out += "\n";
       for (auto& call : m.tool_calls)
@@ -129,6 +129,27 @@ std::string to_text(const message_event& e) {
       return "[system] " + m.content + "\n";
   }
   return {};
+}
+
+nlohmann::json to_stream_json(const generation_progress& e, bool include_partial_messages) {
+  if (e.kind == progress_kind::api_retry)
+    return {{"type", "system"},        {"subtype", "api_retry"},   {"attempt", e.attempt},
+            {"max_retries", e.max_retries}, {"retry_delay_ms", e.delay_ms},
+            {"error_status", e.status}, {"error", e.error},         {"session_id", e.session_id}};
+  if (!include_partial_messages)
+    return nullptr;
+  return {{"type", "stream_event"},
+          {"event",
+           {{"type", "content_block_delta"}, {"delta", {{"type", "text_delta"}, {"text", e.text}}}}},
+          {"session_id", e.session_id}};
+}
+
+std::string to_text(const generation_progress& e) {
+  if (e.kind == progress_kind::text_delta)
+    return e.text;
+  return "! api_retry: attempt " + std::to_string(e.attempt) + "/" +
+         std::to_string(e.max_retries) + " in " + std::to_string(e.delay_ms) + " ms (" +
+         e.error + ")\n";
 }
 
 std::string to_text(const notice_event& e) { return "! " + e.kind + ": " + e.text + "\n"; }

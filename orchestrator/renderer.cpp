@@ -1,5 +1,7 @@
 #include "orchestrator/renderer.hpp"
 
+#include <utility>
+
 #include <caf/actor_system.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
@@ -8,7 +10,9 @@ namespace troupe {
 namespace {
 
 struct renderer_state {
-  output_format format = output_format::text;
+  render_options options;
+  /// The current reply's text was printed as it streamed in.
+  bool streamed = false;
   std::FILE* out = nullptr;
   session_actor session;
   std::function<void(const session_ended_event&)> on_end;
@@ -18,17 +22,45 @@ struct renderer_state {
 
 using self_ptr = event_sink_actor::stateful_pointer<renderer_state>;
 
+nlohmann::json stream_json_of(const renderer_state& st, const generation_progress& e) {
+  return to_stream_json(e, st.options.include_partial_messages);
+}
+
+template <class Event>
+nlohmann::json stream_json_of(const renderer_state&, const Event& e) {
+  return to_stream_json(e);
+}
+
+std::string text_of(renderer_state& st, const generation_progress& e) {
+  if (e.kind == progress_kind::text_delta) {
+    auto prefix = st.streamed ? "" : "\n";
+    st.streamed = true;
+    return prefix + to_text(e);
+  }
+  return to_text(e);
+}
+
+std::string text_of(renderer_state& st, const message_event& e) {
+  bool streamed = e.msg.role == role::assistant && std::exchange(st.streamed, false);
+  return to_text(e, streamed);
+}
+
+template <class Event>
+std::string text_of(renderer_state&, const Event& e) {
+  return to_text(e);
+}
+
 template <class Event>
 void print(self_ptr self, const Event& event) {
   auto& st = self->state;
   std::string text;
-  if (st.format == output_format::stream_json) {
-    auto line = to_stream_json(event);
+  if (st.options.format == output_format::stream_json) {
+    auto line = stream_json_of(st, event);
     if (line.is_null())
       return;
     text = line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   } else {
-    text = to_text(event);
+    text = text_of(st, event);
   }
   if (st.output_closed)
     return;
@@ -49,10 +81,10 @@ void finish(self_ptr self, const session_ended_event& e) {
   self->quit();
 }
 
-event_sink_actor::behavior_type renderer(self_ptr self, output_format format, std::FILE* out,
+event_sink_actor::behavior_type renderer(self_ptr self, render_options options, std::FILE* out,
                                          session_actor session,
                                          std::function<void(const session_ended_event&)> on_end) {
-  self->state.format = format;
+  self->state.options = options;
   self->state.out = out;
   self->state.session = session;
   self->state.on_end = std::move(on_end);
@@ -68,16 +100,17 @@ event_sink_actor::behavior_type renderer(self_ptr self, output_format format, st
     [=](const session_started_event& e) { print(self, e); },
     [=](const message_event& e) { print(self, e); },
     [=](const notice_event& e) { print(self, e); },
+    [=](const generation_progress& e) { print(self, e); },
     [=](const session_ended_event& e) { finish(self, e); },
   };
 }
 
 } // namespace
 
-event_sink_actor spawn_renderer(caf::actor_system& sys, output_format format, std::FILE* out,
+event_sink_actor spawn_renderer(caf::actor_system& sys, render_options options, std::FILE* out,
                                 session_actor session,
                                 std::function<void(const session_ended_event&)> on_end) {
-  return sys.spawn(renderer, format, out, std::move(session), std::move(on_end));
+  return sys.spawn(renderer, options, out, std::move(session), std::move(on_end));
 }
 
 } // namespace troupe

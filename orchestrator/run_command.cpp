@@ -10,6 +10,8 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/agent.hpp"
+#include "actors/http_engine.hpp"
+#include "actors/http_model.hpp"
 #include "actors/scripted_model.hpp"
 #include "orchestrator/renderer.hpp"
 #include "orchestrator/signals.hpp"
@@ -37,7 +39,8 @@ int execute_run(run_settings settings, std::FILE* out) {
   session.session_id = settings.session_id;
   session.session_dir = session_dir;
   session.model_name = settings.model_name;
-  session.system_prompt = build_system_prompt(*registry);
+  session.system_prompt = build_system_prompt(*registry, settings.format);
+  session.format = settings.format;
   session.cwd = settings.cwd;
   session.registry = registry;
   session.max_steps = settings.max_steps;
@@ -45,13 +48,20 @@ int execute_run(run_settings settings, std::FILE* out) {
   session.resumed_state = settings.resumed_state;
   session.initial_inputs.push_back(make_input(std::move(settings.prompt)));
 
-  auto model = spawn_scripted_model(sys, std::move(settings.model_script));
+  std::optional<http_engine> engine;
+  model_client_actor model;
+  if (settings.http_model) {
+    engine = http_engine::start(sys);
+    model = spawn_http_model(sys, std::move(*settings.http_model), *engine);
+  } else {
+    model = spawn_scripted_model(sys, std::move(*settings.model_script));
+  }
   auto agent = spawn_agent(sys, std::move(session), std::move(tools), std::move(model));
 
   // Shared with the renderer's thread, which may still be inside set_value when we return.
   auto ended = std::make_shared<std::promise<session_ended_event>>();
   auto ended_future = ended->get_future();
-  auto renderer = spawn_renderer(sys, settings.format, out, agent,
+  auto renderer = spawn_renderer(sys, settings.render, out, agent,
                                  [ended](const session_ended_event& e) { ended->set_value(e); });
 
   std::atomic<int> signals_seen{0};
@@ -68,13 +78,19 @@ int execute_run(run_settings settings, std::FILE* out) {
   caf::anon_send(agent, start_atom::value);
 
   using namespace std::chrono_literals;
-  while (ended_future.wait_for(50ms) != std::future_status::ready)
-    if (signals_seen.load() > 1) {
+  int code = -1;
+  while (code < 0) {
+    if (ended_future.wait_for(50ms) == std::future_status::ready) {
+      code = exit_code_for(ended_future.get().reason);
+    } else if (signals_seen.load() > 1) {
       std::fprintf(stderr, "troupe: interrupted twice, stopped without finishing the run\n");
       sys.await_actors_before_shutdown(false);
-      return exit_code_for(terminal_reason::interrupted);
+      code = exit_code_for(terminal_reason::interrupted);
     }
-  return exit_code_for(ended_future.get().reason);
+  }
+  if (engine)
+    engine->stop();
+  return code;
 }
 
 } // namespace troupe

@@ -8,19 +8,23 @@
 #include <string>
 #include <vector>
 
-#include "actors/scripted_script.hpp"
-#include "orchestrator/output_format.hpp"
+#include "actors/http_model.hpp"
+#include "orchestrator/renderer.hpp"
 #include "protocol/loop_state.hpp"
 #include "protocol/message.hpp"
+#include "providers/scripted_script.hpp"
 
 namespace troupe {
 
 /// A checked run: every value here is known to be usable.
 struct run_settings {
   std::string prompt;
-  /// As the user wrote it, e.g. "scripted:examples/demo/script.jsonl".
+  /// As the user wrote it, e.g. "scripted:examples/demo/script.jsonl" or "openai/gpt-4.1".
   std::string model_name;
-  script model_script;
+  /// Exactly one of these is set: the scripted provider's script, or an HTTP provider.
+  std::optional<script> model_script;
+  std::optional<http_model_config> http_model;
+  tool_format format = tool_format::markdown;
   int32_t max_steps = 0;
   std::filesystem::path cwd;
   std::filesystem::path troupe_home;
@@ -32,7 +36,7 @@ struct run_settings {
   std::vector<message> history;
   /// The loop state that session left behind, when state.json could be read.
   std::optional<loop_state> resumed_state;
-  output_format format = output_format::text;
+  render_options render;
 };
 
 /// Runs one agent to its terminal state, printing its events to `out`. SIGINT interrupts the

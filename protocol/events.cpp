@@ -4,6 +4,32 @@
 
 namespace troupe {
 
+void to_json(nlohmann::json& j, const generation_progress& x) {
+  j = {{"event", "progress"},
+       {"session_id", x.session_id},
+       {"kind", x.kind == progress_kind::text_delta ? "text_delta" : "api_retry"},
+       {"text", x.text},
+       {"attempt", x.attempt},
+       {"max_retries", x.max_retries},
+       {"delay_ms", x.delay_ms},
+       {"status", x.status},
+       {"error", x.error}};
+}
+
+void from_json(const nlohmann::json& j, generation_progress& x) {
+  j.at("session_id").get_to(x.session_id);
+  auto kind = j.at("kind").get<std::string>();
+  if (kind != "text_delta" && kind != "api_retry")
+    throw nlohmann::json::other_error::create(501, "unknown progress kind '" + kind + "'", &j);
+  x.kind = kind == "text_delta" ? progress_kind::text_delta : progress_kind::api_retry;
+  j.at("text").get_to(x.text);
+  j.at("attempt").get_to(x.attempt);
+  j.at("max_retries").get_to(x.max_retries);
+  j.at("delay_ms").get_to(x.delay_ms);
+  j.at("status").get_to(x.status);
+  j.at("error").get_to(x.error);
+}
+
 void to_json(nlohmann::json& j, const session_started_event& x) {
   j = {{"event", "session_started"},       {"session_id", x.session_id},
        {"cwd", x.cwd},                     {"model", x.model},

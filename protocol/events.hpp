@@ -73,6 +73,32 @@ typename Inspector::result_type inspect(Inspector& f, session_ended_event& x) {
            x.result_text, x.state, x.usage, x.duration_ms);
 }
 
+/// What a generation in flight is doing: text arriving, or a retry being waited for.
+enum class progress_kind : uint8_t {
+  text_delta, ///< `text` arrived from the model
+  api_retry,  ///< the request failed and is retried after `delay_ms`
+};
+
+/// Live progress of a generation (from the model client, through the step and the session).
+struct generation_progress {
+  std::string session_id;
+  progress_kind kind = progress_kind::text_delta;
+  std::string text;
+  int32_t attempt = 0;
+  int32_t max_retries = 0;
+  int64_t delay_ms = 0;
+  int32_t status = 0;
+  std::string error;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, generation_progress& x) {
+  return f(caf::meta::type_name("generation_progress"), x.session_id, x.kind, x.text, x.attempt,
+           x.max_retries, x.delay_ms, x.status, x.error);
+}
+
+void to_json(nlohmann::json& j, const generation_progress& x);
+void from_json(const nlohmann::json& j, generation_progress& x);
 void to_json(nlohmann::json& j, const session_started_event& x);
 void from_json(const nlohmann::json& j, session_started_event& x);
 void to_json(nlohmann::json& j, const message_event& x);

@@ -8,6 +8,7 @@
 
 #include "protocol/atoms.hpp"
 #include "protocol/events.hpp"
+#include "protocol/http.hpp"
 #include "protocol/message.hpp"
 #include "protocol/model.hpp"
 #include "protocol/process.hpp"
@@ -23,6 +24,8 @@ using event_sink_actor = caf::typed_actor<
   caf::reacts_to<message_event>,
   // Warnings and other out-of-band information.
   caf::reacts_to<notice_event>,
+  // Text arriving from the model, retries (for live rendering).
+  caf::reacts_to<generation_progress>,
   // Last event of a session.
   caf::reacts_to<session_ended_event>>;
 
@@ -52,7 +55,9 @@ using step_actor = caf::typed_actor<
   // and the step waits for its answer.
   caf::replies_to<step_atom, step_request>::with<step_outcome>,
   // Abort the step in flight (sent with high priority); it answers `interrupted`.
-  caf::reacts_to<interrupt_atom>>;
+  caf::reacts_to<interrupt_atom>,
+  // From the model client: progress of the generation, passed on to the session.
+  caf::reacts_to<generation_progress>>;
 
 /// One agent: owns the conversation, the prompt queue, the loop state and the hooks.
 using session_actor = caf::typed_actor<
@@ -66,6 +71,20 @@ using session_actor = caf::typed_actor<
   // answers whether the step may run the reply's tools (false once interrupted or ended).
   caf::replies_to<reply_atom, message>::with<bool>,
   // Add a subscriber for this session's events.
-  caf::reacts_to<subscribe_atom, event_sink_actor>>;
+  caf::reacts_to<subscribe_atom, event_sink_actor>,
+  // From the step: progress of the generation, published to the subscribers.
+  caf::reacts_to<generation_progress>>;
+
+/// Receives the HTTP engine's answers to its requests.
+using http_client_actor = caf::typed_actor<
+  // Status and headers, before any body byte.
+  caf::reacts_to<http_response_head>,
+  // Body bytes as they arrive.
+  caf::reacts_to<http_body_chunk>,
+  // The transfer is over (complete or failed). Nothing follows for this id.
+  caf::reacts_to<http_transfer_done>>;
+
+/// A model client that talks HTTP through the engine.
+using http_model_actor = model_client_actor::extend_with<http_client_actor>;
 
 } // namespace troupe

@@ -22,7 +22,12 @@ void register_protocol_types(caf::actor_system_config& cfg) {
     .add_message_type<session_started_event>("troupe::session_started_event")
     .add_message_type<message_event>("troupe::message_event")
     .add_message_type<notice_event>("troupe::notice_event")
-    .add_message_type<session_ended_event>("troupe::session_ended_event");
+    .add_message_type<session_ended_event>("troupe::session_ended_event")
+    .add_message_type<generation_progress>("troupe::generation_progress")
+    .add_message_type<http_request>("troupe::http_request")
+    .add_message_type<http_response_head>("troupe::http_response_head")
+    .add_message_type<http_body_chunk>("troupe::http_body_chunk")
+    .add_message_type<http_transfer_done>("troupe::http_transfer_done");
 }
 
 } // namespace troupe

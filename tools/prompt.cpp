@@ -4,13 +4,15 @@
 
 namespace troupe {
 
-std::string build_system_prompt(const tool_registry& registry) {
+std::string build_system_prompt(const tool_registry& registry, tool_format format) {
   std::string prompt =
     "You are troupe, a coding agent working in the user's workspace. Work step by step: "
     "use a tool, read its result, decide the next step. When the task is done, answer "
-    "without any tool block and the turn ends.\n\n"
-    "Tools are run when your reply contains a fenced block whose language names them. "
-    "Blocks in other languages are shown, not run.\n";
+    "without calling any tool and the turn ends.\n";
+  if (format == tool_format::tool)
+    return prompt;
+  prompt += "\nTools are run when your reply contains a fenced block whose language names them. "
+            "Blocks in other languages are shown, not run.\n";
   for (auto& tool : registry.tools()) {
     prompt += "\n## " + tool.name + "\n" + tool.description + "\n";
     for (auto& example : tool.examples)

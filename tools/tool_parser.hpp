@@ -11,6 +11,12 @@
 
 namespace troupe {
 
+/// How tools are offered to the model and read back from its replies.
+enum class tool_format : uint8_t {
+  tool,     ///< the provider's native function calling
+  markdown, ///< fenced blocks (```shell …) described in the system prompt
+};
+
 /// A top-level fenced block: ```language args \n body ```.
 struct code_block {
   std::string language;

@@ -14,7 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "actors/scripted_script.hpp"
+#include "providers/scripted_script.hpp"
 #include "protocol/events.hpp"
 #include "protocol/interfaces.hpp"
 

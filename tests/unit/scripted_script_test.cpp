@@ -1,6 +1,6 @@
 #include <doctest/doctest.h>
 
-#include "actors/scripted_script.hpp"
+#include "providers/scripted_script.hpp"
 #include "support/test_support.hpp"
 
 using namespace troupe;

@@ -1,4 +1,4 @@
-#include "actors/scripted_script.hpp"
+#include "providers/scripted_script.hpp"
 
 #include <algorithm>
 #include <fstream>
@@ -95,19 +95,6 @@ expected<script> load_script(const std::filesystem::path& path) {
   std::stringstream buffer;
   buffer << in.rdbuf();
   return parse_script(buffer.str(), path.string());
-}
-
-model_error_kind error_kind_for_status(int32_t status) {
-  switch (status) {
-    case 408:
-    case 409:
-    case 429:
-      return model_error_kind::rate_limited;
-    case 413:
-      return model_error_kind::prompt_too_long;
-    default:
-      return status >= 500 ? model_error_kind::server : model_error_kind::request;
-  }
 }
 
 model_reply to_model_reply(const scripted_reply& line) {

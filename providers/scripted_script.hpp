@@ -12,6 +12,7 @@
 #include "protocol/expected.hpp"
 #include "protocol/message.hpp"
 #include "protocol/model.hpp"
+#include "providers/provider.hpp"
 
 namespace troupe {
 
@@ -42,8 +43,5 @@ expected<script> load_script(const std::filesystem::path& path);
 
 /// Turns one scripted line into the reply a model client delivers.
 model_reply to_model_reply(const scripted_reply& line);
-
-/// Maps an HTTP-like status to the error kind a provider would report.
-model_error_kind error_kind_for_status(int32_t status);
 
 } // namespace troupe

@@ -1,0 +1,37 @@
+#pragma once
+// The HTTP engine: one curl_multi loop on its own thread carries every model request of the
+// process, so a thousand agents streaming at once need one thread, not a thousand.
+
+#include <memory>
+
+#include <caf/actor.hpp>
+
+#include "protocol/interfaces.hpp"
+
+namespace caf {
+class actor_system;
+}
+
+namespace troupe {
+
+/// A handle to the engine. Copies share the engine; it runs until stop() or system shutdown.
+class http_engine {
+public:
+  /// Starts the engine on a thread of its own (a detached actor).
+  static http_engine start(caf::actor_system& sys);
+
+  /// Starts a transfer; its head, chunks and end go to `requester` as messages.
+  void submit(http_request request, http_client_actor requester) const;
+
+  /// Drops the transfer with this id; no further message about it is sent.
+  void cancel(uint64_t id) const;
+
+  /// Stops the engine; transfers in flight are dropped.
+  void stop() const;
+
+private:
+  struct handle;
+  std::shared_ptr<handle> handle_;
+};
+
+} // namespace troupe

@@ -1,0 +1,264 @@
+#include "actors/http_model.hpp"
+
+#include <curl/curl.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <random>
+
+#include <caf/actor_system.hpp>
+#include <caf/typed_event_based_actor.hpp>
+#include <spdlog/spdlog.h>
+
+namespace troupe {
+
+namespace {
+
+/// The generation in flight (a model client serves one step at a time).
+struct generation {
+  caf::typed_response_promise<model_reply> promise;
+  model_request request;
+  step_actor requester;
+  int32_t retries = 0;
+  uint64_t transfer = 0;    ///< the transfer in flight, 0 while waiting to retry
+  uint64_t retry_timer = 0; ///< the due_atom id that starts the next attempt
+  int32_t status = 0;
+  http_headers headers;
+  std::string body;
+  std::unique_ptr<reply_decoder> decoder;
+};
+
+struct http_model_state {
+  http_model_config config;
+  http_engine engine;
+  uint64_t sequence = 0;
+  std::unique_ptr<generation> current;
+  std::mt19937 random{std::random_device{}()};
+};
+
+using self_ptr = http_model_actor::stateful_pointer<http_model_state>;
+
+const std::string* find_header(const http_headers& headers, const std::string& name) {
+  for (auto& [k, v] : headers)
+    if (k == name)
+      return &v;
+  return nullptr;
+}
+
+bool is_connection_failure(int32_t code) {
+  switch (code) {
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_OPERATION_TIMEDOUT:
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_SEND_ERROR:
+    case CURLE_RECV_ERROR:
+    case CURLE_GOT_NOTHING:
+    case CURLE_PARTIAL_FILE:
+      return true;
+    default:
+      return false;
+  }
+}
+
+uint64_t next_id(self_ptr self) {
+  // Actor ids are unique in the process; the low bits count this actor's requests.
+  return (static_cast<uint64_t>(self->id()) << 24) | (++self->state.sequence & 0xffffff);
+}
+
+void finish(self_ptr self, model_reply reply) {
+  auto& st = self->state;
+  if (!st.current)
+    return;
+  st.current->promise.deliver(std::move(reply));
+  st.current.reset();
+}
+
+void start_attempt(self_ptr self) {
+  auto& st = self->state;
+  auto& g = *st.current;
+  auto call = build_request(st.config.provider, g.request);
+  g.transfer = next_id(self);
+  g.status = 0;
+  g.headers.clear();
+  g.body.clear();
+  g.decoder.reset();
+  http_request request{g.transfer,
+                       std::move(call.url),
+                       std::move(call.headers),
+                       std::move(call.body),
+                       st.config.connect_timeout_ms,
+                       st.config.idle_timeout_ms};
+  st.engine.submit(std::move(request), self);
+}
+
+// Retries when attempts are left; returns false when the caller must fail instead.
+bool retry(self_ptr self, int32_t status, const std::string& why) {
+  auto& st = self->state;
+  auto& g = *st.current;
+  if (g.retries >= st.config.max_retries)
+    return false;
+  std::uniform_real_distribution<double> jitter{-0.25, 0.25};
+  auto delay = retry_delay(st.config, g.retries, g.headers, jitter(st.random));
+  ++g.retries;
+  g.transfer = 0;
+  g.retry_timer = next_id(self);
+  spdlog::info("{}: retry {}/{} in {} ms: {}", to_string(st.config.provider.kind), g.retries,
+               st.config.max_retries, delay.count(), why);
+  generation_progress progress;
+  progress.kind = progress_kind::api_retry;
+  progress.attempt = g.retries;
+  progress.max_retries = st.config.max_retries;
+  progress.delay_ms = delay.count();
+  progress.status = status;
+  progress.error = why;
+  self->send(g.requester, std::move(progress));
+  self->delayed_send(self, delay, due_atom::value, g.retry_timer);
+  return true;
+}
+
+void on_head(self_ptr self, http_response_head& head) {
+  auto& st = self->state;
+  if (!st.current || st.current->transfer != head.id)
+    return;
+  auto& g = *st.current;
+  g.status = head.status;
+  g.headers = std::move(head.headers);
+  auto* type = find_header(g.headers, "content-type");
+  if (st.config.provider.stream && g.status == 200 && type != nullptr &&
+      type->find("text/event-stream") != std::string::npos)
+    g.decoder = make_stream_decoder(st.config.provider.kind);
+}
+
+void on_chunk(self_ptr self, http_body_chunk& chunk) {
+  auto& st = self->state;
+  if (!st.current || st.current->transfer != chunk.id)
+    return;
+  auto& g = *st.current;
+  if (!g.decoder) {
+    if (g.body.size() < (16u << 20))
+      g.body += chunk.data;
+    return;
+  }
+  auto text = g.decoder->feed(chunk.data);
+  if (text.empty())
+    return;
+  generation_progress progress;
+  progress.kind = progress_kind::text_delta;
+  progress.text = std::move(text);
+  self->send(g.requester, std::move(progress));
+}
+
+model_reply complete_reply(http_model_state& st, generation& g) {
+  auto kind = st.config.provider.kind;
+  if (g.decoder)
+    return g.decoder->finish();
+  auto* type = find_header(g.headers, "content-type");
+  if (type != nullptr && type->find("json") == std::string::npos)
+    return bad_response(kind, model_error_kind::transport,
+                        "a 200 response that is neither JSON nor an event stream (content-type " +
+                          *type + ")",
+                        g.body);
+  return parse_reply(kind, g.body);
+}
+
+void on_done(self_ptr self, http_transfer_done& done) {
+  auto& st = self->state;
+  if (!st.current || st.current->transfer != done.id)
+    return;
+  auto& g = *st.current;
+  auto kind = st.config.provider.kind;
+  if (!done.error.empty()) {
+    if (!done.received_bytes && is_connection_failure(done.curl_code) &&
+        retry(self, 0, "connection failed: " + done.error))
+      return;
+    auto what = done.curl_code == CURLE_OPERATION_TIMEDOUT && done.received_bytes
+                  ? "the reply stalled: no data for " +
+                      std::to_string(st.config.idle_timeout_ms / 1000) + " s (" + done.error + ")"
+                  : "request to " + st.config.provider.base_url + " failed: " + done.error;
+    finish(self, bad_response(kind, model_error_kind::transport, what, g.body));
+    return;
+  }
+  if (g.status == 200) {
+    finish(self, complete_reply(st, g));
+    return;
+  }
+  auto reply = parse_error(kind, g.status, g.body);
+  if (is_retryable_status(g.status) && retry(self, g.status, reply.error_message))
+    return;
+  finish(self, std::move(reply));
+}
+
+http_model_actor::behavior_type http_model(self_ptr self, http_model_config config,
+                                           http_engine engine) {
+  self->state.config = std::move(config);
+  self->state.engine = std::move(engine);
+  return {
+    [=](generate_atom, model_request& request) -> caf::result<model_reply> {
+      auto& st = self->state;
+      if (st.current) {
+        model_reply busy;
+        busy.error = model_error_kind::request;
+        busy.error_message = "a generation is already running for this session";
+        return busy;
+      }
+      st.current = std::make_unique<generation>();
+      auto& g = *st.current;
+      g.promise = self->make_response_promise<model_reply>();
+      g.request = std::move(request);
+      g.requester = caf::actor_cast<step_actor>(self->current_sender());
+      auto promise = g.promise;
+      start_attempt(self);
+      return promise;
+    },
+    [=](cancel_atom) {
+      auto& st = self->state;
+      if (!st.current)
+        return;
+      if (st.current->transfer != 0)
+        st.engine.cancel(st.current->transfer);
+      model_reply interrupted;
+      interrupted.error = model_error_kind::interrupted;
+      interrupted.error_message = "generation interrupted";
+      finish(self, std::move(interrupted));
+    },
+    [=](due_atom, uint64_t timer) {
+      auto& st = self->state;
+      if (st.current && st.current->transfer == 0 && st.current->retry_timer == timer)
+        start_attempt(self);
+    },
+    [=](http_response_head& head) { on_head(self, head); },
+    [=](http_body_chunk& chunk) { on_chunk(self, chunk); },
+    [=](http_transfer_done& done) { on_done(self, done); },
+  };
+}
+
+} // namespace
+
+std::chrono::milliseconds retry_delay(const http_model_config& config, int32_t attempt,
+                                      const http_headers& headers, double jitter) {
+  using std::chrono::milliseconds;
+  auto cap = config.max_retry_delay;
+  for (auto& [name, value] : headers) {
+    char* end = nullptr;
+    double number = std::strtod(value.c_str(), &end);
+    if (end == value.c_str() || number < 0)
+      continue;
+    if (name == "retry-after-ms")
+      return std::min(cap, milliseconds{static_cast<int64_t>(number)});
+    if (name == "retry-after")
+      return std::min(cap, milliseconds{static_cast<int64_t>(number * 1000)});
+  }
+  auto base = static_cast<double>(config.base_retry_delay.count()) *
+              std::pow(2.0, static_cast<double>(std::min(attempt, 20)));
+  auto delayed = std::min(static_cast<double>(cap.count()), base) * (1.0 + jitter);
+  return milliseconds{static_cast<int64_t>(delayed)};
+}
+
+model_client_actor spawn_http_model(caf::actor_system& sys, http_model_config config,
+                                    http_engine engine) {
+  return sys.spawn(http_model, std::move(config), std::move(engine));
+}
+
+} // namespace troupe

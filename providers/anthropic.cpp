@@ -1,0 +1,254 @@
+// Anthropic Messages: request bodies, streamed events, whole replies, error bodies.
+
+#include <map>
+
+#include "providers/formats.hpp"
+#include "providers/sse.hpp"
+
+namespace troupe::detail {
+
+namespace {
+
+using nlohmann::json;
+
+// Anthropic has no system role inside the conversation and wants user/assistant turns;
+// consecutive blocks of one role are merged into one message.
+void add_blocks(json& messages, const char* role_name, json blocks) {
+  if (!messages.empty() && messages.back()["role"] == role_name) {
+    for (auto& b : blocks)
+      messages.back()["content"].push_back(std::move(b));
+    return;
+  }
+  messages.push_back({{"role", role_name}, {"content", std::move(blocks)}});
+}
+
+json text_block(const std::string& text) { return {{"type", "text"}, {"text", text}}; }
+
+json to_anthropic_messages(const model_request& request) {
+  auto out = json::array();
+  std::map<std::string, bool> native_ids;
+  for (auto& ptr : request.context.messages) {
+    const auto& m = *ptr;
+    switch (m.role) {
+      case role::user:
+        add_blocks(out, "user", json::array({text_block(m.content.empty() ? "(empty)" : m.content)}));
+        break;
+      case role::system:
+        add_blocks(out, "user", json::array({text_block("[system] " + m.content)}));
+        break;
+      case role::assistant: {
+        auto blocks = json::array();
+        if (!m.content.empty())
+          blocks.push_back(text_block(m.content));
+        for (auto& call : m.tool_calls)
+          if (is_native_call(call)) {
+            native_ids[call.id] = true;
+            blocks.push_back({{"type", "tool_use"},
+                              {"id", call.id},
+                              {"name", call.name},
+                              {"input", call.input.is_object() ? call.input : json::object()}});
+          }
+        if (blocks.empty())
+          blocks.push_back(text_block("(no content)"));
+        add_blocks(out, "assistant", std::move(blocks));
+        break;
+      }
+      case role::tool:
+        if (native_ids.count(m.tool_call_id))
+          add_blocks(out, "user",
+                     json::array({{{"type", "tool_result"},
+                                   {"tool_use_id", m.tool_call_id},
+                                   {"content", m.content.empty() ? "(no output)" : m.content},
+                                   {"is_error", m.is_error}}}));
+        else
+          add_blocks(out, "user", json::array({text_block(tool_result_as_text(m))}));
+        break;
+    }
+  }
+  return out;
+}
+
+token_usage usage_from(const json& u, token_usage usage = {}) {
+  if (auto v = u.find("input_tokens"); v != u.end() && v->is_number())
+    usage.input_tokens = v->get<int64_t>();
+  if (auto v = u.find("output_tokens"); v != u.end() && v->is_number())
+    usage.output_tokens = v->get<int64_t>();
+  if (auto v = u.find("cache_read_input_tokens"); v != u.end() && v->is_number())
+    usage.cache_read_tokens = v->get<int64_t>();
+  if (auto v = u.find("cache_creation_input_tokens"); v != u.end() && v->is_number())
+    usage.cache_write_tokens = v->get<int64_t>();
+  return usage;
+}
+
+struct block {
+  std::string type;
+  std::string text;
+  std::string id;
+  std::string name;
+  std::string input_json;
+};
+
+class anthropic_decoder : public reply_decoder {
+public:
+  std::string feed(std::string_view bytes) override {
+    std::string text;
+    if (failed_)
+      return text;
+    for (auto& event : parser_.feed(bytes)) {
+      auto data = json::parse(sanitize_utf8(event.data), nullptr, false);
+      if (data.is_discarded() || !data.is_object()) {
+        fail(bad_response(provider_kind::anthropic, model_error_kind::transport,
+                          "malformed JSON in a stream event", event.data));
+        return text;
+      }
+      auto type = event.event.empty() ? data.value("type", std::string{}) : event.event;
+      if (type == "message_start") {
+        if (auto msg = data.find("message"); msg != data.end() && msg->contains("usage"))
+          usage_ = usage_from((*msg)["usage"], usage_);
+      } else if (type == "content_block_start") {
+        auto& b = blocks_[data.value("index", 0)];
+        auto start = data.value("content_block", json::object());
+        b.type = start.value("type", std::string{});
+        b.id = start.value("id", std::string{});
+        b.name = start.value("name", std::string{});
+        if (b.type == "text")
+          b.text = start.value("text", std::string{});
+      } else if (type == "content_block_delta") {
+        auto& b = blocks_[data.value("index", 0)];
+        auto delta = data.value("delta", json::object());
+        auto kind = delta.value("type", std::string{});
+        if (kind == "text_delta") {
+          auto piece = delta.value("text", std::string{});
+          b.text += piece;
+          text += piece;
+        } else if (kind == "input_json_delta") {
+          b.input_json += delta.value("partial_json", std::string{});
+        }
+      } else if (type == "message_delta") {
+        auto delta = data.value("delta", json::object());
+        if (auto reason = delta.find("stop_reason"); reason != delta.end() && reason->is_string())
+          stop_reason_ = reason->get<std::string>();
+        if (auto usage = data.find("usage"); usage != data.end() && usage->is_object())
+          usage_ = usage_from(*usage, usage_);
+      } else if (type == "message_stop") {
+        stopped_ = true;
+      } else if (type == "error") {
+        auto error = data.value("error", json::object());
+        auto kind = error.value("type", std::string{});
+        int32_t status = kind == "overloaded_error" ? 529 : kind == "rate_limit_error" ? 429 : 500;
+        fail(parse_error(provider_kind::anthropic, status, data.dump()));
+        return text;
+      }
+      // ping, content_block_stop and event types added later carry nothing we need.
+    }
+    return text;
+  }
+
+  model_reply finish() override {
+    if (failed_)
+      return failure_;
+    if (!stopped_ && stop_reason_.empty()) {
+      std::string so_far;
+      for (auto& [i, b] : blocks_)
+        so_far += b.text;
+      return bad_response(provider_kind::anthropic, model_error_kind::transport,
+                          "the stream ended before message_stop", so_far);
+    }
+    model_reply reply;
+    reply.assistant.role = role::assistant;
+    for (auto& [index, b] : blocks_) {
+      if (b.type == "text")
+        reply.assistant.content += b.text;
+      else if (b.type == "tool_use")
+        reply.assistant.tool_calls.push_back(
+          {b.id, b.name, parse_arguments(b.input_json), call_format::native});
+    }
+    reply.stop_reason = normalize_stop_reason(stop_reason_.empty() ? "end_turn" : stop_reason_);
+    reply.usage = usage_;
+    return reply;
+  }
+
+private:
+  void fail(model_reply reply) {
+    failed_ = true;
+    failure_ = std::move(reply);
+  }
+
+  sse_parser parser_;
+  std::map<int, block> blocks_;
+  std::string stop_reason_;
+  token_usage usage_;
+  bool stopped_ = false;
+  bool failed_ = false;
+  model_reply failure_;
+};
+
+} // namespace
+
+http_call build_anthropic_request(const provider_config& config, const model_request& request) {
+  json body = {{"model", config.model},
+               {"max_tokens", config.max_tokens},
+               {"messages", to_anthropic_messages(request)}};
+  if (!request.system_prompt.empty())
+    body["system"] = request.system_prompt;
+  if (config.format == tool_format::tool && !request.tools.empty()) {
+    auto tools = json::array();
+    for (auto& t : request.tools)
+      tools.push_back(
+        {{"name", t.name}, {"description", t.description}, {"input_schema", t.input_schema}});
+    body["tools"] = std::move(tools);
+  }
+  if (config.stream)
+    body["stream"] = true;
+  http_call call;
+  auto base = config.base_url;
+  while (!base.empty() && base.back() == '/')
+    base.pop_back();
+  call.url = base + "/v1/messages";
+  call.headers.emplace_back("content-type", "application/json");
+  call.headers.emplace_back("x-api-key", config.api_key);
+  call.headers.emplace_back("anthropic-version", "2023-06-01");
+  call.body = body.dump(-1, ' ', false, json::error_handler_t::replace);
+  return call;
+}
+
+std::unique_ptr<reply_decoder> make_anthropic_decoder() {
+  return std::make_unique<anthropic_decoder>();
+}
+
+model_reply parse_anthropic_reply(std::string_view body) {
+  auto parsed = json::parse(sanitize_utf8(body), nullptr, false);
+  if (parsed.is_discarded() || !parsed.is_object() || !parsed.contains("content") ||
+      !parsed["content"].is_array())
+    return bad_response(provider_kind::anthropic, model_error_kind::transport,
+                        "the response is not a Messages JSON object", body);
+  model_reply reply;
+  reply.assistant.role = role::assistant;
+  for (auto& b : parsed["content"]) {
+    auto type = b.value("type", std::string{});
+    if (type == "text")
+      reply.assistant.content += b.value("text", std::string{});
+    else if (type == "tool_use")
+      reply.assistant.tool_calls.push_back({b.value("id", std::string{}),
+                                            b.value("name", std::string{}),
+                                            b.value("input", json::object()),
+                                            call_format::native});
+  }
+  auto reason = parsed.value("stop_reason", json{});
+  reply.stop_reason =
+    normalize_stop_reason(reason.is_string() ? reason.get<std::string>() : "end_turn");
+  if (auto usage = parsed.find("usage"); usage != parsed.end() && usage->is_object())
+    reply.usage = usage_from(*usage);
+  return reply;
+}
+
+std::string anthropic_error_message(const json& body) {
+  auto error = body.find("error");
+  if (error == body.end() || !error->is_object())
+    return {};
+  auto type = error->value("type", std::string{});
+  auto text = error->value("message", std::string{});
+  return type.empty() ? text : type + ": " + text;
+}
+
+} // namespace troupe::detail

@@ -1,0 +1,35 @@
+#pragma once
+// Private to providers/: the per-provider halves behind provider.hpp.
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "providers/provider.hpp"
+
+namespace troupe::detail {
+
+http_call build_openai_request(const provider_config& config, const model_request& request);
+std::unique_ptr<reply_decoder> make_openai_decoder();
+model_reply parse_openai_reply(std::string_view body);
+std::string openai_error_message(const nlohmann::json& body);
+
+http_call build_anthropic_request(const provider_config& config, const model_request& request);
+std::unique_ptr<reply_decoder> make_anthropic_decoder();
+model_reply parse_anthropic_reply(std::string_view body);
+std::string anthropic_error_message(const nlohmann::json& body);
+
+/// Parses tool-call arguments; text that is not a JSON object is kept as a JSON string, so the
+/// executor answers the model with a schema error instead of running a guess.
+nlohmann::json parse_arguments(const std::string& text);
+
+/// Renders a tool result as plain text for providers that are not told about tools.
+std::string tool_result_as_text(const message& m);
+
+/// Returns true when a message should travel as the provider's native tool call or result.
+bool is_native_call(const tool_call& call);
+
+/// Normalises stop reasons: "end_turn", "tool_use", "max_tokens", "refusal", …
+std::string normalize_stop_reason(const std::string& provider_reason);
+
+} // namespace troupe::detail

@@ -1,0 +1,241 @@
+// OpenAI Chat Completions: request bodies, streamed chunks, whole replies, error bodies.
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "providers/formats.hpp"
+#include "providers/sse.hpp"
+
+namespace troupe::detail {
+
+namespace {
+
+using nlohmann::json;
+
+json to_openai_messages(const model_request& request) {
+  auto out = json::array();
+  if (!request.system_prompt.empty())
+    out.push_back({{"role", "system"}, {"content", request.system_prompt}});
+  std::set<std::string> native_ids;
+  for (auto& ptr : request.context.messages) {
+    const auto& m = *ptr;
+    switch (m.role) {
+      case role::user:
+        out.push_back({{"role", "user"}, {"content", m.content}});
+        break;
+      case role::system:
+        out.push_back({{"role", "system"}, {"content", m.content}});
+        break;
+      case role::assistant: {
+        json entry = {{"role", "assistant"}, {"content", m.content}};
+        auto calls = json::array();
+        for (auto& call : m.tool_calls)
+          if (is_native_call(call)) {
+            native_ids.insert(call.id);
+            calls.push_back({{"id", call.id},
+                             {"type", "function"},
+                             {"function", {{"name", call.name}, {"arguments", call.input.dump()}}}});
+          }
+        if (!calls.empty()) {
+          entry["tool_calls"] = std::move(calls);
+          if (m.content.empty())
+            entry["content"] = nullptr;
+        }
+        out.push_back(std::move(entry));
+        break;
+      }
+      case role::tool:
+        if (native_ids.count(m.tool_call_id))
+          out.push_back({{"role", "tool"}, {"tool_call_id", m.tool_call_id}, {"content", m.content}});
+        else
+          out.push_back({{"role", "user"}, {"content", tool_result_as_text(m)}});
+        break;
+    }
+  }
+  return out;
+}
+
+// OpenAI counts cached tokens inside prompt_tokens; troupe's input_tokens, like Anthropic's,
+// are the uncached ones.
+token_usage usage_from(const json& u) {
+  token_usage usage;
+  usage.output_tokens = u.value("completion_tokens", int64_t{0});
+  if (auto details = u.find("prompt_tokens_details"); details != u.end() && details->is_object())
+    usage.cache_read_tokens = details->value("cached_tokens", int64_t{0});
+  usage.input_tokens = std::max<int64_t>(0, u.value("prompt_tokens", int64_t{0}) -
+                                              usage.cache_read_tokens);
+  return usage;
+}
+
+struct partial_call {
+  std::string id;
+  std::string name;
+  std::string arguments;
+};
+
+class openai_decoder : public reply_decoder {
+public:
+  std::string feed(std::string_view bytes) override {
+    std::string text;
+    if (failed_)
+      return text;
+    for (auto& event : parser_.feed(bytes)) {
+      if (event.data == "[DONE]") {
+        done_ = true;
+        continue;
+      }
+      auto chunk = json::parse(sanitize_utf8(event.data), nullptr, false);
+      if (chunk.is_discarded() || !chunk.is_object()) {
+        fail(bad_response(provider_kind::openai, model_error_kind::transport,
+                          "malformed JSON in a stream event", event.data));
+        return text;
+      }
+      if (auto error = chunk.find("error"); error != chunk.end()) {
+        fail(parse_error(provider_kind::openai, 500, chunk.dump()));
+        return text;
+      }
+      if (auto usage = chunk.find("usage"); usage != chunk.end() && usage->is_object())
+        usage_ = usage_from(*usage);
+      auto choices = chunk.find("choices");
+      if (choices == chunk.end() || !choices->is_array() || choices->empty())
+        continue;
+      const auto& choice = (*choices)[0];
+      if (auto reason = choice.find("finish_reason"); reason != choice.end() && reason->is_string())
+        finish_reason_ = reason->get<std::string>();
+      auto delta = choice.find("delta");
+      if (delta == choice.end() || !delta->is_object())
+        continue;
+      if (auto content = delta->find("content"); content != delta->end() && content->is_string()) {
+        text += content->get<std::string>();
+      }
+      if (auto calls = delta->find("tool_calls"); calls != delta->end() && calls->is_array())
+        for (auto& c : *calls) {
+          auto& call = calls_[c.value("index", 0)];
+          if (auto id = c.find("id"); id != c.end() && id->is_string())
+            call.id = id->get<std::string>();
+          if (auto fn = c.find("function"); fn != c.end() && fn->is_object()) {
+            if (auto name = fn->find("name"); name != fn->end() && name->is_string())
+              call.name += name->get<std::string>();
+            if (auto args = fn->find("arguments"); args != fn->end() && args->is_string())
+              call.arguments += args->get<std::string>();
+          }
+        }
+    }
+    content_ += text;
+    return text;
+  }
+
+  model_reply finish() override {
+    if (failed_)
+      return failure_;
+    if (finish_reason_.empty() && !done_)
+      return bad_response(provider_kind::openai, model_error_kind::transport,
+                          "the stream ended before the reply was complete (no finish_reason)",
+                          content_);
+    model_reply reply;
+    reply.assistant.role = role::assistant;
+    reply.assistant.content = content_;
+    for (auto& [index, call] : calls_)
+      reply.assistant.tool_calls.push_back(
+        {call.id, call.name, parse_arguments(call.arguments), call_format::native});
+    reply.stop_reason = normalize_stop_reason(finish_reason_.empty() ? "stop" : finish_reason_);
+    reply.usage = usage_;
+    return reply;
+  }
+
+private:
+  void fail(model_reply reply) {
+    failed_ = true;
+    failure_ = std::move(reply);
+  }
+
+  sse_parser parser_;
+  std::string content_;
+  std::map<int, partial_call> calls_;
+  std::string finish_reason_;
+  token_usage usage_;
+  bool done_ = false;
+  bool failed_ = false;
+  model_reply failure_;
+};
+
+} // namespace
+
+http_call build_openai_request(const provider_config& config, const model_request& request) {
+  json body = {{"model", config.model}, {"messages", to_openai_messages(request)}};
+  if (config.format == tool_format::tool && !request.tools.empty()) {
+    auto tools = json::array();
+    for (auto& t : request.tools)
+      tools.push_back({{"type", "function"},
+                       {"function",
+                        {{"name", t.name},
+                         {"description", t.description},
+                         {"parameters", t.input_schema}}}});
+    body["tools"] = std::move(tools);
+  }
+  if (config.stream) {
+    body["stream"] = true;
+    body["stream_options"] = {{"include_usage", true}};
+  }
+  http_call call;
+  auto base = config.base_url;
+  while (!base.empty() && base.back() == '/')
+    base.pop_back();
+  call.url = base + "/chat/completions";
+  call.headers.emplace_back("content-type", "application/json");
+  if (!config.api_key.empty())
+    call.headers.emplace_back("authorization", "Bearer " + config.api_key);
+  call.body = body.dump(-1, ' ', false, json::error_handler_t::replace);
+  return call;
+}
+
+std::unique_ptr<reply_decoder> make_openai_decoder() { return std::make_unique<openai_decoder>(); }
+
+model_reply parse_openai_reply(std::string_view body) {
+  auto parsed = json::parse(sanitize_utf8(body), nullptr, false);
+  if (parsed.is_discarded() || !parsed.is_object())
+    return bad_response(provider_kind::openai, model_error_kind::transport,
+                        "the response is not JSON", body);
+  auto choices = parsed.find("choices");
+  if (choices == parsed.end() || !choices->is_array() || choices->empty() ||
+      !(*choices)[0].contains("message"))
+    return bad_response(provider_kind::openai, model_error_kind::transport,
+                        "the response has no choices[0].message", body);
+  const auto& choice = (*choices)[0];
+  const auto& msg = choice["message"];
+  model_reply reply;
+  reply.assistant.role = role::assistant;
+  if (auto content = msg.find("content"); content != msg.end() && content->is_string())
+    reply.assistant.content = content->get<std::string>();
+  if (auto calls = msg.find("tool_calls"); calls != msg.end() && calls->is_array())
+    for (auto& c : *calls) {
+      auto fn = c.value("function", json::object());
+      reply.assistant.tool_calls.push_back({c.value("id", std::string{}),
+                                            fn.value("name", std::string{}),
+                                            parse_arguments(fn.value("arguments", std::string{})),
+                                            call_format::native});
+    }
+  auto reason = choice.value("finish_reason", json{});
+  reply.stop_reason = normalize_stop_reason(reason.is_string() ? reason.get<std::string>() : "stop");
+  if (auto usage = parsed.find("usage"); usage != parsed.end() && usage->is_object())
+    reply.usage = usage_from(*usage);
+  return reply;
+}
+
+std::string openai_error_message(const json& body) {
+  auto error = body.find("error");
+  if (error == body.end())
+    return {};
+  if (error->is_string())
+    return error->get<std::string>();
+  if (!error->is_object())
+    return {};
+  auto text = error->value("message", std::string{});
+  auto code = error->value("code", json{});
+  if (code.is_string() && !code.get<std::string>().empty())
+    text += " [" + code.get<std::string>() + "]";
+  return text;
+}
+
+} // namespace troupe::detail

@@ -1,0 +1,125 @@
+#include "providers/provider.hpp"
+
+#include "providers/formats.hpp"
+#include "providers/sse.hpp"
+
+namespace troupe {
+
+const char* to_string(provider_kind k) {
+  return k == provider_kind::openai ? "openai" : "anthropic";
+}
+
+http_call build_request(const provider_config& config, const model_request& request) {
+  return config.kind == provider_kind::openai ? detail::build_openai_request(config, request)
+                                              : detail::build_anthropic_request(config, request);
+}
+
+std::unique_ptr<reply_decoder> make_stream_decoder(provider_kind kind) {
+  return kind == provider_kind::openai ? detail::make_openai_decoder()
+                                       : detail::make_anthropic_decoder();
+}
+
+model_reply parse_reply(provider_kind kind, std::string_view body) {
+  return kind == provider_kind::openai ? detail::parse_openai_reply(body)
+                                       : detail::parse_anthropic_reply(body);
+}
+
+model_error_kind error_kind_for_status(int32_t status) {
+  switch (status) {
+    case 408:
+    case 409:
+    case 429:
+      return model_error_kind::rate_limited;
+    case 413:
+      return model_error_kind::prompt_too_long;
+    default:
+      return status >= 500 ? model_error_kind::server : model_error_kind::request;
+  }
+}
+
+bool is_retryable_status(int32_t status) {
+  switch (status) {
+    case 408:
+    case 409:
+    case 429:
+    case 500:
+    case 502:
+    case 503:
+    case 504:
+    case 529:
+      return true;
+    default:
+      return false;
+  }
+}
+
+model_reply bad_response(provider_kind kind, model_error_kind error, const std::string& what,
+                         std::string_view received) {
+  model_reply reply;
+  reply.error = error;
+  auto shown = sanitize_utf8(received.substr(0, 200));
+  reply.error_message = std::string{to_string(kind)} + ": " + what + "; received: " + shown;
+  return reply;
+}
+
+model_reply parse_error(provider_kind kind, int32_t status, std::string_view body) {
+  model_reply reply;
+  reply.error = error_kind_for_status(status);
+  reply.error_status = status;
+  auto parsed = nlohmann::json::parse(sanitize_utf8(body), nullptr, false);
+  std::string text;
+  if (!parsed.is_discarded() && parsed.is_object())
+    text = kind == provider_kind::openai ? detail::openai_error_message(parsed)
+                                         : detail::anthropic_error_message(parsed);
+  if (text.empty())
+    return bad_response(kind, reply.error, "HTTP " + std::to_string(status), body);
+  auto lower = text;
+  for (auto& c : lower)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  bool too_long = lower.find("prompt is too long") != std::string::npos ||
+                  lower.find("context_length_exceeded") != std::string::npos ||
+                  lower.find("maximum context length") != std::string::npos;
+  if (too_long)
+    reply.error = model_error_kind::prompt_too_long;
+  reply.error_message = std::string{to_string(kind)} + " (HTTP " + std::to_string(status) +
+                        "): " + text;
+  return reply;
+}
+
+namespace detail {
+
+nlohmann::json parse_arguments(const std::string& text) {
+  if (text.empty())
+    return nlohmann::json::object();
+  auto parsed = nlohmann::json::parse(sanitize_utf8(text), nullptr, false);
+  if (parsed.is_discarded() || !parsed.is_object())
+    return text;
+  return parsed;
+}
+
+std::string tool_result_as_text(const message& m) {
+  std::string head = "Result of " + m.tool_name;
+  if (m.tool_name == "shell")
+    head += " (exit code " + std::to_string(m.exit_code) + ")";
+  if (m.is_error)
+    head += " [error]";
+  return head + ":\n" + m.content;
+}
+
+bool is_native_call(const tool_call& call) { return call.format == call_format::native; }
+
+std::string normalize_stop_reason(const std::string& r) {
+  if (r == "stop" || r == "end_turn" || r == "stop_sequence")
+    return "end_turn";
+  if (r == "tool_calls" || r == "function_call" || r == "tool_use")
+    return "tool_use";
+  if (r == "length" || r == "max_tokens")
+    return "max_tokens";
+  if (r == "content_filter" || r == "refusal")
+    return "refusal";
+  return r;
+}
+
+} // namespace detail
+
+} // namespace troupe
