@@ -205,9 +205,10 @@ http_model_actor::behavior_type http_model(self_ptr self, http_model_config conf
       }
       st.current = std::make_unique<generation>();
       auto& g = *st.current;
+      // Before make_response_promise, which takes the sender out of the current message.
+      g.requester = caf::actor_cast<step_actor>(self->current_sender());
       g.promise = self->make_response_promise<model_reply>();
       g.request = std::move(request);
-      g.requester = caf::actor_cast<step_actor>(self->current_sender());
       auto promise = g.promise;
       start_attempt(self);
       return promise;
