@@ -56,6 +56,7 @@ struct transfer {
 
 size_t on_header(char* data, size_t size, size_t count, void* user) {
   auto* t = static_cast<transfer*>(user);
+  t->received_bytes = true; // the reply has begun: a retry could no longer be transparent
   std::string_view line{data, size * count};
   if (line.rfind("HTTP/", 0) == 0) {
     t->response_headers.clear(); // a new response (after a redirect or 100-continue)

@@ -50,7 +50,8 @@ void accept_input(session_ptr self, message input);
 bool accept_reply(session_ptr self, message reply);
 
 /// Reaches a terminal state: state saved, session.end hooks, the ended event, peers stopped.
-void end_session(session_ptr self, terminal_reason reason, std::string error = {});
+void end_session(session_ptr self, terminal_reason reason, std::string error = {},
+                 model_error_kind kind = model_error_kind::none);
 
 /// Forwards an interrupt to the step in flight.
 void request_interrupt(session_ptr self);

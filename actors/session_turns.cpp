@@ -122,7 +122,8 @@ void fire_and_enqueue(session_ptr self, hook_point point) {
 
 } // namespace
 
-void end_session(session_ptr self, terminal_reason reason, std::string error) {
+void end_session(session_ptr self, terminal_reason reason, std::string error,
+                 model_error_kind kind) {
   auto& st = self->state;
   if (st.phase == session_phase::ended)
     return;
@@ -136,6 +137,7 @@ void end_session(session_ptr self, terminal_reason reason, std::string error) {
   ended.session_id = st.config.session_id;
   ended.reason = reason;
   ended.error_message = std::move(error);
+  ended.error_kind = kind;
   ended.result_text = st.last_assistant_text;
   ended.state = st.state;
   ended.usage = st.usage;
@@ -223,7 +225,7 @@ void on_step_done(session_ptr self, step_outcome& outcome) {
   st.interrupt_requested = false;
   if (outcome.status == step_status::failed) {
     st.state.transition = transition_reason::model_error;
-    end_session(self, terminal_reason::error, outcome.error_message);
+    end_session(self, terminal_reason::error, outcome.error_message, outcome.error);
     return;
   }
   if (interrupted) {

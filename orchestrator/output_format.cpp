@@ -96,6 +96,8 @@ nlohmann::json to_stream_json(const session_ended_event& e) {
                          {"usage", e.usage}};
   if (!e.error_message.empty())
     line["error"] = e.error_message;
+  if (e.error_kind != model_error_kind::none)
+    line["error_kind"] = e.error_kind;
   return line;
 }
 

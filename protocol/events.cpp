@@ -68,6 +68,7 @@ void from_json(const nlohmann::json& j, notice_event& x) {
 void to_json(nlohmann::json& j, const session_ended_event& x) {
   j = {{"event", "session_ended"},   {"session_id", x.session_id},
        {"reason", x.reason},         {"error_message", x.error_message},
+       {"error_kind", x.error_kind},
        {"result_text", x.result_text}, {"state", x.state},
        {"usage", x.usage},           {"duration_ms", x.duration_ms}};
 }
@@ -76,6 +77,7 @@ void from_json(const nlohmann::json& j, session_ended_event& x) {
   j.at("session_id").get_to(x.session_id);
   j.at("reason").get_to(x.reason);
   j.at("error_message").get_to(x.error_message);
+  j.at("error_kind").get_to(x.error_kind);
   j.at("result_text").get_to(x.result_text);
   j.at("state").get_to(x.state);
   j.at("usage").get_to(x.usage);

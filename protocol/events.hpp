@@ -60,6 +60,8 @@ struct session_ended_event {
   std::string session_id;
   terminal_reason reason = terminal_reason::completed;
   std::string error_message;
+  /// For an ended-by-error run caused by the model: what kind of failure ("none" otherwise).
+  model_error_kind error_kind = model_error_kind::none;
   /// The last assistant text, the run's answer.
   std::string result_text;
   loop_state state;
@@ -70,7 +72,7 @@ struct session_ended_event {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, session_ended_event& x) {
   return f(caf::meta::type_name("session_ended_event"), x.session_id, x.reason, x.error_message,
-           x.result_text, x.state, x.usage, x.duration_ms);
+           x.error_kind, x.result_text, x.state, x.usage, x.duration_ms);
 }
 
 /// What a generation in flight is doing: text arriving, or a retry being waited for.

@@ -18,6 +18,8 @@ struct cli_fixture {
   process_options options(process_options opts = {}) {
     opts.env["TROUPE_HOME"] = (dir / "home").string();
     opts.env["TROUPE_MODEL"] = "";
+    opts.env["OPENAI_API_KEY"] = "";
+    opts.env["ANTHROPIC_API_KEY"] = "";
     opts.env["TROUPE_MAX_STEPS"] = opts.env.count("TROUPE_MAX_STEPS")
                                      ? opts.env["TROUPE_MAX_STEPS"]
                                      : "";

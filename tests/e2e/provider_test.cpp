@@ -1,0 +1,343 @@
+// `troupe run` against the fake model server: both providers, both tool formats, streaming and
+// not, and every fault the server can inject.
+
+#include <doctest/doctest.h>
+
+#include "support/fake_server.hpp"
+#include "support/test_support.hpp"
+
+using namespace troupe::test;
+using nlohmann::json;
+
+namespace {
+
+struct provider_case {
+  std::string provider; // "openai" or "anthropic"
+};
+
+/// A workspace, a TROUPE_HOME and the environment that points a provider at the fake server.
+struct provider_run {
+  temp_dir dir;
+  std::string provider;
+
+  explicit provider_run(std::string which = "openai") : provider(std::move(which)) {
+    std::filesystem::create_directories(dir / "work");
+  }
+
+  process_result run(const fake_server& server, std::vector<std::string> args,
+                     process_options opts = {}) {
+    opts.env["TROUPE_HOME"] = (dir / "home").string();
+    opts.env["TROUPE_MODEL"] = "";
+    opts.env["TROUPE_MAX_STEPS"] = "";
+    if (provider == "openai") {
+      opts.env["OPENAI_API_KEY"] = "test-key";
+      opts.env["OPENAI_BASE_URL"] = server.url() + "/v1";
+      opts.env["ANTHROPIC_API_KEY"] = "";
+    } else {
+      opts.env["ANTHROPIC_API_KEY"] = "test-key";
+      opts.env["ANTHROPIC_BASE_URL"] = server.url();
+      opts.env["OPENAI_API_KEY"] = "";
+    }
+    std::vector<std::string> argv{"run", "--cwd", (dir / "work").string(), "--model",
+                                  provider + "/test-model", "--output-format", "stream-json"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return run_troupe(argv, opts);
+  }
+
+  std::vector<json> transcript() {
+    for (auto& entry : std::filesystem::directory_iterator(dir / "home/sessions"))
+      return read_jsonl(entry.path() / "transcript.jsonl");
+    return {};
+  }
+};
+
+std::vector<json> lines_of(const std::string& out) {
+  std::vector<json> lines;
+  for (auto& line : split_lines(out))
+    lines.push_back(json::parse(line));
+  return lines;
+}
+
+json result_of(const process_result& r) {
+  auto lines = lines_of(r.out);
+  REQUIRE(!lines.empty());
+  return lines.back();
+}
+
+std::vector<json> of_type(const process_result& r, const std::string& type,
+                          const std::string& subtype = "") {
+  std::vector<json> out;
+  for (auto& l : lines_of(r.out))
+    if (l["type"] == type && (subtype.empty() || l.value("subtype", "") == subtype))
+      out.push_back(l);
+  return out;
+}
+
+const std::string shell_then_answer = R"([
+  {"text": "Checking.", "tool_calls": [{"name": "shell", "input": {"command": "echo tool-ran"}}]},
+  {"text": "The tool ran.", "usage": {"input_tokens": 20, "output_tokens": 7}}])";
+
+} // namespace
+
+TEST_CASE("native tool calls round-trip through both providers, streaming and not") {
+  for (std::string provider : {"openai", "anthropic"})
+    for (bool stream : {true, false}) {
+      CAPTURE(provider);
+      CAPTURE(stream);
+      fake_server server{shell_then_answer};
+      provider_run run{provider};
+      std::vector<std::string> args{"go"};
+      if (!stream)
+        args.insert(args.begin(), "--no-stream");
+      auto r = run.run(server, args);
+      CHECK(r.exit_code == 0);
+      auto result = result_of(r);
+      CHECK(result["subtype"] == "success");
+      CHECK(result["result"] == "The tool ran.");
+      CHECK(result["usage"]["output_tokens"].get<int>() >= 7);
+      auto requests = server.requests();
+      REQUIRE(requests.size() == 2);
+      for (auto& req : requests)
+        CHECK(req["violation"].is_null());
+      auto& first = requests[0]["body"];
+      CHECK(first["stream"].is_boolean() == stream);
+      CHECK(first["tools"].size() == 3);
+      auto second = requests[1]["body"].dump();
+      CHECK(second.find("tool-ran") != std::string::npos); // the result went back
+      auto tool = of_type(r, "user");
+      REQUIRE(tool.size() == 2);
+      CHECK(tool[1]["message"]["content"][0]["content"] == "tool-ran\n");
+    }
+}
+
+TEST_CASE("markdown tool format: no tools in the request, blocks run, results as text") {
+  for (std::string provider : {"openai", "anthropic"}) {
+    CAPTURE(provider);
+    fake_server server{R"([{"text": "Let me look.\n```shell\necho from-block\n```"},
+                           {"text": "Here is a ```shell\nexample\n``` that is not run.\nDone."}])"};
+    provider_run run{provider};
+    auto r = run.run(server, {"--tool-format", "markdown", "go"});
+    CHECK(r.exit_code == 0);
+    auto requests = server.requests();
+    REQUIRE(requests.size() == 2);
+    CHECK_FALSE(requests[0]["body"].contains("tools"));
+    auto system = provider == "openai" ? requests[0]["body"]["messages"][0]["content"]
+                                       : requests[0]["body"]["system"];
+    CHECK(system.get<std::string>().find("```shell") != std::string::npos);
+    CHECK(requests[1]["body"].dump().find("from-block") != std::string::npos);
+    CHECK(result_of(r)["num_steps"] == 2);
+  }
+}
+
+TEST_CASE("with native tools a fenced block in the text is not run") {
+  fake_server server{R"([{"text": "Try this:\n```shell\ntouch should-not-exist\n```"}])"};
+  provider_run run;
+  auto r = run.run(server, {"go"});
+  CHECK(r.exit_code == 0);
+  CHECK_FALSE(std::filesystem::exists(run.dir / "work/should-not-exist"));
+  CHECK(server.requests().size() == 1);
+}
+
+TEST_CASE("text streams as stream_event lines with --include-partial-messages") {
+  fake_server server{R"([{"text": "a fairly long answer in pieces"}])"};
+  provider_run run{"anthropic"};
+  auto r = run.run(server, {"--include-partial-messages", "go"});
+  CHECK(r.exit_code == 0);
+  std::string joined;
+  for (auto& e : of_type(r, "stream_event"))
+    joined += e["event"]["delta"]["text"].get<std::string>();
+  CHECK(joined == "a fairly long answer in pieces");
+  CHECK(of_type(r, "stream_event").size() > 2);
+}
+
+TEST_CASE("retryable statuses are retried with events, honouring retry-after") {
+  for (std::string provider : {"openai", "anthropic"}) {
+    CAPTURE(provider);
+    fake_server server{R"([{"status": 429, "headers": {"retry-after-ms": "20"}},
+                           {"status": 529, "headers": {"retry-after": "0.01"}},
+                           {"status": 503, "headers": {"retry-after-ms": "10"}},
+                           {"text": "finally"}])"};
+    provider_run run{provider};
+    auto r = run.run(server, {"go"});
+    CHECK(r.exit_code == 0);
+    CHECK(result_of(r)["result"] == "finally");
+    auto retries = of_type(r, "system", "api_retry");
+    REQUIRE(retries.size() == 3);
+    CHECK(retries[0]["attempt"] == 1);
+    CHECK(retries[0]["error_status"] == 429);
+    CHECK(retries[0]["retry_delay_ms"] == 20);
+    CHECK(retries[1]["error_status"] == 529);
+    CHECK(retries[2]["attempt"] == 3);
+    CHECK(retries[2]["max_retries"] == 8);
+  }
+}
+
+TEST_CASE("retries are bounded by --max-retries") {
+  fake_server server{R"([{"status": 500, "headers": {"retry-after-ms": "1"}},
+                         {"status": 500, "headers": {"retry-after-ms": "1"},
+                          "error_message": "still broken"}])"};
+  provider_run run;
+  auto r = run.run(server, {"--max-retries", "1", "go"});
+  CHECK(r.exit_code == 1);
+  CHECK(of_type(r, "system", "api_retry").size() == 1);
+  CHECK(result_of(r)["error"].get<std::string>().find("still broken") != std::string::npos);
+}
+
+TEST_CASE("client errors end the run at once with the provider's own message") {
+  for (std::string provider : {"openai", "anthropic"})
+    for (int status : {400, 401, 403, 404}) {
+      CAPTURE(provider);
+      CAPTURE(status);
+      fake_server server{"[{\"status\": " + std::to_string(status) +
+                         ", \"error_message\": \"the provider says no\"}]"};
+      provider_run run{provider};
+      auto r = run.run(server, {"go"});
+      CHECK(r.exit_code == 1);
+      CHECK(of_type(r, "system", "api_retry").empty());
+      auto result = result_of(r);
+      CHECK(result["subtype"] == "error_during_execution");
+      CHECK(result["error"].get<std::string>().find("the provider says no") != std::string::npos);
+      CHECK(result["error"].get<std::string>().find(provider) == 0);
+      // The prompt was logged before the failure.
+      CHECK(run.transcript().size() == 1);
+    }
+}
+
+TEST_CASE("a prompt-too-long answer is its own error kind") {
+  for (std::string provider : {"openai", "anthropic"}) {
+    CAPTURE(provider);
+    fake_server server{R"([{"prompt_too_long": true}])"};
+    provider_run run{provider};
+    auto r = run.run(server, {"go"});
+    CHECK(r.exit_code == 1);
+    CHECK(result_of(r)["error_kind"] == "prompt_too_long");
+  }
+}
+
+TEST_CASE("broken streams are clear errors that keep what was logged") {
+  struct fault {
+    std::string entry;
+    std::string says;
+  };
+  std::vector<fault> faults = {
+    {R"({"text": "partial answer", "cut_after_events": 3})", "failed: transfer closed"},
+    {R"({"text": "hello", "malformed_sse": true})",
+     "malformed JSON in a stream event; received: {not json"},
+    {R"({"text": "hello", "no_stop": true})", "ended before"},
+    {R"({"html": true})", "neither JSON nor an event stream (content-type text/html"},
+  };
+  for (std::string provider : {"openai", "anthropic"})
+    for (auto& f : faults) {
+      CAPTURE(provider);
+      CAPTURE(f.says);
+      fake_server server{"[" + f.entry + R"(, {"text": "unused"}])"};
+      provider_run run{provider};
+      auto r = run.run(server, {"--max-retries", "0", "go"});
+      CHECK(r.exit_code == 1);
+      auto error = result_of(r)["error"].get<std::string>();
+      CHECK(error.rfind(provider + ": ", 0) == 0);
+      CHECK(error.find(f.says) != std::string::npos);
+      CHECK(run.transcript().size() == 1);
+    }
+}
+
+TEST_CASE("unknown events are ignored and invalid UTF-8 is replaced, not fatal") {
+  for (std::string provider : {"openai", "anthropic"}) {
+    CAPTURE(provider);
+    fake_server server{
+      R"([{"text": "odd bytes here", "unknown_event": true, "invalid_utf8": true}])"};
+    provider_run run{provider};
+    auto r = run.run(server, {"go"});
+    CHECK(r.exit_code == 0);
+    auto text = result_of(r)["result"].get<std::string>();
+    CHECK(text.find("\xef\xbf\xbd") != std::string::npos);
+    CHECK(text.find("bytes here") != std::string::npos);
+  }
+}
+
+TEST_CASE("an interrupt cancels a stream in flight") {
+  fake_server server{R"([{"text": "going", "endless": true}])"};
+  provider_run run{"anthropic"};
+  process_options opts;
+  opts.interrupt_after = std::chrono::milliseconds{700};
+  opts.timeout = std::chrono::seconds{10};
+  auto start = std::chrono::steady_clock::now();
+  auto r = run.run(server, {"go"}, opts);
+  CHECK(r.exit_code == 130);
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds{3});
+  CHECK(result_of(r)["terminal_reason"] == "interrupted");
+}
+
+TEST_CASE("a stream that goes silent fails after the idle timeout") {
+  fake_server server{R"([{"silent_after_headers": true}])"};
+  provider_run run;
+  auto r = run.run(server, {"--idle-timeout", "1", "--max-retries", "0", "go"});
+  CHECK(r.exit_code == 1);
+  CHECK(result_of(r)["error"].get<std::string>().find("stalled") != std::string::npos);
+}
+
+TEST_CASE("a connection that cannot be made is retried, then reported") {
+  int port = 0;
+  {
+    fake_server closed{"[]"};
+    port = closed.port(); // nothing listens here once it is gone
+  }
+  temp_dir dir;
+  process_options opts;
+  opts.env["OPENAI_API_KEY"] = "k";
+  opts.env["OPENAI_BASE_URL"] = "http://127.0.0.1:" + std::to_string(port) + "/v1";
+  opts.env["TROUPE_HOME"] = (dir / "home").string();
+  auto r = run_troupe({"run", "--cwd", dir.path().string(), "--model", "openai/m",
+                       "--output-format", "stream-json", "--max-retries", "1", "go"},
+                      opts);
+  CHECK(r.exit_code == 1);
+  CHECK(of_type(r, "system", "api_retry").size() == 1);
+  CHECK(result_of(r)["error"].get<std::string>().find("failed") != std::string::npos);
+}
+
+TEST_CASE("provider configuration errors exit 2 before any request") {
+  temp_dir dir;
+  struct row {
+    std::map<std::string, std::string> env;
+    std::string model;
+    std::string says;
+  };
+  std::vector<row> rows = {
+    {{{"OPENAI_API_KEY", ""}}, "openai/gpt-x", "set OPENAI_API_KEY"},
+    {{{"ANTHROPIC_API_KEY", ""}}, "anthropic/claude-x", "set ANTHROPIC_API_KEY"},
+    {{{"OPENAI_API_KEY", "k"}, {"OPENAI_BASE_URL", "not a url"}}, "openai/gpt-x",
+     "invalid OPENAI_BASE_URL 'not a url'"},
+    {{{"ANTHROPIC_API_KEY", "k"}, {"ANTHROPIC_BASE_URL", "ftp://127.0.0.1"}}, "anthropic/c",
+     "invalid ANTHROPIC_BASE_URL"},
+    {{}, "mistral/large", "unknown model 'mistral/large'"},
+    {{}, "openai/", "unknown model 'openai/'"},
+  };
+  for (auto& row : rows) {
+    CAPTURE(row.says);
+    process_options opts;
+    opts.env = row.env;
+    opts.env["TROUPE_HOME"] = (dir / "home").string();
+    auto r = run_troupe({"run", "--cwd", dir.path().string(), "--model", row.model, "go"}, opts);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find(row.says) != std::string::npos);
+    CHECK(split_lines(r.err).size() == 1);
+  }
+}
+
+TEST_CASE("ollama needs no key and defaults to the local OpenAI-compatible endpoint") {
+  fake_server server{R"([{"text": "local model here"}])"};
+  temp_dir dir;
+  process_options opts;
+  opts.env["OLLAMA_HOST"] = "127.0.0.1:" + std::to_string(server.port());
+  opts.env["OPENAI_API_KEY"] = "";
+  opts.env["TROUPE_HOME"] = (dir / "home").string();
+  auto r = run_troupe({"run", "--cwd", dir.path().string(), "--model", "ollama/llama3",
+                       "--output-format", "stream-json", "go"},
+                      opts);
+  CHECK(r.exit_code == 0);
+  auto requests = server.requests();
+  REQUIRE(requests.size() == 1);
+  CHECK(requests[0]["path"] == "/v1/chat/completions");
+  CHECK(requests[0]["body"]["model"] == "llama3");
+  CHECK_FALSE(requests[0]["headers"].contains("authorization"));
+}
