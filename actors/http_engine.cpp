@@ -114,10 +114,11 @@ public:
     curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t->error);
     curl_easy_setopt(e, CURLOPT_PRIVATE, t.get());
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(request.connect_timeout_ms));
-    // "Idle": fewer than 1 byte per second over the whole window means nothing arrived.
+    // The requester watches for silence precisely; this is only a backstop for a requester
+    // that went away (curl's low-speed check averages over a window, seconds late).
     curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
     curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME,
-                     std::max(1L, static_cast<long>(request.idle_timeout_ms / 1000)));
+                     std::max(1L, static_cast<long>(2 * request.idle_timeout_ms / 1000 + 10)));
     curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
     curl_multi_add_handle(multi_, e);
     transfers_.emplace(t->id, std::move(t));

@@ -23,6 +23,8 @@ struct generation {
   int32_t retries = 0;
   uint64_t transfer = 0;    ///< the transfer in flight, 0 while waiting to retry
   uint64_t retry_timer = 0; ///< the due_atom id that starts the next attempt
+  uint64_t idle_timer = 0;  ///< the due_atom id of the next silence check
+  std::chrono::steady_clock::time_point last_activity;
   int32_t status = 0;
   http_headers headers;
   std::string body;
@@ -75,6 +77,14 @@ void finish(self_ptr self, model_reply reply) {
   st.current.reset();
 }
 
+// Checks for silence itself: curl's low-speed limit averages over a window and notices a
+// stalled stream only seconds late.
+void schedule_idle_check(self_ptr self, std::chrono::milliseconds after) {
+  auto& g = *self->state.current;
+  g.idle_timer = next_id(self);
+  self->delayed_send(self, after, due_atom::value, g.idle_timer);
+}
+
 void start_attempt(self_ptr self) {
   auto& st = self->state;
   auto& g = *st.current;
@@ -91,6 +101,8 @@ void start_attempt(self_ptr self) {
                        st.config.connect_timeout_ms,
                        st.config.idle_timeout_ms};
   st.engine.submit(std::move(request), self);
+  g.last_activity = std::chrono::steady_clock::now();
+  schedule_idle_check(self, std::chrono::milliseconds{st.config.idle_timeout_ms});
 }
 
 // Retries when attempts are left; returns false when the caller must fail instead.
@@ -123,6 +135,7 @@ void on_head(self_ptr self, http_response_head& head) {
   if (!st.current || st.current->transfer != head.id)
     return;
   auto& g = *st.current;
+  g.last_activity = std::chrono::steady_clock::now();
   g.status = head.status;
   g.headers = std::move(head.headers);
   auto* type = find_header(g.headers, "content-type");
@@ -136,6 +149,7 @@ void on_chunk(self_ptr self, http_body_chunk& chunk) {
   if (!st.current || st.current->transfer != chunk.id)
     return;
   auto& g = *st.current;
+  g.last_activity = std::chrono::steady_clock::now();
   if (!g.decoder) {
     if (g.body.size() < (16u << 20))
       g.body += chunk.data;
@@ -226,8 +240,28 @@ http_model_actor::behavior_type http_model(self_ptr self, http_model_config conf
     },
     [=](due_atom, uint64_t timer) {
       auto& st = self->state;
-      if (st.current && st.current->transfer == 0 && st.current->retry_timer == timer)
+      if (!st.current)
+        return;
+      auto& g = *st.current;
+      if (g.transfer == 0 && g.retry_timer == timer) {
         start_attempt(self);
+        return;
+      }
+      if (g.transfer == 0 || g.idle_timer != timer)
+        return;
+      auto idle = std::chrono::milliseconds{st.config.idle_timeout_ms};
+      auto silent = std::chrono::steady_clock::now() - g.last_activity;
+      if (silent < idle) {
+        schedule_idle_check(
+          self, std::chrono::duration_cast<std::chrono::milliseconds>(idle - silent) +
+                  std::chrono::milliseconds{1});
+        return;
+      }
+      st.engine.cancel(g.transfer);
+      finish(self, bad_response(st.config.provider.kind, model_error_kind::transport,
+                                "the reply stalled: no data for " +
+                                  std::to_string(st.config.idle_timeout_ms / 1000) + " s",
+                                g.body));
     },
     [=](http_response_head& head) { on_head(self, head); },
     [=](http_body_chunk& chunk) { on_chunk(self, chunk); },
