@@ -29,8 +29,8 @@ test: build
 
 bench: deps
 	cmake -S . -B build-release -G Ninja -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
-	cmake --build build-release -j $(JOBS) --target bench_step_overhead
-	build-release/bench/bench_step_overhead
+	cmake --build build-release -j $(JOBS) --target troupe bench_step_overhead bench_concurrent_streams
+	bench/run_all.sh build-release
 
 asan: deps
 	cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTROUPE_SANITIZE=ON $(CMAKE_FLAGS)

@@ -686,7 +686,7 @@ async def dispatch(req: Request, conn: Conn) -> bool:
     entry_index, entry = (None, None) if violation else STATE.take_entry()
     exhausted = violation is None and entry is None
     rec = {"n": n, "path": req.path, "headers": req.headers, "body": body, "violation": violation,
-           "entry": entry_index, "exhausted": exhausted}
+           "entry": entry_index, "exhausted": exhausted, "received_at": time.time()}
     if req.query:
         rec["query"] = req.query
     STATE.write_record(rec)

@@ -1,0 +1,72 @@
+#!/usr/bin/env python3
+"""Per-step overhead of `troupe run` against the fake model server (loopback, latency 0).
+
+Each step the model asks for one trivial shell command (`true`); the fake server records when
+each request arrives. Reports startup (process start to first request), time per step (between
+consecutive requests: troupe's work, the bash child, and the fake server's own time), and
+troupe's peak RSS. Usage: provider_steps.py TROUPE_BINARY [steps=50] [runs=3] [provider=openai]
+"""
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SERVER = os.path.join(HERE, "..", "tests", "support", "fake_model_server.py")
+
+
+def run_once(binary, steps, provider, root):
+    script = [{"text": "step", "tool_calls": [{"name": "shell", "input": {"command": "true"}}]}
+              for _ in range(steps)] + [{"text": "done"}]
+    script_path = os.path.join(root, "script.json")
+    record_path = os.path.join(root, "requests.jsonl")
+    with open(script_path, "w") as f:
+        json.dump(script, f)
+    server = subprocess.Popen([sys.executable, SERVER, "--script", script_path, "--record",
+                               record_path], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    port = int(server.stdout.readline().split()[1])
+    env = dict(os.environ, TROUPE_HOME=os.path.join(root, "home"), TROUPE_MODEL="")
+    if provider == "openai":
+        env.update(OPENAI_API_KEY="bench", OPENAI_BASE_URL=f"http://127.0.0.1:{port}/v1")
+    else:
+        env.update(ANTHROPIC_API_KEY="bench", ANTHROPIC_BASE_URL=f"http://127.0.0.1:{port}")
+    work = os.path.join(root, "work")
+    os.makedirs(work, exist_ok=True)
+    started = time.time()
+    proc = subprocess.Popen([binary, "run", "--cwd", work, "--model", f"{provider}/bench",
+                             "--output-format", "stream-json", "go"], env=env,
+                            stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
+    server.stdin.close()
+    server.terminate()
+    server.wait()
+    if status != 0:
+        raise SystemExit(f"troupe exited with status {status}")
+    arrivals = [json.loads(line)["received_at"] for line in open(record_path)]
+    gaps = [b - a for a, b in zip(arrivals, arrivals[1:])]
+    return arrivals[0] - started, gaps, usage.ru_maxrss / 1024.0
+
+
+def main():
+    binary = sys.argv[1]
+    steps = int(sys.argv[2]) if len(sys.argv) > 2 else 50
+    runs = int(sys.argv[3]) if len(sys.argv) > 3 else 3
+    provider = sys.argv[4] if len(sys.argv) > 4 else "openai"
+    startups, per_step, rss = [], [], []
+    for _ in range(runs):
+        with tempfile.TemporaryDirectory(prefix="troupe-bench-") as root:
+            startup, gaps, peak = run_once(binary, steps, provider, root)
+            startups.append(startup * 1000)
+            per_step.append(statistics.median(gaps) * 1000)
+            rss.append(peak)
+    print(f"provider steps ({provider}, {steps} steps of `true`, median of {runs} runs)")
+    print(f"  startup to first request: {statistics.median(startups):7.1f} ms")
+    print(f"  per step (request to request): {statistics.median(per_step):7.2f} ms")
+    print(f"  peak RSS of troupe: {statistics.median(rss):7.1f} MiB")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Builds nothing: runs every benchmark against an existing Release build directory.
+# Usage: bench/run_all.sh BUILD_DIR
+set -euo pipefail
+build=${1:-build-release}
+here=$(cd "$(dirname "$0")" && pwd)
+
+"$build/bench/bench_step_overhead" 1000 3
+"$build/bench/bench_step_overhead" 300 3 0 shell
+python3 "$here/provider_steps.py" "$build/troupe" 50 3 openai
+python3 "$here/provider_steps.py" "$build/troupe" 50 3 anthropic
+
+# 1,000 concurrent streams, 200 ms of model latency, through one engine.
+script=$(mktemp)
+trap 'rm -f "$script"; [[ -n "${server_pid:-}" ]] && kill "$server_pid" 2>/dev/null || true' EXIT
+echo '[{"text": "a streamed reply of a few words in small pieces", "latency_ms": 200}]' > "$script"
+coproc server { exec python3 "$here/../tests/support/fake_model_server.py" --script "$script" --loop; }
+server_pid=$server_PID
+read -r _ port <&"${server[0]}"
+ulimit -n 8192
+"$build/bench/bench_concurrent_streams" "$port" 1000 3
