@@ -80,13 +80,12 @@ void run_next_call(self_ptr self) {
       });
 }
 
-// Native calls come first, then blocks parsed from the text; each gets an id. With native
-// tool calling a fenced block is an illustration, never a command.
+// Native calls come first, then calls written in the text; each gets an id. With native
+// tool calling a block in the text is an illustration, never a command.
 void collect_calls(step_state& st, message& reply) {
   auto calls = std::move(reply.tool_calls);
-  if (st.config.format == tool_format::markdown)
-    for (auto& call : parse_markdown_calls(reply.content, *st.config.registry))
-      calls.push_back(std::move(call));
+  for (auto& call : parse_text_calls(reply.content, st.config.format, *st.config.registry))
+    calls.push_back(std::move(call));
   for (size_t i = 0; i < calls.size(); ++i)
     if (calls[i].id.empty())
       calls[i].id = "call_" + reply.id.substr(reply.id.find('_') + 1) + "_" + std::to_string(i);

@@ -19,7 +19,7 @@ namespace troupe {
 struct step_config {
   std::string system_prompt;
   std::shared_ptr<const tool_registry> registry;
-  /// Native calls always run; fenced blocks in the text run only in the markdown format.
+  /// Native calls always run; calls written in the text run only in the markdown/xml formats.
   tool_format format = tool_format::markdown;
 };
 

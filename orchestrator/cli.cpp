@@ -195,7 +195,9 @@ expected<bool> resolve_model(const run_flags& flags, run_settings& settings) {
     return failure{base.error()};
   http.provider.base_url = *base;
   http.provider.stream = !flags.no_stream;
-  http.provider.format = flags.tool_format == "markdown" ? tool_format::markdown : tool_format::tool;
+  http.provider.format = flags.tool_format == "markdown" ? tool_format::markdown
+                         : flags.tool_format == "xml"    ? tool_format::xml
+                                                         : tool_format::tool;
   http.max_retries = flags.max_retries;
   http.idle_timeout_ms = flags.idle_timeout_s * 1000;
   settings.format = http.provider.format;
@@ -240,6 +242,8 @@ expected<run_settings> resolve_run(const run_flags& flags) {
     return failure{model.error()};
   if (settings.model_script && flags.tool_format == "tool")
     settings.format = tool_format::tool;
+  if (settings.model_script && flags.tool_format == "xml")
+    settings.format = tool_format::xml;
 
   settings.prompt = read_prompt(flags.prompt);
   if (settings.prompt.empty())
@@ -334,9 +338,9 @@ int run_cli(int argc, char** argv) {
   run->add_option("--session-id", flags.session_id,
                   "session id; an existing session's transcript is continued");
   run->add_option("--tool-format", flags.tool_format,
-                  "tool (native function calling; default for API models) or markdown "
-                  "(fenced blocks; default for scripted)")
-    ->check(CLI::IsMember({"tool", "markdown"}));
+                  "tool (native function calling; default for API models), markdown "
+                  "(fenced blocks; default for scripted) or xml (<tool-use> elements)")
+    ->check(CLI::IsMember({"tool", "markdown", "xml"}));
   run->add_flag("--no-stream", flags.no_stream, "ask the API for whole replies, not streams");
   run->add_flag("--include-partial-messages", flags.include_partial_messages,
                 "stream-json: add stream_event lines with text deltas");

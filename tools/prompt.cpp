@@ -11,13 +11,19 @@ std::string build_system_prompt(const tool_registry& registry, tool_format forma
     "without calling any tool and the turn ends.\n";
   if (format == tool_format::tool)
     return prompt;
-  prompt += "\nTools are run when your reply contains a fenced block whose language names them. "
-            "Blocks in other languages are shown, not run.\n";
+  if (format == tool_format::xml)
+    prompt += "\nTools are run when your reply contains a <tool-use> element holding one "
+              "element named after the tool; arguments go in its args attribute.\n";
+  else
+    prompt += "\nTools are run when your reply contains a fenced block whose language names "
+              "them. Blocks in other languages are shown, not run.\n";
   for (auto& tool : registry.tools()) {
     prompt += "\n## " + tool.name + "\n" + tool.description + "\n";
     for (auto& example : tool.examples)
       prompt += "Example:\n" +
-                render_markdown_call(tool.block_names.front(), example.args, example.body);
+                (format == tool_format::xml
+                   ? render_xml_call(tool.block_names.front(), example.args, example.body)
+                   : render_markdown_call(tool.block_names.front(), example.args, example.body));
   }
   return prompt;
 }

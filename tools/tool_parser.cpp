@@ -95,6 +95,112 @@ std::vector<tool_call> parse_markdown_calls(std::string_view text, const tool_re
   return calls;
 }
 
+namespace {
+
+std::string xml_unescape(std::string_view s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '&') {
+      for (auto [entity, ch] : {std::pair{"&lt;", '<'}, {"&gt;", '>'}, {"&amp;", '&'},
+                                {"&quot;", '"'}, {"&apos;", '\''}}) {
+        std::string_view e{entity};
+        if (s.substr(i, e.size()) == e) {
+          out.push_back(ch);
+          i += e.size() - 1;
+          goto next;
+        }
+      }
+    }
+    out.push_back(s[i]);
+  next:;
+  }
+  return out;
+}
+
+// Reads attr="value" pairs from the inside of a start tag.
+std::string find_attribute(std::string_view tag, std::string_view name) {
+  for (size_t pos = 0; (pos = tag.find(name, pos)) != std::string_view::npos; pos += name.size()) {
+    bool starts_word = pos == 0 || tag[pos - 1] == ' ' || tag[pos - 1] == '\t';
+    auto rest = tag.substr(pos + name.size());
+    if (!starts_word || rest.size() < 2 || rest[0] != '=' || (rest[1] != '"' && rest[1] != '\''))
+      continue;
+    auto close = rest.find(rest[1], 2);
+    if (close == std::string_view::npos)
+      return {};
+    return xml_unescape(rest.substr(2, close - 2));
+  }
+  return {};
+}
+
+} // namespace
+
+std::vector<tool_call> parse_xml_calls(std::string_view text, const tool_registry& registry) {
+  std::vector<tool_call> calls;
+  constexpr std::string_view open_tag = "<tool-use>";
+  constexpr std::string_view close_tag = "</tool-use>";
+  for (size_t pos = 0; (pos = text.find(open_tag, pos)) != std::string_view::npos;) {
+    auto inner_start = pos + open_tag.size();
+    auto inner_end = text.find(close_tag, inner_start);
+    if (inner_end == std::string_view::npos)
+      break; // unterminated: not runnable
+    pos = inner_end + close_tag.size();
+    auto inner = text.substr(inner_start, inner_end - inner_start);
+    auto lt = inner.find('<');
+    auto gt = inner.find('>', lt == std::string_view::npos ? 0 : lt);
+    if (lt == std::string_view::npos || gt == std::string_view::npos)
+      continue;
+    auto tag = inner.substr(lt + 1, gt - lt - 1);
+    auto name = std::string{tag.substr(0, tag.find_first_of(" \t"))};
+    auto end_tag = "</" + name + ">";
+    auto body_end = inner.rfind(end_tag);
+    if (name.empty() || body_end == std::string_view::npos || body_end < gt)
+      continue;
+    const auto* tool = registry.find_block(name);
+    if (tool == nullptr || !tool->input_from_block)
+      continue;
+    auto body = inner.substr(gt + 1, body_end - gt - 1);
+    if (!body.empty() && body.front() == '\n')
+      body.remove_prefix(1);
+    auto args = find_attribute(tag, "args");
+    if (args.empty())
+      args = find_attribute(tag, "path");
+    tool_call call;
+    call.name = tool->name;
+    call.input = tool->input_from_block(args, body);
+    call.format = call_format::xml;
+    calls.push_back(std::move(call));
+  }
+  return calls;
+}
+
+std::vector<tool_call> parse_text_calls(std::string_view text, tool_format format,
+                                        const tool_registry& registry) {
+  switch (format) {
+    case tool_format::markdown:
+      return parse_markdown_calls(text, registry);
+    case tool_format::xml:
+      return parse_xml_calls(text, registry);
+    case tool_format::tool:
+      break;
+  }
+  return {};
+}
+
+std::string render_xml_call(const std::string& name, const std::string& args,
+                            const std::string& body) {
+  std::string out = "<tool-use>\n<" + name;
+  if (!args.empty()) {
+    std::string escaped;
+    for (char c : args)
+      escaped += c == '"' ? std::string{"&quot;"} : c == '&' ? std::string{"&amp;"} : std::string(1, c);
+    out += " args=\"" + escaped + "\"";
+  }
+  out += ">\n" + body;
+  if (!body.empty() && body.back() != '\n')
+    out += "\n";
+  return out + "</" + name + ">\n</tool-use>\n";
+}
+
 std::string render_markdown_call(const std::string& language, const std::string& args,
                                  const std::string& body) {
   // A body that itself holds fences needs a longer outer fence to stay one block.

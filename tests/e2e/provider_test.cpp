@@ -110,23 +110,36 @@ TEST_CASE("native tool calls round-trip through both providers, streaming and no
     }
 }
 
-TEST_CASE("markdown tool format: no tools in the request, blocks run, results as text") {
-  for (std::string provider : {"openai", "anthropic"}) {
-    CAPTURE(provider);
-    fake_server server{R"([{"text": "Let me look.\n```shell\necho from-block\n```"},
-                           {"text": "Here is a ```shell\nexample\n``` that is not run.\nDone."}])"};
-    provider_run run{provider};
-    auto r = run.run(server, {"--tool-format", "markdown", "go"});
-    CHECK(r.exit_code == 0);
-    auto requests = server.requests();
-    REQUIRE(requests.size() == 2);
-    CHECK_FALSE(requests[0]["body"].contains("tools"));
-    auto system = provider == "openai" ? requests[0]["body"]["messages"][0]["content"]
-                                       : requests[0]["body"]["system"];
-    CHECK(system.get<std::string>().find("```shell") != std::string::npos);
-    CHECK(requests[1]["body"].dump().find("from-block") != std::string::npos);
-    CHECK(result_of(r)["num_steps"] == 2);
-  }
+TEST_CASE("markdown and xml tool formats: no tools in the request, calls run, results as text") {
+  struct format_case {
+    std::string name;
+    std::string call;    // a reply that runs `echo from-block`
+    std::string example; // what the system prompt shows
+  };
+  std::vector<format_case> formats = {
+    {"markdown", R"(Let me look.\n```shell\necho from-block\n```)", "```shell"},
+    {"xml", R"(Let me look.\n<tool-use>\n<shell>\necho from-block\n</shell>\n</tool-use>)",
+     "<tool-use>"},
+  };
+  for (std::string provider : {"openai", "anthropic"})
+    for (auto& format : formats) {
+      CAPTURE(provider);
+      CAPTURE(format.name);
+      fake_server server{R"([{"text": ")" + format.call + R"("},
+                             {"text": "Done."}])"};
+      provider_run run{provider};
+      auto r = run.run(server, {"--tool-format", format.name, "go"});
+      CHECK(r.exit_code == 0);
+      auto requests = server.requests();
+      REQUIRE(requests.size() == 2);
+      CHECK(requests[1]["violation"].is_null());
+      CHECK_FALSE(requests[0]["body"].contains("tools"));
+      auto system = provider == "openai" ? requests[0]["body"]["messages"][0]["content"]
+                                         : requests[0]["body"]["system"];
+      CHECK(system.get<std::string>().find(format.example) != std::string::npos);
+      CHECK(requests[1]["body"].dump().find("from-block\\n") != std::string::npos);
+      CHECK(result_of(r)["num_steps"] == 2);
+    }
 }
 
 TEST_CASE("with native tools a fenced block in the text is not run") {

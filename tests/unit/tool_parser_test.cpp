@@ -90,3 +90,34 @@ TEST_CASE("rendered calls parse back to the same call") {
     CHECK(calls[0].input == json{{"path", "out.md"}, {"content", expected}});
   }
 }
+
+TEST_CASE("xml tool-use elements are runnable calls in order") {
+  auto calls = parse_xml_calls("First:\n<tool-use>\n<shell>\nls -la\n</shell>\n</tool-use>\n"
+                               "then <tool-use><save args=\"a &amp; b.txt\">x\n</save></tool-use>"
+                               " and <tool-use><read path='r.txt'></read></tool-use>",
+                               registry());
+  REQUIRE(calls.size() == 3);
+  CHECK(calls[0].name == "shell");
+  CHECK(calls[0].input == json{{"command", "ls -la\n"}});
+  CHECK(calls[0].format == call_format::xml);
+  CHECK(calls[1].input == json{{"path", "a & b.txt"}, {"content", "x\n"}});
+  CHECK(calls[2].input == json{{"path", "r.txt"}});
+}
+
+TEST_CASE("unterminated or unknown xml elements are not runnable") {
+  CHECK(parse_xml_calls("<tool-use><shell>rm -rf x</shell>", registry()).empty());
+  CHECK(parse_xml_calls("<tool-use><shell>rm -rf x</tool-use>", registry()).empty());
+  CHECK(parse_xml_calls("<tool-use><python>print(1)</python></tool-use>", registry()).empty());
+  CHECK(parse_xml_calls("no tools <here>", registry()).empty());
+}
+
+TEST_CASE("rendered xml calls parse back; each format parses only its own syntax") {
+  auto text = render_xml_call("save", "dir/\"q\".txt", "line\n<b>bold</b>\n");
+  auto calls = parse_xml_calls(text, registry());
+  REQUIRE(calls.size() == 1);
+  CHECK(calls[0].input == json{{"path", "dir/\"q\".txt"}, {"content", "line\n<b>bold</b>\n"}});
+  std::string both = "```shell\necho md\n```\n<tool-use><shell>echo xml</shell></tool-use>";
+  CHECK(parse_text_calls(both, tool_format::markdown, registry()).size() == 1);
+  CHECK(parse_text_calls(both, tool_format::xml, registry())[0].input["command"] == "echo xml");
+  CHECK(parse_text_calls(both, tool_format::tool, registry()).empty());
+}
