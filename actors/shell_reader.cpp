@@ -6,10 +6,10 @@
 
 namespace troupe {
 
-void spawn_shell_reader(caf::actor_system& sys, shell_child child, size_t output_cap,
+void spawn_shell_reader(caf::actor_system& sys, shell_process shell, size_t output_cap,
                         uint64_t job, tool_executor_actor owner) {
   sys.spawn<caf::detached>([=](caf::blocking_actor*) {
-    auto exit = wait_for_shell(child, output_cap);
+    auto exit = wait_for_command(shell, output_cap);
     exit.job = job;
     caf::anon_send(owner, exited_atom::value, std::move(exit));
   });

@@ -1,5 +1,5 @@
 #pragma once
-// A detached actor that reads one child process to its end, off the scheduler threads.
+// A detached actor that reads one command's output from the shell, off the scheduler threads.
 
 #include <cstddef>
 #include <cstdint>
@@ -13,8 +13,9 @@ class actor_system;
 
 namespace troupe {
 
-/// Spawns a reader on its own thread; it sends (exited_atom, process_exit) to `owner`.
-void spawn_shell_reader(caf::actor_system& sys, shell_child child, size_t output_cap,
+/// Spawns a reader on its own thread for the command just sent to `shell`; it sends
+/// (exited_atom, process_exit) to `owner` when the command is done or the shell has ended.
+void spawn_shell_reader(caf::actor_system& sys, shell_process shell, size_t output_cap,
                         uint64_t job, tool_executor_actor owner);
 
 } // namespace troupe

@@ -10,6 +10,7 @@
 #include <caf/typed_event_based_actor.hpp>
 #include <spdlog/spdlog.h>
 
+#include "actors/ids.hpp"
 #include "actors/shell_reader.hpp"
 #include "tools/shell.hpp"
 
@@ -31,16 +32,13 @@ struct tool_executor_state {
   tool_context context;
   uint64_t next_job = 0;
   std::unordered_map<uint64_t, running_job> jobs;
-  /// Process groups of finished commands: background jobs they started may still run.
-  std::vector<pid_t> finished_groups;
+  /// The session's bash, started on first use and again after it ends.
+  shell_process shell;
 
   ~tool_executor_state() {
-    // Never leave a child behind: an executor that goes away kills every group it started,
-    // background jobs of finished commands included.
-    for (auto& [id, job] : jobs)
-      ::kill(-job.pid, SIGKILL);
-    for (auto group : finished_groups)
-      ::kill(-group, SIGKILL);
+    // Never leave a child behind: the shell's group holds every command and background job.
+    // A reader may still be blocked on the pipe; it is woken by the kill, not reaped here.
+    stop_shell(shell, jobs.empty());
   }
 };
 
@@ -68,18 +66,27 @@ caf::result<tool_result> execute(self_ptr self, const tool_call& call) {
       return error_result("tool '" + call.name + "' failed: " + e.what());
     }
   }
-  auto child = start_shell(call.input, st.context);
-  if (!child)
-    return error_result(child.error());
+  if (!st.jobs.empty())
+    return error_result("the shell is busy with another command; run commands one at a time");
+  if (st.shell.pid < 0) {
+    auto started = start_shell(st.context, random_hex(16));
+    if (!started)
+      return error_result(started.error());
+    st.shell = std::move(*started);
+  }
+  if (auto sent = send_command(st.shell, call.input.at("command").get<std::string>()); !sent) {
+    stop_shell(st.shell, true);
+    return error_result(sent.error() + "; the shell was restarted, run the command again");
+  }
   auto id = st.next_job++;
   running_job job;
   job.promise = self->make_response_promise<tool_result>();
-  job.pid = child->pid;
+  job.pid = st.shell.pid;
   job.timeout = shell_timeout(call.input, st.context);
   auto promise = job.promise;
   self->delayed_send(self, job.timeout, due_atom::value, id);
   st.jobs.emplace(id, std::move(job));
-  spawn_shell_reader(self->system(), *child, st.context.output_cap, id, self);
+  spawn_shell_reader(self->system(), st.shell, st.context.output_cap, id, self);
   return promise;
 }
 
@@ -111,10 +118,15 @@ tool_executor_actor::behavior_type tool_executor(self_ptr self,
       if (i == self->state.jobs.end())
         return;
       auto& job = i->second;
-      job.promise.deliver(shell_result(exit, job.timed_out, job.timeout, job.interrupted));
-      // Only groups that may still have members; bash itself is reaped.
-      if (::kill(-job.pid, 0) == 0)
-        self->state.finished_groups.push_back(job.pid);
+      auto result = shell_result(exit, job.timed_out, job.timeout, job.interrupted);
+      if (exit.shell_exited) {
+        // The reader reaped bash; what is left of its group goes too, and the next command
+        // starts a fresh shell (in the workspace, without the old variables).
+        stop_shell(self->state.shell, false);
+        if (!job.timed_out && !job.interrupted)
+          result.output += "\n[the shell exited; the next command starts a new one]";
+      }
+      job.promise.deliver(std::move(result));
       self->state.jobs.erase(i);
     },
   };

@@ -19,12 +19,14 @@ struct process_exit {
   /// Exit status, or 128 + signal number when a signal ended it.
   int32_t exit_code = 0;
   bool truncated = false;
+  /// True when the process itself ended (for a persistent shell: it must be started again).
+  bool shell_exited = false;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, process_exit& x) {
   return f(caf::meta::type_name("process_exit"), x.job, x.output, x.total_bytes, x.exit_code,
-           x.truncated);
+           x.truncated, x.shell_exited);
 }
 
 } // namespace troupe

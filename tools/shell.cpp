@@ -1,7 +1,6 @@
 #include "tools/shell.hpp"
 
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -16,30 +15,6 @@ extern char** environ;
 namespace troupe {
 
 namespace {
-
-// Restores the previous call's cwd and exports, runs the command, then saves both again.
-// $1 = command, $2 = default cwd, $3 = state directory.
-// Only builtins: every fork here would cost each call a millisecond or more. The state files
-// are overwritten in place with `1<>` (no truncation: on ext4 truncating and rewriting a file
-// forces its data out, ~0.7 ms a file). Stale bytes past the new end are never read: the cwd
-// file is read up to its first newline, and the env file ends with `return 0`, which stops
-// `.` there. A command killed mid-save leaves at worst a partial file; then the fallbacks
-// below (cd to the workspace, ignore a bad line) apply.
-constexpr const char* wrapper_script = R"sh(
-__troupe_state="$3"
-if [ -f "$__troupe_state/shell_env" ]; then . "$__troupe_state/shell_env" 2>/dev/null; fi
-__troupe_cwd="$2"
-if [ -f "$__troupe_state/shell_cwd" ]; then read -r __troupe_cwd < "$__troupe_state/shell_cwd"; fi
-cd -- "$__troupe_cwd" 2>/dev/null || cd -- "$2" || exit 1
-__troupe_save() {
-  __troupe_rc=$?
-  pwd -P 1<> "$__troupe_state/shell_cwd" 2>/dev/null
-  { export -p; echo 'return 0'; } 1<> "$__troupe_state/shell_env" 2>/dev/null
-  exit $__troupe_rc
-}
-trap __troupe_save EXIT
-eval "$1"
-)sh";
 
 // Keeps the first and last half of the cap; counts everything.
 class output_capture {
@@ -121,22 +96,21 @@ std::chrono::milliseconds shell_timeout(const nlohmann::json& input, const tool_
   return ctx.shell_timeout;
 }
 
-expected<shell_child> start_shell(const nlohmann::json& input, const tool_context& ctx) {
-  auto command = input.at("command").get<std::string>();
-  std::error_code ec;
-  std::filesystem::create_directories(ctx.state_dir, ec);
-  if (ec)
-    return failure{"cannot create tool state directory " + ctx.state_dir.string() + ": " +
-                   ec.message()};
-  int fds[2];
-  if (pipe2(fds, O_CLOEXEC) != 0)
+expected<shell_process> start_shell(const tool_context& ctx, std::string nonce) {
+  int in[2], out[2];
+  if (pipe2(in, O_CLOEXEC) != 0)
     return failure{std::string{"cannot create a pipe: "} + std::strerror(errno)};
-
+  if (pipe2(out, O_CLOEXEC) != 0) {
+    close(in[0]);
+    close(in[1]);
+    return failure{std::string{"cannot create a pipe: "} + std::strerror(errno)};
+  }
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
-  posix_spawn_file_actions_adddup2(&actions, fds[1], 2);
+  posix_spawn_file_actions_adddup2(&actions, in[0], 0);
+  posix_spawn_file_actions_adddup2(&actions, out[1], 1);
+  posix_spawn_file_actions_adddup2(&actions, out[1], 2);
+  posix_spawn_file_actions_addchdir_np(&actions, ctx.cwd.c_str());
 
   // The CLI blocks SIGINT/SIGTERM in every thread; a child must start with a clean slate.
   posix_spawnattr_t attr;
@@ -152,55 +126,98 @@ expected<shell_child> start_shell(const nlohmann::json& input, const tool_contex
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
                                     POSIX_SPAWN_SETSIGDEF);
 
-  std::string cwd = ctx.cwd.string();
-  std::string state = ctx.state_dir.string();
-  const char* argv[] = {"bash", "--noprofile", "--norc", "-c", wrapper_script, "troupe-shell",
-                        command.c_str(), cwd.c_str(), state.c_str(), nullptr};
+  const char* argv[] = {"bash", "--noprofile", "--norc", nullptr};
   pid_t pid = -1;
   int rc = posix_spawn(&pid, ctx.shell_program.c_str(), &actions, &attr,
                        const_cast<char**>(argv), environ);
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
-  close(fds[1]);
+  close(in[0]);
+  close(out[1]);
   if (rc != 0) {
-    close(fds[0]);
-    return failure{"cannot start " + ctx.shell_program + ": " + std::strerror(rc)};
+    close(in[1]);
+    close(out[0]);
+    return failure{"cannot start " + ctx.shell_program + " in " + ctx.cwd.string() + ": " +
+                   std::strerror(rc)};
   }
-  return shell_child{pid, fds[0]};
+  return shell_process{pid, in[1], out[0], std::move(nonce)};
 }
 
-process_exit wait_for_shell(shell_child child, size_t output_cap) {
-  output_capture capture{output_cap};
-  char buffer[65536];
-  int status = 0;
-  bool reaped = false;
-  pollfd pfd{child.output_fd, POLLIN, 0};
-  for (;;) {
-    int ready = poll(&pfd, 1, reaped ? 0 : 100);
-    if (ready < 0 && errno == EINTR)
+expected<bool> send_command(const shell_process& shell, const std::string& command) {
+  // Builtins only, no fork: the text arrives through a here-document whose delimiter the
+  // command cannot contain, so even a syntax error in it cannot break the framing.
+  auto delimiter = "__TROUPE_CMD_" + shell.nonce;
+  std::string script = "IFS= read -r -d '' __troupe_cmd <<'" + delimiter + "'\n" + command +
+                       (command.empty() || command.back() != '\n' ? "\n" : "") + delimiter +
+                       "\neval \"$__troupe_cmd\" </dev/null 2>&1\nprintf '\\n__TROUPE_DONE_" +
+                       shell.nonce + " %d\\n' \"$?\"\n";
+  size_t done = 0;
+  while (done < script.size()) {
+    auto n = write(shell.input_fd, script.data() + done, script.size() - done);
+    if (n < 0 && errno == EINTR)
       continue;
-    if (ready > 0) {
-      auto n = read(child.output_fd, buffer, sizeof buffer);
-      if (n > 0) {
-        capture.append(buffer, static_cast<size_t>(n));
-        continue;
-      }
-      if (n < 0 && errno == EINTR)
-        continue;
-      break; // EOF or error: every writer has gone
-    }
-    if (reaped)
-      break; // bash is gone and nothing more is buffered: a background job holds the pipe
-    if (waitpid(child.pid, &status, WNOHANG) == child.pid)
-      reaped = true;
+    if (n < 0)
+      return failure{std::string{"cannot send the command to bash: "} + std::strerror(errno)};
+    done += static_cast<size_t>(n);
   }
-  close(child.output_fd);
-  if (!reaped)
-    while (waitpid(child.pid, &status, 0) < 0 && errno == EINTR) {
+  return true;
+}
+
+process_exit wait_for_command(const shell_process& shell, size_t output_cap) {
+  output_capture capture{output_cap};
+  const std::string marker = "\n__TROUPE_DONE_" + shell.nonce + " ";
+  // Bytes that could still be the start of the marker are held back from the capture.
+  std::string pending;
+  char buffer[65536];
+  process_exit result;
+  for (;;) {
+    auto n = read(shell.output_fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      break; // bash is gone
+    pending.append(buffer, static_cast<size_t>(n));
+    auto at = pending.find(marker);
+    if (at != std::string::npos) {
+      auto line_end = pending.find('\n', at + marker.size());
+      if (line_end == std::string::npos)
+        continue; // the status has not arrived yet
+      capture.append(pending.data(), at);
+      auto exit_code = std::atoi(pending.c_str() + at + marker.size());
+      result = capture.finish();
+      result.exit_code = exit_code;
+      return result; // later bytes belong to background jobs; they are dropped
     }
-  auto result = capture.finish();
+    if (pending.size() > marker.size() + 32) {
+      auto keep = marker.size() + 32;
+      capture.append(pending.data(), pending.size() - keep);
+      pending.erase(0, pending.size() - keep);
+    }
+  }
+  capture.append(pending.data(), pending.size());
+  int status = 0;
+  while (waitpid(shell.pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  result = capture.finish();
   result.exit_code = decode_status(status);
+  result.shell_exited = true;
   return result;
+}
+
+void stop_shell(shell_process& shell, bool reap) {
+  if (shell.pid > 0) {
+    ::kill(-shell.pid, SIGKILL);
+    if (reap) {
+      int status = 0;
+      while (waitpid(shell.pid, &status, 0) < 0 && errno == EINTR) {
+      }
+    }
+  }
+  if (shell.input_fd >= 0)
+    close(shell.input_fd);
+  if (shell.output_fd >= 0)
+    close(shell.output_fd);
+  shell = shell_process{};
 }
 
 tool_result shell_result(const process_exit& exit, bool timed_out,

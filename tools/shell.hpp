@@ -1,6 +1,6 @@
 #pragma once
-// The `shell` tool: a command run by bash in a child process of its own process group.
-// The working directory and exported variables carry over between calls of one session.
+// The `shell` tool: commands run one after another by the session's own bash, a child in a
+// process group of its own. The working directory and variables carry over between calls.
 
 #include <sys/types.h>
 
@@ -16,22 +16,34 @@ namespace troupe {
 /// Returns the `shell` tool's spec (a process tool: the executor starts and reads it).
 tool_spec shell_tool();
 
-/// A child started by start_shell: its pid (also its process group) and its output pipe.
-struct shell_child {
+/// The session's bash: one process (and process group) that runs the commands one after
+/// another, so the working directory, variables and functions carry over between calls.
+struct shell_process {
   pid_t pid = -1;
+  int input_fd = -1;
   int output_fd = -1;
+  /// Random text that frames each command's end in the output; commands cannot forge it.
+  std::string nonce;
 };
 
 /// Returns the timeout for one call: input `timeout` (seconds) or the context's default.
 std::chrono::milliseconds shell_timeout(const nlohmann::json& input, const tool_context& ctx);
 
-/// Starts `bash` for the command in input, in the directory and with the exported variables
-/// the previous call left behind. Never blocks on the child.
-expected<shell_child> start_shell(const nlohmann::json& input, const tool_context& ctx);
+/// Starts the session's bash in the workspace, in a process group of its own, with an empty
+/// signal mask and default dispositions. Never blocks on the child.
+expected<shell_process> start_shell(const tool_context& ctx, std::string nonce);
 
-/// Reads the child's output to the end and reaps it. Blocks: call it off the scheduler threads.
-/// A background job that keeps the pipe open does not hold it up once bash has exited.
-process_exit wait_for_shell(shell_child child, size_t output_cap);
+/// Hands one command to the shell (its stdin is /dev/null; stderr joins stdout).
+expected<bool> send_command(const shell_process& shell, const std::string& command);
+
+/// Reads the command's output up to the end marker and returns it with the command's exit
+/// status; `shell_exited` is set when bash itself ended (an `exit`, a kill), in which case it
+/// is reaped here. Blocks: call it off the scheduler threads.
+process_exit wait_for_command(const shell_process& shell, size_t output_cap);
+
+/// Stops the shell's process group and closes its pipes (the process is reaped by whoever
+/// waits on it, or here when `reap` is set).
+void stop_shell(shell_process& shell, bool reap);
 
 /// Renders a finished process as the result the model sees.
 tool_result shell_result(const process_exit& exit, bool timed_out,

@@ -79,6 +79,37 @@ TEST_CASE("shell state that shrinks leaves nothing stale behind") {
   CHECK(r.output == std::filesystem::canonical(f.dir / "a").string() + "\nunset\n");
 }
 
+TEST_CASE("one bash serves the session: functions and plain variables persist") {
+  executor_fixture f;
+  CHECK_FALSE(f.shell("greet() { echo \"hi $1\"; }; PLAIN=kept").is_error);
+  CHECK(f.shell("greet you; echo $PLAIN").output == "hi you\nkept\n");
+}
+
+TEST_CASE("a shell that exits or is killed is started again for the next command") {
+  executor_fixture f;
+  f.shell("cd / && X=1");
+  auto exited = f.shell("echo bye; exit 5");
+  CHECK(exited.exit_code == 5);
+  CHECK(exited.output.rfind("bye\n", 0) == 0);
+  CHECK(exited.output.find("the shell exited") != std::string::npos);
+  auto fresh = f.shell("pwd; echo \"${X-unset}\"");
+  CHECK(fresh.output == std::filesystem::canonical(f.dir.path()).string() + "\nunset\n");
+  auto killed = f.run("shell", {{"command", "sleep 30"}, {"timeout", 0.2}});
+  CHECK(killed.exit_code == 137);
+  CHECK(f.shell("echo alive").output == "alive\n");
+}
+
+TEST_CASE("a syntax error or a fake end marker cannot break the framing") {
+  executor_fixture f;
+  auto bad = f.shell("echo 'unterminated");
+  CHECK(bad.is_error);
+  CHECK(bad.output.find("unexpected EOF") != std::string::npos);
+  CHECK(f.shell("printf '\\n__TROUPE_DONE_x 0\\n'; echo after").output ==
+        "\n__TROUPE_DONE_x 0\nafter\n");
+  CHECK(f.shell("echo 'no newline at the end' | tr -d '\\n'").output ==
+        "no newline at the end");
+}
+
 TEST_CASE("shell standard input is empty, so reading it does not hang") {
   executor_fixture f;
   auto r = f.shell("cat; echo after");
