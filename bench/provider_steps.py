@@ -64,7 +64,18 @@ def run_once(binary, steps, provider, root):
     proc = subprocess.Popen([binary, "run", "--cwd", work, "--model", f"{provider}/bench",
                              "--output-format", "stream-json", "go"], env=env,
                             stdout=subprocess.DEVNULL)
-    _, status, usage = os.wait4(proc.pid, 0)
+    # troupe's own high-water mark (wait4's ru_maxrss may also cover the shell it reaped).
+    hwm = 0
+    while proc.poll() is None:
+        try:
+            with open(f"/proc/{proc.pid}/status") as f:
+                for line in f:
+                    if line.startswith("VmHWM:"):
+                        hwm = max(hwm, int(line.split()[1]))
+        except OSError:
+            pass
+        time.sleep(0.02)  # sampled: VmHWM only grows, and polling must not steal the CPU
+    status = proc.returncode
     server.stdin.close()
     server.terminate()
     server.wait()
@@ -74,7 +85,7 @@ def run_once(binary, steps, provider, root):
     arrivals = [r["received_at"] for r in records]
     gaps = [b - a for a, b in zip(arrivals, arrivals[1:])]
     own = server_time(script_path, [r["body"] for r in records], provider)
-    return arrivals[0] - started, gaps, usage.ru_maxrss / 1024.0, own
+    return arrivals[0] - started, gaps, hwm / 1024.0, own
 
 
 def main():

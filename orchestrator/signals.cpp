@@ -2,17 +2,18 @@
 
 #include <pthread.h>
 #include <signal.h>
-#include <time.h>
 
 namespace troupe {
 
 namespace {
 
+// SIGUSR1 only wakes the forwarder when it is told to stop; it never reaches the callback.
 sigset_t termination_signals() {
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGUSR1);
   return set;
 }
 
@@ -26,16 +27,16 @@ void block_termination_signals() {
 signal_forwarder::signal_forwarder(std::function<void(int)> on_signal)
   : thread_([this, on_signal = std::move(on_signal)] {
       auto set = termination_signals();
-      timespec period{0, 100 * 1000 * 1000};
       while (running_.load()) {
-        int sig = sigtimedwait(&set, nullptr, &period);
-        if (sig > 0)
+        int sig = sigwaitinfo(&set, nullptr);
+        if (sig > 0 && sig != SIGUSR1)
           on_signal(sig);
       }
     }) {}
 
 signal_forwarder::~signal_forwarder() {
   running_.store(false);
+  pthread_kill(thread_.native_handle(), SIGUSR1); // stops at once, no polling period to wait out
   thread_.join();
 }
 

@@ -7,8 +7,8 @@
 
 namespace troupe {
 
-/// Blocks SIGINT and SIGTERM for this thread and the threads it starts later. Call before
-/// the actor system exists so CAF's threads inherit the mask.
+/// Blocks SIGINT, SIGTERM (and SIGUSR1, the forwarder's own wake-up) for this thread and the
+/// threads it starts later. Call before the actor system exists so CAF's threads inherit it.
 void block_termination_signals();
 
 /// Waits for SIGINT/SIGTERM on its own thread and hands each to a callback.
