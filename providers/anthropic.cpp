@@ -88,7 +88,7 @@ struct block {
   std::string input_json;
 };
 
-class anthropic_decoder : public reply_decoder {
+class anthropic_decoder : public sse_decoder_base {
 public:
   std::string feed(std::string_view bytes) override {
     std::string text;
@@ -169,18 +169,10 @@ public:
   }
 
 private:
-  void fail(model_reply reply) {
-    failed_ = true;
-    failure_ = std::move(reply);
-  }
-
-  sse_parser parser_;
   std::map<int, block> blocks_;
   std::string stop_reason_;
   token_usage usage_;
   bool stopped_ = false;
-  bool failed_ = false;
-  model_reply failure_;
 };
 
 } // namespace

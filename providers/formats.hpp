@@ -6,8 +6,22 @@
 #include <nlohmann/json.hpp>
 
 #include "providers/provider.hpp"
+#include "providers/sse.hpp"
 
 namespace troupe::detail {
+
+/// What both streamed decoders share: the SSE parser, and the first failure, which sticks.
+class sse_decoder_base : public reply_decoder {
+protected:
+  void fail(model_reply reply) {
+    failed_ = true;
+    failure_ = std::move(reply);
+  }
+
+  sse_parser parser_;
+  bool failed_ = false;
+  model_reply failure_;
+};
 
 http_call build_openai_request(const provider_config& config, const model_request& request);
 std::unique_ptr<reply_decoder> make_openai_decoder();

@@ -74,7 +74,7 @@ struct partial_call {
   std::string arguments;
 };
 
-class openai_decoder : public reply_decoder {
+class openai_decoder : public sse_decoder_base {
 public:
   std::string feed(std::string_view bytes) override {
     std::string text;
@@ -145,19 +145,11 @@ public:
   }
 
 private:
-  void fail(model_reply reply) {
-    failed_ = true;
-    failure_ = std::move(reply);
-  }
-
-  sse_parser parser_;
   std::string content_;
   std::map<int, partial_call> calls_;
   std::string finish_reason_;
   token_usage usage_;
   bool done_ = false;
-  bool failed_ = false;
-  model_reply failure_;
 };
 
 } // namespace
