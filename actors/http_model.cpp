@@ -102,7 +102,9 @@ void start_attempt(self_ptr self) {
                        st.config.idle_timeout_ms};
   st.engine.submit(std::move(request), self);
   g.last_activity = std::chrono::steady_clock::now();
-  schedule_idle_check(self, std::chrono::milliseconds{st.config.idle_timeout_ms});
+  // A whole (non-streamed) reply is silent until it is complete: no idle check for it.
+  if (st.config.provider.stream)
+    schedule_idle_check(self, std::chrono::milliseconds{st.config.idle_timeout_ms});
 }
 
 // Retries when attempts are left; returns false when the caller must fail instead.
@@ -204,6 +206,24 @@ void on_done(self_ptr self, http_transfer_done& done) {
   finish(self, std::move(reply));
 }
 
+// A reply shaped in a way no decoder expected must fail the generation, not the actor: an
+// exception escaping a handler would kill it and leave the step waiting.
+template <class F>
+void guarded(self_ptr self, F&& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    auto& st = self->state;
+    if (!st.current)
+      return;
+    if (st.current->transfer != 0)
+      st.engine.cancel(st.current->transfer);
+    finish(self, bad_response(st.config.provider.kind, model_error_kind::transport,
+                              std::string{"unexpected reply ("} + e.what() + ")",
+                              st.current->body));
+  }
+}
+
 http_model_actor::behavior_type http_model(self_ptr self, http_model_config config,
                                            http_engine engine) {
   self->state.config = std::move(config);
@@ -224,7 +244,7 @@ http_model_actor::behavior_type http_model(self_ptr self, http_model_config conf
       g.promise = self->make_response_promise<model_reply>();
       g.request = std::move(request);
       auto promise = g.promise;
-      start_attempt(self);
+      guarded(self, [&] { start_attempt(self); });
       return promise;
     },
     [=](cancel_atom) {
@@ -263,9 +283,9 @@ http_model_actor::behavior_type http_model(self_ptr self, http_model_config conf
                                   std::to_string(st.config.idle_timeout_ms / 1000) + " s",
                                 g.body));
     },
-    [=](http_response_head& head) { on_head(self, head); },
-    [=](http_body_chunk& chunk) { on_chunk(self, chunk); },
-    [=](http_transfer_done& done) { on_done(self, done); },
+    [=](http_response_head& head) { guarded(self, [&] { on_head(self, head); }); },
+    [=](http_body_chunk& chunk) { guarded(self, [&] { on_chunk(self, chunk); }); },
+    [=](http_transfer_done& done) { guarded(self, [&] { on_done(self, done); }); },
   };
 }
 

@@ -364,7 +364,9 @@ void request_interrupt(session_ptr self) {
   if (st.phase != session_phase::stepping || st.interrupt_requested)
     return;
   st.interrupt_requested = true;
-  self->send<caf::message_priority::high>(st.step, interrupt_atom::value);
+  // Normal priority: a high-priority interrupt could overtake the step request it is meant
+  // to stop and reach an idle step, which would then run the whole step.
+  self->send(st.step, interrupt_atom::value);
 }
 
 } // namespace troupe

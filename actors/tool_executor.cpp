@@ -119,10 +119,10 @@ tool_executor_actor::behavior_type tool_executor(self_ptr self,
         return;
       auto& job = i->second;
       auto result = shell_result(exit, job.timed_out, job.timeout, job.interrupted);
-      if (exit.shell_exited) {
-        // The reader reaped bash; what is left of its group goes too, and the next command
-        // starts a fresh shell (in the workspace, without the old variables).
-        stop_shell(self->state.shell, false);
+      if (exit.shell_exited || job.timed_out || job.interrupted) {
+        // bash is gone (reaped by the reader) or was just killed (reaped here); what is left
+        // of its group goes too, and the next command starts a fresh shell in the workspace.
+        stop_shell(self->state.shell, !exit.shell_exited);
         if (!job.timed_out && !job.interrupted)
           result.output += "\n[the shell exited; the next command starts a new one]";
       }

@@ -54,7 +54,8 @@ using step_actor = caf::typed_actor<
   // Run a step. Before any tool runs, the reply goes to the session as (reply_atom, message)
   // and the step waits for its answer.
   caf::replies_to<step_atom, step_request>::with<step_outcome>,
-  // Abort the step in flight (sent with high priority); it answers `interrupted`.
+  // Abort the step in flight; it answers `interrupted`. Sent at normal priority by the session
+  // so it cannot overtake the step request it is meant to stop.
   caf::reacts_to<interrupt_atom>,
   // From the model client: progress of the generation, passed on to the session.
   caf::reacts_to<generation_progress>>;

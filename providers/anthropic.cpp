@@ -24,24 +24,29 @@ void add_blocks(json& messages, const char* role_name, json blocks) {
 
 json text_block(const std::string& text) { return {{"type", "text"}, {"text", text}}; }
 
-json to_anthropic_messages(const model_request& request) {
+// Anthropic refuses text blocks that hold only whitespace.
+bool is_blank(const std::string& text) {
+  return text.find_first_not_of(" \t\r\n") == std::string::npos;
+}
+
+json to_anthropic_messages(const model_request& request, bool native_tools) {
   auto out = json::array();
   std::map<std::string, bool> native_ids;
   for (auto& ptr : request.context.messages) {
     const auto& m = *ptr;
     switch (m.role) {
       case role::user:
-        add_blocks(out, "user", json::array({text_block(m.content.empty() ? "(empty)" : m.content)}));
+        add_blocks(out, "user", json::array({text_block(is_blank(m.content) ? "(empty)" : m.content)}));
         break;
       case role::system:
         add_blocks(out, "user", json::array({text_block("[system] " + m.content)}));
         break;
       case role::assistant: {
         auto blocks = json::array();
-        if (!m.content.empty())
+        if (!is_blank(m.content))
           blocks.push_back(text_block(m.content));
         for (auto& call : m.tool_calls)
-          if (is_native_call(call)) {
+          if (native_tools && is_native_call(call)) {
             native_ids[call.id] = true;
             blocks.push_back({{"type", "tool_use"},
                               {"id", call.id},
@@ -58,7 +63,7 @@ json to_anthropic_messages(const model_request& request) {
           add_blocks(out, "user",
                      json::array({{{"type", "tool_result"},
                                    {"tool_use_id", m.tool_call_id},
-                                   {"content", m.content.empty() ? "(no output)" : m.content},
+                                   {"content", is_blank(m.content) ? "(no output)" : m.content},
                                    {"is_error", m.is_error}}}));
         else
           add_blocks(out, "user", json::array({text_block(tool_result_as_text(m))}));
@@ -180,10 +185,10 @@ private:
 http_call build_anthropic_request(const provider_config& config, const model_request& request) {
   json body = {{"model", config.model},
                {"max_tokens", config.max_tokens},
-               {"messages", to_anthropic_messages(request)}};
+               {"messages", to_anthropic_messages(request, native_tools(config, request))}};
   if (!request.system_prompt.empty())
     body["system"] = request.system_prompt;
-  if (config.format == tool_format::tool && !request.tools.empty()) {
+  if (native_tools(config, request)) {
     auto tools = json::array();
     for (auto& t : request.tools)
       tools.push_back(

@@ -43,6 +43,12 @@ std::string tool_result_as_text(const message& m);
 /// Returns true when a message should travel as the provider's native tool call or result.
 bool is_native_call(const tool_call& call);
 
+/// Returns true when the request offers tools natively; only then may the conversation hold
+/// native calls and results (the APIs refuse them otherwise), else they travel as text.
+inline bool native_tools(const provider_config& config, const model_request& request) {
+  return config.format == tool_format::tool && !request.tools.empty();
+}
+
 /// Normalises stop reasons: "end_turn", "tool_use", "max_tokens", "refusal", …
 std::string normalize_stop_reason(const std::string& provider_reason);
 

@@ -13,7 +13,7 @@ namespace {
 
 using nlohmann::json;
 
-json to_openai_messages(const model_request& request) {
+json to_openai_messages(const model_request& request, bool native_tools) {
   auto out = json::array();
   if (!request.system_prompt.empty())
     out.push_back({{"role", "system"}, {"content", request.system_prompt}});
@@ -31,7 +31,7 @@ json to_openai_messages(const model_request& request) {
         json entry = {{"role", "assistant"}, {"content", m.content}};
         auto calls = json::array();
         for (auto& call : m.tool_calls)
-          if (is_native_call(call)) {
+          if (native_tools && is_native_call(call)) {
             native_ids.insert(call.id);
             calls.push_back({{"id", call.id},
                              {"type", "function"},
@@ -111,7 +111,7 @@ public:
       }
       if (auto calls = delta->find("tool_calls"); calls != delta->end() && calls->is_array())
         for (auto& c : *calls) {
-          auto& call = calls_[c.value("index", 0)];
+          auto& call = calls_[call_index(c)];
           if (auto id = c.find("id"); id != c.end() && id->is_string())
             call.id = id->get<std::string>();
           if (auto fn = c.find("function"); fn != c.end() && fn->is_object()) {
@@ -145,6 +145,18 @@ public:
   }
 
 private:
+  // Some OpenAI-compatible servers leave out `index`; then a new id starts a new call.
+  int call_index(const json& delta) {
+    if (auto i = delta.find("index"); i != delta.end() && i->is_number_integer())
+      return last_index_ = i->get<int>();
+    auto id = delta.find("id");
+    if (id != delta.end() && id->is_string() && !id->get<std::string>().empty() &&
+        (calls_.empty() || calls_[last_index_].id != id->get<std::string>()))
+      last_index_ = calls_.empty() ? 0 : calls_.rbegin()->first + 1;
+    return last_index_;
+  }
+
+  int last_index_ = 0;
   std::string content_;
   std::map<int, partial_call> calls_;
   std::string finish_reason_;
@@ -155,8 +167,9 @@ private:
 } // namespace
 
 http_call build_openai_request(const provider_config& config, const model_request& request) {
-  json body = {{"model", config.model}, {"messages", to_openai_messages(request)}};
-  if (config.format == tool_format::tool && !request.tools.empty()) {
+  json body = {{"model", config.model},
+               {"messages", to_openai_messages(request, native_tools(config, request))}};
+  if (native_tools(config, request)) {
     auto tools = json::array();
     for (auto& t : request.tools)
       tools.push_back({{"type", "function"},

@@ -122,8 +122,9 @@ expected<shell_process> start_shell(const tool_context& ctx, std::string nonce) 
     sigaddset(&defaults, sig);
   posix_spawnattr_setsigmask(&attr, &empty_mask);
   posix_spawnattr_setsigdefault(&attr, &defaults);
-  posix_spawnattr_setpgroup(&attr, 0);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
+  // A session of its own: a process group to kill as a whole, and no controlling terminal, so
+  // nothing it runs can read from or write to the user's terminal behind troupe's back.
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK |
                                     POSIX_SPAWN_SETSIGDEF);
 
   const char* argv[] = {"bash", "--noprofile", "--norc", nullptr};
@@ -140,17 +141,29 @@ expected<shell_process> start_shell(const tool_context& ctx, std::string nonce) 
     return failure{"cannot start " + ctx.shell_program + " in " + ctx.cwd.string() + ": " +
                    std::strerror(rc)};
   }
-  return shell_process{pid, in[1], out[0], std::move(nonce)};
+  shell_process shell{pid, in[1], out[0], std::move(nonce)};
+  // fd 63 keeps the original pipe for the end markers; credential prompts must not wait for a
+  // terminal the agent does not have.
+  std::string setup = "exec 63>&1\nexport GIT_TERMINAL_PROMPT=0\n";
+  if (::write(shell.input_fd, setup.data(), setup.size()) != static_cast<ssize_t>(setup.size())) {
+    stop_shell(shell, true);
+    return failure{"cannot set up " + ctx.shell_program};
+  }
+  return shell;
 }
 
 expected<bool> send_command(const shell_process& shell, const std::string& command) {
   // Builtins only, no fork: the text arrives through a here-document whose delimiter the
   // command cannot contain, so even a syntax error in it cannot break the framing.
   auto delimiter = "__TROUPE_CMD_" + shell.nonce;
-  std::string script = "IFS= read -r -d '' __troupe_cmd <<'" + delimiter + "'\n" + command +
+  // `|| :` keeps a `set -e` left by an earlier command from ending the shell at `read`'s
+  // normal status 1; the marker goes to fd 63, a copy of the pipe made at start that the
+  // command cannot redirect (it runs with fd 63 closed).
+  std::string script = "__troupe_cmd=; IFS= read -r -d '' __troupe_cmd <<'" + delimiter +
+                       "' || :\n" + command +
                        (command.empty() || command.back() != '\n' ? "\n" : "") + delimiter +
-                       "\neval \"$__troupe_cmd\" </dev/null 2>&1\nprintf '\\n__TROUPE_DONE_" +
-                       shell.nonce + " %d\\n' \"$?\"\n";
+                       "\neval \"$__troupe_cmd\" </dev/null 2>&1 63>&-\nprintf '\\n__TROUPE_DONE_" +
+                       shell.nonce + " %d\\n' \"$?\" >&63\n";
   size_t done = 0;
   while (done < script.size()) {
     auto n = write(shell.input_fd, script.data() + done, script.size() - done);

@@ -139,26 +139,34 @@ std::vector<tool_call> parse_xml_calls(std::string_view text, const tool_registr
   constexpr std::string_view open_tag = "<tool-use>";
   constexpr std::string_view close_tag = "</tool-use>";
   for (size_t pos = 0; (pos = text.find(open_tag, pos)) != std::string_view::npos;) {
-    auto inner_start = pos + open_tag.size();
-    auto inner_end = text.find(close_tag, inner_start);
-    if (inner_end == std::string_view::npos)
+    auto lt = text.find('<', pos + open_tag.size());
+    auto gt = lt == std::string_view::npos ? lt : text.find('>', lt);
+    if (gt == std::string_view::npos)
       break; // unterminated: not runnable
-    pos = inner_end + close_tag.size();
-    auto inner = text.substr(inner_start, inner_end - inner_start);
-    auto lt = inner.find('<');
-    auto gt = inner.find('>', lt == std::string_view::npos ? 0 : lt);
-    if (lt == std::string_view::npos || gt == std::string_view::npos)
-      continue;
-    auto tag = inner.substr(lt + 1, gt - lt - 1);
+    auto tag = text.substr(lt + 1, gt - lt - 1);
     auto name = std::string{tag.substr(0, tag.find_first_of(" \t"))};
+    // The element ends at the first </NAME> followed (after blanks) by </tool-use>: a body may
+    // itself hold examples of tool-use elements.
     auto end_tag = "</" + name + ">";
-    auto body_end = inner.rfind(end_tag);
-    if (name.empty() || body_end == std::string_view::npos || body_end < gt)
-      continue;
+    size_t body_end = std::string_view::npos;
+    size_t element_end = std::string_view::npos;
+    for (auto at = text.find(end_tag, gt); at != std::string_view::npos;
+         at = text.find(end_tag, at + 1)) {
+      auto after = text.find_first_not_of(" \t\r\n", at + end_tag.size());
+      if (after != std::string_view::npos && text.substr(after, close_tag.size()) == close_tag) {
+        body_end = at;
+        element_end = after + close_tag.size();
+        break;
+      }
+    }
+    if (name.empty() || body_end == std::string_view::npos)
+      break; // unterminated: not runnable
+    pos = element_end;
+    auto inner = text.substr(0, body_end); // the body is text[gt + 1, body_end)
     const auto* tool = registry.find_block(name);
     if (tool == nullptr || !tool->input_from_block)
       continue;
-    auto body = inner.substr(gt + 1, body_end - gt - 1);
+    auto body = inner.substr(gt + 1);
     if (!body.empty() && body.front() == '\n')
       body.remove_prefix(1);
     auto args = find_attribute(tag, "args");

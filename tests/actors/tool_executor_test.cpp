@@ -110,6 +110,23 @@ TEST_CASE("a syntax error or a fake end marker cannot break the framing") {
         "no newline at the end");
 }
 
+TEST_CASE("set -e and a redirected stdout in one command do not break the next") {
+  executor_fixture f;
+  CHECK_FALSE(f.shell("set -euo pipefail; echo strict").is_error);
+  CHECK(f.shell("echo still here").output == "still here\n");
+  CHECK_FALSE(f.shell("exec >log.txt 2>&1; echo to-log").is_error);
+  auto after = f.shell("echo after-exec");
+  CHECK(after.exit_code == 0);
+  CHECK(read_file(f.dir / "log.txt").find("to-log") != std::string::npos);
+}
+
+TEST_CASE("the shell has no controlling terminal") {
+  executor_fixture f;
+  auto r = f.shell("cat /dev/tty");
+  CHECK(r.is_error);
+  CHECK(r.exit_code != 0);
+}
+
 TEST_CASE("shell standard input is empty, so reading it does not hang") {
   executor_fixture f;
   auto r = f.shell("cat; echo after");

@@ -121,3 +121,12 @@ TEST_CASE("rendered xml calls parse back; each format parses only its own syntax
   CHECK(parse_text_calls(both, tool_format::xml, registry())[0].input["command"] == "echo xml");
   CHECK(parse_text_calls(both, tool_format::tool, registry()).empty());
 }
+
+TEST_CASE("an xml body may hold an example of a tool-use element") {
+  std::string text = "<tool-use><save args=\"doc.md\">Use <tool-use><shell>ls</shell></tool-use>"
+                     " to list.\n</save>\n</tool-use>";
+  auto calls = parse_xml_calls(text, registry());
+  REQUIRE(calls.size() == 1);
+  CHECK(calls[0].name == "save");
+  CHECK(calls[0].input["content"] == "Use <tool-use><shell>ls</shell></tool-use> to list.\n");
+}
