@@ -15,7 +15,8 @@ namespace troupe {
 
 /// Spawns a reader on its own thread for the command just sent to `shell`; it sends
 /// (exited_atom, process_exit) to `owner` when the command is done or the shell has ended.
-void spawn_shell_reader(caf::actor_system& sys, shell_process shell, size_t output_cap,
-                        uint64_t job, tool_executor_actor owner);
+/// The reader owns `output_fd` and `wake_fd` (copies made for it) and closes them.
+void spawn_shell_reader(caf::actor_system& sys, shell_process shell, int output_fd, int wake_fd,
+                        size_t output_cap, uint64_t job, tool_executor_actor owner);
 
 } // namespace troupe

@@ -1,6 +1,8 @@
 #include "actors/tool_executor.hpp"
 
+#include <fcntl.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <vector>
@@ -22,6 +24,8 @@ namespace {
 struct running_job {
   caf::typed_response_promise<tool_result> promise;
   pid_t pid = -1;
+  /// Writing here tells the reader to give up (see abandon).
+  int wake = -1;
   std::chrono::milliseconds timeout{0};
   bool timed_out = false;
   bool interrupted = false;
@@ -37,8 +41,12 @@ struct tool_executor_state {
 
   ~tool_executor_state() {
     // Never leave a child behind: the shell's group holds every command and background job.
-    // A reader may still be blocked on the pipe; it is woken by the kill, not reaped here.
-    stop_shell(shell, jobs.empty());
+    // Readers are told to stop; each closes its own copy of the pipe.
+    for (auto& [id, job] : jobs) {
+      [[maybe_unused]] auto n = ::write(job.wake, "x", 1);
+      ::close(job.wake);
+    }
+    stop_shell(shell, true);
   }
 };
 
@@ -49,6 +57,33 @@ std::string available_tools(const tool_registry& registry) {
   for (auto& name : registry.names())
     names += (names.empty() ? "" : ", ") + name;
   return names;
+}
+
+/// Marks the grace timer of a killed job; job ids stay far below it.
+constexpr uint64_t grace_bit = uint64_t{1} << 63;
+
+/// How long a killed command may take to close its output before it is given up on.
+constexpr std::chrono::seconds kill_grace{2};
+
+void kill_job(self_ptr self, uint64_t id, running_job& job) {
+  ::kill(-job.pid, SIGKILL);
+  self->delayed_send(self, kill_grace, due_atom::value, id | grace_bit);
+}
+
+// A killed command whose output never closes: a process that left the shell's group holds the
+// pipe. Answer without the rest of its output, replace the shell, and let the reader go.
+void abandon(self_ptr self, std::unordered_map<uint64_t, running_job>::iterator i) {
+  auto& job = i->second;
+  process_exit exit;
+  exit.exit_code = 137;
+  auto result = shell_result(exit, job.timed_out, job.timeout, job.interrupted);
+  result.output += "\n[a process that left the shell's process group still holds its output; "
+                   "the rest of the output is lost]";
+  [[maybe_unused]] auto n = ::write(job.wake, "x", 1);
+  ::close(job.wake);
+  job.promise.deliver(std::move(result));
+  stop_shell(self->state.shell, true);
+  self->state.jobs.erase(i);
 }
 
 caf::result<tool_result> execute(self_ptr self, const tool_call& call) {
@@ -78,15 +113,24 @@ caf::result<tool_result> execute(self_ptr self, const tool_call& call) {
     stop_shell(st.shell, true);
     return error_result(sent.error() + "; the shell was restarted, run the command again");
   }
+  int wake[2];
+  int output_copy = ::fcntl(st.shell.output_fd, F_DUPFD_CLOEXEC, 0);
+  if (output_copy < 0 || ::pipe2(wake, O_CLOEXEC) != 0) {
+    if (output_copy >= 0)
+      ::close(output_copy);
+    return error_result("cannot set up reading the shell's output: too many open files?");
+  }
   auto id = st.next_job++;
   running_job job;
   job.promise = self->make_response_promise<tool_result>();
   job.pid = st.shell.pid;
+  job.wake = wake[1];
   job.timeout = shell_timeout(call.input, st.context);
   auto promise = job.promise;
   self->delayed_send(self, job.timeout, due_atom::value, id);
   st.jobs.emplace(id, std::move(job));
-  spawn_shell_reader(self->system(), st.shell, st.context.output_cap, id, self);
+  spawn_shell_reader(self->system(), st.shell, output_copy, wake[0], st.context.output_cap, id,
+                     self);
   return promise;
 }
 
@@ -102,16 +146,21 @@ tool_executor_actor::behavior_type tool_executor(self_ptr self,
     [=](cancel_atom) {
       for (auto& [id, job] : self->state.jobs) {
         job.interrupted = true;
-        ::kill(-job.pid, SIGKILL);
+        kill_job(self, id, job);
       }
     },
-    [=](due_atom, uint64_t id) {
-      auto i = self->state.jobs.find(id);
+    [=](due_atom, uint64_t timer) {
+      bool grace_over = (timer & grace_bit) != 0;
+      auto i = self->state.jobs.find(timer & ~grace_bit);
       if (i == self->state.jobs.end())
         return;
-      spdlog::debug("tool job {} timed out after {} ms", id, i->second.timeout.count());
+      if (grace_over) {
+        abandon(self, i);
+        return;
+      }
+      spdlog::debug("tool job {} timed out after {} ms", i->first, i->second.timeout.count());
       i->second.timed_out = true;
-      ::kill(-i->second.pid, SIGKILL);
+      kill_job(self, i->first, i->second);
     },
     [=](exited_atom, const process_exit& exit) {
       auto i = self->state.jobs.find(exit.job);
@@ -127,6 +176,7 @@ tool_executor_actor::behavior_type tool_executor(self_ptr self,
           result.output += "\n[the shell exited; the next command starts a new one]";
       }
       job.promise.deliver(std::move(result));
+      ::close(job.wake);
       self->state.jobs.erase(i);
     },
   };

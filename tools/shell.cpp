@@ -1,6 +1,7 @@
 #include "tools/shell.hpp"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -176,16 +177,29 @@ expected<bool> send_command(const shell_process& shell, const std::string& comma
   return true;
 }
 
-process_exit wait_for_command(const shell_process& shell, size_t output_cap) {
+process_exit wait_for_command(const shell_process& shell, int output_fd, int wake_fd,
+                              size_t output_cap) {
   output_capture capture{output_cap};
   const std::string marker = "\n__TROUPE_DONE_" + shell.nonce + " ";
   // Bytes that could still be the start of the marker are held back from the capture.
   std::string pending;
   char buffer[65536];
   process_exit result;
+  pollfd fds[2] = {{output_fd, POLLIN, 0}, {wake_fd, POLLIN, 0}};
   for (;;) {
-    auto n = read(shell.output_fd, buffer, sizeof buffer);
-    if (n < 0 && errno == EINTR)
+    if (poll(fds, 2, -1) < 0) {
+      if (errno == EINTR)
+        continue;
+      break;
+    }
+    if (fds[1].revents != 0) {
+      result = capture.finish();
+      result.exit_code = -1;
+      result.shell_exited = true;
+      return result; // abandoned: the executor has answered and reaps bash itself
+    }
+    auto n = read(output_fd, buffer, sizeof buffer);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN))
       continue;
     if (n <= 0)
       break; // bash is gone

@@ -36,10 +36,13 @@ expected<shell_process> start_shell(const tool_context& ctx, std::string nonce);
 /// Hands one command to the shell (its stdin is /dev/null; stderr joins stdout).
 expected<bool> send_command(const shell_process& shell, const std::string& command);
 
-/// Reads the command's output up to the end marker and returns it with the command's exit
-/// status; `shell_exited` is set when bash itself ended (an `exit`, a kill), in which case it
-/// is reaped here. Blocks: call it off the scheduler threads.
-process_exit wait_for_command(const shell_process& shell, size_t output_cap);
+/// Reads the command's output from `output_fd` (the reader's own copy of the shell's pipe) up
+/// to the end marker and returns it with the command's exit status; `shell_exited` is set when
+/// bash itself ended (an `exit`, a kill), in which case it is reaped here. Any byte on
+/// `wake_fd` makes it give up at once (the executor stopped waiting: a process that left the
+/// shell's group may hold the pipe open forever). Blocks: call it off the scheduler threads.
+process_exit wait_for_command(const shell_process& shell, int output_fd, int wake_fd,
+                              size_t output_cap);
 
 /// Stops the shell's process group and closes its pipes (the process is reaped by whoever
 /// waits on it, or here when `reap` is set).

@@ -120,6 +120,19 @@ TEST_CASE("set -e and a redirected stdout in one command do not break the next")
   CHECK(read_file(f.dir / "log.txt").find("to-log") != std::string::npos);
 }
 
+TEST_CASE("a killed command whose escaped child holds the output is given up on") {
+  executor_fixture f;
+  auto start = std::chrono::steady_clock::now();
+  auto r = f.run("shell", {{"command", "setsid sleep 30 & echo $! > escaped.pid; sleep 30"},
+                           {"timeout", 0.3}});
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds{5});
+  CHECK(r.is_error);
+  CHECK(r.output.find("timed out") != std::string::npos);
+  CHECK(r.output.find("still holds its output") != std::string::npos);
+  CHECK(f.shell("echo next").output == "next\n");
+  ::kill(std::stoi(read_file(f.dir / "escaped.pid")), SIGKILL);
+}
+
 TEST_CASE("the shell has no controlling terminal") {
   executor_fixture f;
   auto r = f.shell("cat /dev/tty");
