@@ -358,15 +358,7 @@ TEST_CASE("background jobs of the shell die with the session") {
   agent_fixture f;
   auto ended = f.run({shell_reply("sleep 60 & echo $! > bg.pid"), text_reply("done")});
   CHECK(ended.reason == terminal_reason::completed);
-  auto pid = std::stoi(read_file(f.config.cwd / "bg.pid"));
-  bool gone = false;
-  for (int i = 0; i < 200 && !gone; ++i) {
-    gone = ::kill(pid, 0) != 0 ||
-           read_file("/proc/" + std::to_string(pid) + "/stat").find(") Z") != std::string::npos;
-    if (!gone)
-      std::this_thread::sleep_for(std::chrono::milliseconds{10});
-  }
-  CHECK(gone);
+  CHECK(wait_until_gone(std::stoi(read_file(f.config.cwd / "bg.pid"))));
 }
 
 TEST_CASE("a session shut down from outside still ends with an event") {

@@ -156,16 +156,8 @@ TEST_CASE("shell timeout kills the whole process group") {
   CHECK(r.is_error);
   CHECK(r.exit_code == 137);
   CHECK(r.output.find("timed out after 0.3 s") != std::string::npos);
-  auto pid = std::stoi(read_file(f.dir / "child.pid"));
   // The background grandchild went down with its group (at most a zombie awaiting init).
-  bool gone = false;
-  for (int i = 0; i < 100 && !gone; ++i) {
-    gone = ::kill(pid, 0) != 0 ||
-           read_file("/proc/" + std::to_string(pid) + "/stat").find(") Z") != std::string::npos;
-    if (!gone)
-      std::this_thread::sleep_for(std::chrono::milliseconds{10});
-  }
-  CHECK(gone);
+  CHECK(wait_until_gone(std::stoi(read_file(f.dir / "child.pid"))));
 }
 
 TEST_CASE("shell output over the cap keeps head and tail with a note") {

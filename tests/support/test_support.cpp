@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <thread>
 #include <fstream>
 #include <sstream>
 
@@ -64,6 +65,19 @@ std::vector<nlohmann::json> read_jsonl(const std::filesystem::path& path) {
     if (!line.empty())
       out.push_back(nlohmann::json::parse(line));
   return out;
+}
+
+bool wait_until_gone(int pid, std::chrono::milliseconds limit) {
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  for (;;) {
+    bool gone = kill(pid, 0) != 0 ||
+                read_file("/proc/" + std::to_string(pid) + "/stat").find(") Z") != std::string::npos;
+    if (gone)
+      return true;
+    if (std::chrono::steady_clock::now() > deadline)
+      return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds{10});
+  }
 }
 
 process_result run_process(const std::vector<std::string>& argv, const process_options& opts) {

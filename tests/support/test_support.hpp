@@ -51,6 +51,9 @@ std::vector<nlohmann::json> read_jsonl(const std::filesystem::path& path);
 /// Splits text into lines (without their newlines).
 std::vector<std::string> split_lines(const std::string& text);
 
+/// Waits until the process is gone (or a zombie awaiting its parent); false after the limit.
+bool wait_until_gone(int pid, std::chrono::milliseconds limit = std::chrono::seconds{2});
+
 /// A finished child process.
 struct process_result {
   int exit_code = -1;
