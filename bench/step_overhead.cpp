@@ -108,7 +108,6 @@ std::vector<clock_type::time_point> run_once(caf::actor_system& sys,
   config.subscribers.push_back(sys.spawn(end_sink, &done));
   tool_context tools;
   tools.cwd = work;
-  tools.state_dir = config.session_dir / "tools";
   auto model = spawn_scripted_model(sys, std::move(lines));
   auto session = spawn_agent(sys, std::move(config), std::move(tools), std::move(model));
   caf::anon_send(session, start_atom::value);

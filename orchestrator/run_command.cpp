@@ -31,7 +31,6 @@ int execute_run(run_settings settings, std::FILE* out) {
 
   tool_context tools;
   tools.cwd = settings.cwd;
-  tools.state_dir = session_dir / "tools";
   tools.home = settings.home;
   tools.shell_program = settings.shell_program;
 

@@ -21,8 +21,6 @@ namespace troupe {
 struct tool_context {
   /// The workspace; relative paths resolve against it and shells start in it.
   std::filesystem::path cwd;
-  /// Where a session keeps tool state between calls (the shell's cwd and environment).
-  std::filesystem::path state_dir;
   /// The user's home, for paths written as ~/…
   std::filesystem::path home;
   /// Most bytes of output a tool result keeps (head and tail; the middle is cut with a note).

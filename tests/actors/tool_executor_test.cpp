@@ -26,7 +26,6 @@ struct executor_fixture {
 
   executor_fixture(size_t output_cap = 30000) {
     context.cwd = dir.path();
-    context.state_dir = dir / ".state";
     context.output_cap = output_cap;
     executor = spawn_tool_executor(actors.sys(),
                                    std::make_shared<const tool_registry>(make_builtin_registry()),

@@ -25,7 +25,6 @@ struct agent_fixture {
     config.registry = std::make_shared<const tool_registry>(make_builtin_registry());
     std::filesystem::create_directories(config.cwd);
     tools.cwd = config.cwd;
-    tools.state_dir = config.session_dir / "tools";
   }
 
   /// Spawns and starts the agent with the given inputs queued.
