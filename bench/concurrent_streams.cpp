@@ -24,7 +24,7 @@
 
 #include "actors/http_engine.hpp"
 #include "actors/http_model.hpp"
-#include "protocol/registration.hpp"
+#include "actors/runtime.hpp"
 
 using namespace troupe;
 using clock_type = std::chrono::steady_clock;
@@ -94,7 +94,7 @@ int main(int argc, char** argv) {
   int clients = argc > 2 ? std::atoi(argv[2]) : 1000;
   int rounds = argc > 3 ? std::atoi(argv[3]) : 3;
   caf::actor_system_config cfg;
-  register_protocol_types(cfg);
+  configure_actor_system(cfg);
   caf::actor_system sys{cfg};
   auto engine = http_engine::start(sys);
 

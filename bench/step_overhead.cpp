@@ -25,7 +25,7 @@
 
 #include "actors/agent.hpp"
 #include "actors/scripted_model.hpp"
-#include "protocol/registration.hpp"
+#include "actors/runtime.hpp"
 
 using namespace troupe;
 using clock_type = std::chrono::steady_clock;
@@ -123,7 +123,7 @@ int main(int argc, char** argv) {
   int threads = argc > 3 ? std::atoi(argv[3]) : 0;
   std::string tool = argc > 4 ? argv[4] : "read";
   caf::actor_system_config cfg;
-  register_protocol_types(cfg);
+  configure_actor_system(cfg);
   if (threads > 0)
     cfg.set("scheduler.max-threads", static_cast<size_t>(threads));
   caf::actor_system sys{cfg};

@@ -12,10 +12,10 @@
 #include "actors/agent.hpp"
 #include "actors/http_engine.hpp"
 #include "actors/http_model.hpp"
+#include "actors/runtime.hpp"
 #include "actors/scripted_model.hpp"
 #include "orchestrator/renderer.hpp"
 #include "orchestrator/signals.hpp"
-#include "protocol/registration.hpp"
 #include "tools/prompt.hpp"
 
 namespace troupe {
@@ -23,7 +23,7 @@ namespace troupe {
 int execute_run(run_settings settings, std::FILE* out) {
   block_termination_signals();
   caf::actor_system_config cfg;
-  register_protocol_types(cfg);
+  configure_actor_system(cfg);
   caf::actor_system sys{cfg};
 
   auto registry = std::make_shared<const tool_registry>(make_builtin_registry());

@@ -17,7 +17,7 @@
 #include <caf/typed_event_based_actor.hpp>
 #include <doctest/doctest.h>
 
-#include "protocol/registration.hpp"
+#include "actors/runtime.hpp"
 
 extern char** environ;
 
@@ -247,7 +247,7 @@ event_sink_actor spawn_recorder(caf::actor_system& sys, std::shared_ptr<recordin
 }
 
 actor_system_fixture::actor_system_fixture() : cfg_(new caf::actor_system_config) {
-  register_protocol_types(*cfg_);
+  configure_actor_system(*cfg_);
   sys_ = std::make_unique<caf::actor_system>(*cfg_);
 }
 

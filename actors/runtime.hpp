@@ -1,0 +1,13 @@
+#pragma once
+// How troupe configures CAF for every actor system it starts (the CLI, tests, benchmarks).
+
+namespace caf {
+class actor_system_config;
+}
+
+namespace troupe {
+
+/// Registers every protocol type and chooses the scheduler: work sharing, one worker per core.
+void configure_actor_system(caf::actor_system_config& cfg);
+
+} // namespace troupe
