@@ -6,6 +6,7 @@
 
 #include <caf/actor.hpp>
 
+#include "protocol/expected.hpp"
 #include "protocol/interfaces.hpp"
 
 namespace caf {
@@ -17,8 +18,13 @@ namespace troupe {
 /// A handle to the engine. Copies share the engine; it runs until stop() or system shutdown.
 class http_engine {
 public:
-  /// Starts the engine on a thread of its own (a detached actor).
-  static http_engine start(caf::actor_system& sys);
+  /// Starts loading libcurl and its global set-up (~10 ms) on a helper thread, so that it
+  /// overlaps other start-up work. Optional: start() waits for it or does it itself.
+  static void warm_up();
+
+  /// Starts the engine on a thread of its own (a detached actor), or says why libcurl is
+  /// unusable.
+  static expected<http_engine> start(caf::actor_system& sys);
 
   /// Starts a transfer; its head, chunks and end go to `requester` as messages.
   void submit(http_request request, http_client_actor requester) const;

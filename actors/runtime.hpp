@@ -7,7 +7,7 @@ class actor_system_config;
 
 namespace troupe {
 
-/// Registers every protocol type and chooses the scheduler: work sharing, one worker per core.
+/// Registers every protocol type and sizes the scheduler: one work-stealing worker per core.
 void configure_actor_system(caf::actor_system_config& cfg);
 
 } // namespace troupe

@@ -5,7 +5,7 @@
 // Reports wall time per round, process CPU time, the engine's thread count, and peak RSS.
 //
 // Usage: bench_concurrent_streams PORT [clients=1000] [rounds=3]
-//        (start the server with a latency_ms entry and --loop, see bench/README.md)
+//        (bench/run_all.sh starts bench_stream_server with 200 ms of latency for it)
 
 #include <sys/resource.h>
 
@@ -96,7 +96,12 @@ int main(int argc, char** argv) {
   caf::actor_system_config cfg;
   configure_actor_system(cfg);
   caf::actor_system sys{cfg};
-  auto engine = http_engine::start(sys);
+  auto started = http_engine::start(sys);
+  if (!started) {
+    std::fprintf(stderr, "%s\n", started.error().c_str());
+    return 1;
+  }
+  auto engine = *started;
 
   http_model_config config;
   config.provider.kind = provider_kind::openai;

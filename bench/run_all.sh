@@ -10,12 +10,11 @@ here=$(cd "$(dirname "$0")" && pwd)
 python3 "$here/provider_steps.py" "$build/troupe" 50 3 openai
 python3 "$here/provider_steps.py" "$build/troupe" 50 3 anthropic
 
-# 1,000 concurrent streams, 200 ms of model latency, through one engine.
-script=$(mktemp)
-trap 'rm -f "$script"; [[ -n "${server_pid:-}" ]] && kill "$server_pid" 2>/dev/null || true' EXIT
-echo '[{"text": "a streamed reply of a few words in small pieces", "latency_ms": 200}]' > "$script"
-coproc server { exec python3 "$here/../tests/support/fake_model_server.py" --script "$script" --loop; }
+# 1,000 concurrent streams, 200 ms of model latency, through one engine. The load server is
+# bench_stream_server (C++, epoll): the Python fixture's own CPU would be what is measured.
+coproc server { exec "$build/bench/bench_stream_server" 200; }
 server_pid=$server_PID
+trap 'kill "$server_pid" 2>/dev/null || true' EXIT
 read -r _ port <&"${server[0]}"
 ulimit -n 8192
 "$build/bench/bench_concurrent_streams" "$port" 1000 3

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <csignal>
 
 #include <cstdio>
@@ -12,7 +13,6 @@
 #include <string_view>
 
 #include <CLI/CLI.hpp>
-#include <curl/curl.h>
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -110,16 +110,56 @@ expected<int32_t> parse_max_steps(const std::string& text, const char* where) {
   return static_cast<int32_t>(value);
 }
 
-// Checks a base URL before any request: scheme http(s) and a host.
+bool valid_port(std::string_view port) {
+  if (port.empty() || port.size() > 5 ||
+      !std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return false;
+  auto number = std::stoi(std::string{port});
+  return number >= 1 && number <= 65535;
+}
+
+// True for HOST or HOST:PORT, HOST a name, an IPv4 address or a bracketed IPv6 address.
+bool valid_authority(std::string_view authority) {
+  auto all_of = [](std::string_view text, auto allowed) {
+    return std::all_of(text.begin(), text.end(),
+                       [&](char c) { return allowed(static_cast<unsigned char>(c)); });
+  };
+  if (!authority.empty() && authority.front() == '[') {
+    auto close = authority.find(']');
+    if (close == std::string_view::npos || close == 1 ||
+        !all_of(authority.substr(1, close - 1),
+                [](unsigned char c) { return std::isxdigit(c) != 0 || c == ':' || c == '.'; }))
+      return false;
+    auto rest = authority.substr(close + 1);
+    return rest.empty() || (rest.front() == ':' && valid_port(rest.substr(1)));
+  }
+  auto host = authority;
+  if (auto colon = authority.rfind(':'); colon != std::string_view::npos) {
+    host = authority.substr(0, colon);
+    if (!valid_port(authority.substr(colon + 1)))
+      return false;
+  }
+  return !host.empty() && all_of(host, [](unsigned char c) {
+    return std::isalnum(c) != 0 || c == '-' || c == '.' || c == '_';
+  });
+}
+
+// Checks a base URL before any request: scheme http(s), a host, an optional port and path.
+// (Checked here, not by libcurl, so that libcurl can load while the run starts.)
 expected<std::string> check_base_url(const std::string& url, const char* source) {
-  CURLU* parsed = curl_url();
-  auto rc = curl_url_set(parsed, CURLUPART_URL, url.c_str(), 0);
-  char* host = nullptr;
-  bool has_host = rc == CURLUE_OK && curl_url_get(parsed, CURLUPART_HOST, &host, 0) == CURLUE_OK;
-  curl_free(host);
-  curl_url_cleanup(parsed);
-  bool http = url.rfind("http://", 0) == 0 || url.rfind("https://", 0) == 0;
-  if (!http || !has_host)
+  std::string_view rest = url;
+  bool http = false;
+  for (std::string_view scheme : {"http://", "https://"})
+    if (rest.substr(0, scheme.size()) == scheme) {
+      rest.remove_prefix(scheme.size());
+      http = true;
+    }
+  auto authority = rest.substr(0, rest.find_first_of("/?#"));
+  bool printable = std::all_of(url.begin(), url.end(), [](char c) {
+    return static_cast<unsigned char>(c) > 0x20 && static_cast<unsigned char>(c) < 0x7f;
+  });
+  if (!http || !printable || authority.find('@') != std::string_view::npos ||
+      !valid_authority(authority))
     return failure{std::string{"invalid "} + source + " '" + url +
                    "': expected http://HOST[:PORT][/PATH] or https://…"};
   return url;

@@ -22,6 +22,8 @@ namespace troupe {
 
 int execute_run(run_settings settings, std::FILE* out) {
   block_termination_signals();
+  if (settings.http_model)
+    http_engine::warm_up();
   caf::actor_system_config cfg;
   configure_actor_system(cfg);
   caf::actor_system sys{cfg};
@@ -50,7 +52,12 @@ int execute_run(run_settings settings, std::FILE* out) {
   std::optional<http_engine> engine;
   model_client_actor model;
   if (settings.http_model) {
-    engine = http_engine::start(sys);
+    auto started = http_engine::start(sys);
+    if (!started) {
+      std::fprintf(stderr, "troupe: %s\n", started.error().c_str());
+      return 2;
+    }
+    engine = std::move(*started);
     model = spawn_http_model(sys, std::move(*settings.http_model), *engine);
   } else {
     model = spawn_scripted_model(sys, std::move(*settings.model_script));

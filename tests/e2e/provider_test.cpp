@@ -322,6 +322,17 @@ TEST_CASE("provider configuration errors exit 2 before any request") {
      "invalid OPENAI_BASE_URL 'not a url'"},
     {{{"ANTHROPIC_API_KEY", "k"}, {"ANTHROPIC_BASE_URL", "ftp://127.0.0.1"}}, "anthropic/c",
      "invalid ANTHROPIC_BASE_URL"},
+    {{{"OPENAI_API_KEY", "k"}, {"OPENAI_BASE_URL", "http://"}}, "openai/m", "invalid OPENAI_BASE_URL"},
+    {{{"OPENAI_API_KEY", "k"}, {"OPENAI_BASE_URL", "http://:8080/v1"}}, "openai/m",
+     "invalid OPENAI_BASE_URL"},
+    {{{"OPENAI_API_KEY", "k"}, {"OPENAI_BASE_URL", "http://127.0.0.1:99999"}}, "openai/m",
+     "invalid OPENAI_BASE_URL"},
+    {{{"OPENAI_API_KEY", "k"}, {"OPENAI_BASE_URL", "http://[::1/v1"}}, "openai/m",
+     "invalid OPENAI_BASE_URL"},
+    {{{"OPENAI_API_KEY", "k"}, {"OPENAI_BASE_URL", "http://host name/v1"}}, "openai/m",
+     "invalid OPENAI_BASE_URL"},
+    {{{"OPENAI_API_KEY", "k"}, {"TROUPE_LIBCURL", "/nonexistent/libcurl.so"}}, "openai/m",
+     "cannot load libcurl (/nonexistent/libcurl.so)"},
     {{}, "mistral/large", "unknown model 'mistral/large'"},
     {{}, "openai/", "unknown model 'openai/'"},
   };
@@ -353,4 +364,39 @@ TEST_CASE("ollama needs no key and defaults to the local OpenAI-compatible endpo
   CHECK(requests[0]["path"] == "/v1/chat/completions");
   CHECK(requests[0]["body"]["model"] == "llama3");
   CHECK_FALSE(requests[0]["headers"].contains("authorization"));
+}
+
+TEST_CASE("libcurl is loaded by API runs only") {
+  // The session's shell is troupe's child: it reads which libraries its parent has mapped.
+  const std::string count_libcurl = R"([
+    {"text": "", "tool_calls": [{"name": "shell",
+      "input": {"command": "grep -c libcurl /proc/$PPID/maps || true"}}]},
+    {"text": "counted"}])";
+  auto mapped_count = [](const std::vector<json>& transcript) {
+    for (auto& m : transcript)
+      if (m["role"] == "tool")
+        return std::stoi(m["content"].get<std::string>());
+    FAIL("no tool result in the transcript");
+    return -1;
+  };
+
+  fake_server server{count_libcurl};
+  provider_run api;
+  REQUIRE(api.run(server, {"go"}).exit_code == 0);
+  CHECK(mapped_count(api.transcript()) > 0);
+
+  temp_dir dir;
+  auto script = dir / "script.jsonl";
+  std::vector<json> lines;
+  for (auto& entry : json::parse(count_libcurl))
+    lines.push_back(entry);
+  write_script(script, lines);
+  process_options opts;
+  opts.env["TROUPE_HOME"] = (dir / "home").string();
+  auto r = run_troupe({"run", "--cwd", dir.path().string(), "--model",
+                       "scripted:" + script.string(), "go"},
+                      opts);
+  REQUIRE(r.exit_code == 0);
+  for (auto& entry : std::filesystem::directory_iterator(dir / "home/sessions"))
+    CHECK(mapped_count(read_jsonl(entry.path() / "transcript.jsonl")) == 0);
 }
