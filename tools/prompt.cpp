@@ -18,6 +18,8 @@ std::string build_system_prompt(const tool_registry& registry, tool_format forma
     prompt += "\nTools are run when your reply contains a fenced block whose language names "
               "them. Blocks in other languages are shown, not run.\n";
   for (auto& tool : registry.tools()) {
+    if (tool.block_names.empty() || !tool.input_from_block)
+      continue; // native calling only (edit: patch is its text form)
     prompt += "\n## " + tool.name + "\n" + tool.description + "\n";
     for (auto& example : tool.examples)
       prompt += "Example:\n" +

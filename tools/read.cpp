@@ -38,6 +38,17 @@ tool_result run_read(const nlohmann::json& input, const tool_context& ctx) {
   std::ifstream in{path, std::ios::binary};
   if (!in)
     return error_result("cannot read " + path.string() + ": permission denied");
+  {
+    char head[8192];
+    in.read(head, sizeof head);
+    if (std::string_view{head, static_cast<size_t>(in.gcount())}.find('\0') !=
+        std::string_view::npos)
+      return error_result(path.string() + " is a binary file (" +
+                          std::to_string(std::filesystem::file_size(path, ec)) +
+                          " bytes); read shows text only");
+    in.clear();
+    in.seekg(0);
+  }
 
   // Read in chunks with a byte budget, so a huge file or one endless line stays bounded.
   const size_t budget = 4 * ctx.output_cap;
@@ -100,6 +111,7 @@ tool_spec read_tool() {
     {"required", {"path"}}};
   spec.block_names = {"read"};
   spec.read_only = true;
+  spec.rule_subject = "path";
   spec.examples = {{"hello.txt", ""}};
   spec.input_from_block = [](std::string_view args, std::string_view) {
     return nlohmann::json{{"path", std::string{args}}};

@@ -2,9 +2,16 @@
 
 #include <algorithm>
 
+#include "tools/complete.hpp"
+#include "tools/edit.hpp"
+#include "tools/glob.hpp"
+#include "tools/grep.hpp"
+#include "tools/ls.hpp"
+#include "tools/patch.hpp"
 #include "tools/read.hpp"
-#include "tools/save.hpp"
 #include "tools/shell.hpp"
+#include "tools/todo.hpp"
+#include "tools/write.hpp"
 
 namespace troupe {
 
@@ -36,7 +43,8 @@ std::vector<std::string> tool_registry::names() const {
 }
 
 tool_registry make_builtin_registry() {
-  return tool_registry{{shell_tool(), save_tool(), read_tool()}};
+  return tool_registry{{shell_tool(), read_tool(), write_tool(), edit_tool(), patch_tool(),
+                        glob_tool(), grep_tool(), ls_tool(), todo_tool(), complete_tool()}};
 }
 
 } // namespace troupe

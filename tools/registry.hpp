@@ -32,7 +32,7 @@ private:
   std::vector<tool_spec> tools_;
 };
 
-/// Returns the built-in tools: shell, save, read.
+/// Returns the built-in tools: shell, read, write, edit, patch, glob, grep, ls, todo, complete.
 tool_registry make_builtin_registry();
 
 } // namespace troupe

@@ -82,6 +82,7 @@ tool_spec shell_tool() {
     {"required", {"command"}}};
   spec.block_names = {"shell", "bash", "sh"};
   spec.kind = tool_kind::process;
+  spec.rule_subject = "command";
   spec.examples = {{"", "ls -la"}};
   spec.input_from_block = [](std::string_view, std::string_view body) {
     return nlohmann::json{{"command", std::string{body}}};

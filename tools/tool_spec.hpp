@@ -38,6 +38,13 @@ enum class tool_kind : uint8_t {
   process,  ///< a child process, started by the executor and read off the scheduler threads
 };
 
+/// What a successful call changes in the loop itself, beyond its result.
+enum class loop_effect : uint8_t {
+  none,
+  complete, ///< the run ends `completed`, the result's output as its final text
+  todos,    ///< the call's `todos` input becomes the agent's task list in the loop state
+};
+
 /// An example call as a markdown block: ```<first block name> args\nbody```.
 struct block_example {
   std::string args;
@@ -54,7 +61,16 @@ struct tool_spec {
   std::vector<std::string> block_names;
   /// Examples for the prompt, rendered by the serializer the parser reads.
   std::vector<block_example> examples;
+  /// Changes nothing outside troupe: safe to run in parallel with other read-only calls, and
+  /// allowed in plan mode.
   bool read_only = false;
+  /// Creates or changes files (the `path` input): asked for in the default permission mode,
+  /// allowed in accept-edits inside the workspace.
+  bool writes_files = false;
+  /// The input key a permission rule's pattern is matched against: `shell(git *)` matches
+  /// the command, `write(src/**)` the path. Empty: rules name the tool only.
+  std::string rule_subject;
+  loop_effect effect = loop_effect::none;
   tool_kind kind = tool_kind::function;
   /// Builds the input from a fenced block: `args` follow the language on the fence line.
   std::function<nlohmann::json(std::string_view args, std::string_view body)> input_from_block;

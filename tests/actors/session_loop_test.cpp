@@ -43,7 +43,7 @@ TEST_CASE("save blocks write files and their result goes back to the model") {
   CHECK(read_file(f.config.cwd / "notes/a.txt") == "hello\n");
   auto log = f.transcript();
   REQUIRE(log.size() == 4);
-  CHECK(log[2]["tool_name"] == "save");
+  CHECK(log[2]["tool_name"] == "write");
   CHECK(log[2]["is_error"] == false);
 }
 
@@ -311,7 +311,7 @@ TEST_CASE("events start with session_started and end with session_ended") {
   auto events = f.events->events();
   REQUIRE(events.size() >= 3);
   CHECK(events.front()["event"] == "session_started");
-  CHECK(events.front()["tools"] == json::array({"shell", "save", "read"}));
+  CHECK(events.front()["tools"] == json::array({"shell", "read", "write", "edit", "patch", "glob", "grep", "ls", "todo", "complete"}));
   CHECK(events.back()["event"] == "session_ended");
   int messages = 0;
   for (auto& e : events)

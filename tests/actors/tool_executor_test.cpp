@@ -182,10 +182,10 @@ TEST_CASE("unknown tools and bad arguments are error results, not failures") {
   executor_fixture f;
   auto unknown = f.run("fly", json::object());
   CHECK(unknown.is_error);
-  CHECK(unknown.output == "unknown tool 'fly'; available tools: shell, save, read");
-  auto missing = f.run("save", {{"path", "x.txt"}});
+  CHECK(unknown.output == "unknown tool 'fly'; available tools: shell, read, write, edit, patch, glob, grep, ls, todo, complete");
+  auto missing = f.run("write", {{"path", "x.txt"}});
   CHECK(missing.is_error);
-  CHECK(missing.output == "tool 'save' needs the argument 'content'");
+  CHECK(missing.output == "tool 'write' needs the argument 'content'");
   auto wrong_type = f.run("read", {{"path", 42}});
   CHECK(wrong_type.is_error);
   CHECK(wrong_type.output.find("must be of type string") != std::string::npos);

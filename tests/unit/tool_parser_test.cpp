@@ -42,7 +42,7 @@ TEST_CASE("other languages and plain fences are not runnable") {
 TEST_CASE("save PATH takes the path from the fence and the body as content") {
   auto calls = parse_markdown_calls("```save src/a.txt\nline 1\nline 2\n```", registry());
   REQUIRE(calls.size() == 1);
-  CHECK(calls[0].name == "save");
+  CHECK(calls[0].name == "write");
   CHECK(calls[0].input == json{{"path", "src/a.txt"}, {"content", "line 1\nline 2\n"}});
 }
 
@@ -53,7 +53,7 @@ TEST_CASE("a nested fence stays inside its parent block") {
   CHECK(blocks[0].body == "# Title\n```bash\nmake test\n```\nmore\n");
   auto calls = parse_markdown_calls(text, registry());
   REQUIRE(calls.size() == 1);
-  CHECK(calls[0].name == "save");
+  CHECK(calls[0].name == "write");
   CHECK(calls[0].input["content"] == "# Title\n```bash\nmake test\n```\nmore\n");
 }
 
@@ -77,7 +77,7 @@ TEST_CASE("an unterminated fence is not runnable") {
 TEST_CASE("calls come back in the order they were written") {
   auto calls =
     parse_markdown_calls("```read a.txt\n```\n```shell\necho\n```\n```save b\nx\n```", registry());
-  CHECK(names(calls) == std::vector<std::string>{"read", "shell", "save"});
+  CHECK(names(calls) == std::vector<std::string>{"read", "shell", "write"});
   CHECK(calls[0].input == json{{"path", "a.txt"}});
 }
 
@@ -127,6 +127,6 @@ TEST_CASE("an xml body may hold an example of a tool-use element") {
                      " to list.\n</save>\n</tool-use>";
   auto calls = parse_xml_calls(text, registry());
   REQUIRE(calls.size() == 1);
-  CHECK(calls[0].name == "save");
+  CHECK(calls[0].name == "write");
   CHECK(calls[0].input["content"] == "Use <tool-use><shell>ls</shell></tool-use> to list.\n");
 }
