@@ -212,13 +212,35 @@ void next_turn(session_ptr self) {
   }
 }
 
+// Applies what successful calls of the todo and complete tools change in the loop. Returns
+// the summary when the model called complete.
+std::optional<std::string> apply_loop_effects(session_ptr self, const step_outcome& outcome) {
+  auto& st = self->state;
+  std::optional<std::string> summary;
+  for (auto& result : outcome.tool_messages) {
+    const auto* spec = st.config.registry->find(result.tool_name);
+    if (spec == nullptr || result.is_error || spec->effect == loop_effect::none)
+      continue;
+    if (spec->effect == loop_effect::complete) {
+      summary = result.content;
+      continue;
+    }
+    for (auto& call : outcome.reply.tool_calls)
+      if (call.id == result.tool_call_id) {
+        st.state.todos = call.input.at("todos");
+        notice(self, "todos", result.content);
+      }
+  }
+  return summary;
+}
+
 void on_step_done(session_ptr self, step_outcome& outcome) {
   auto& st = self->state;
   if (st.phase == session_phase::ended)
     return;
   st.usage += outcome.usage;
   for (auto& result : outcome.tool_messages)
-    if (!append(self, std::move(result)))
+    if (!append(self, result))
       return;
   // An interrupt that raced with the step's end still stops the loop here.
   bool interrupted = outcome.status == step_status::interrupted || st.interrupt_requested;
@@ -244,6 +266,18 @@ void on_step_done(session_ptr self, step_outcome& outcome) {
     }
     drop_queue(self, "interrupted"); // the user stopped the work queued behind this turn too
     next_turn(self);
+    return;
+  }
+  if (auto summary = apply_loop_effects(self, outcome)) {
+    // The model declared the task done: its summary is the run's answer.
+    st.last_assistant_text = std::move(*summary);
+    st.state.transition = transition_reason::completed;
+    save_state(self);
+    fire_and_enqueue(self, hook_point::turn_post);
+    if (st.config.interactive)
+      next_turn(self);
+    else
+      end_session(self, terminal_reason::completed);
     return;
   }
   st.state.transition = outcome.reply.tool_calls.empty() ? transition_reason::structural_stop

@@ -17,7 +17,7 @@ constexpr detail::enum_names<terminal_reason, 6> terminal_names{{
   {terminal_reason::backgrounded, "backgrounded"},
 }};
 
-constexpr detail::enum_names<transition_reason, 7> transition_names{{
+constexpr detail::enum_names<transition_reason, 8> transition_names{{
   {transition_reason::none, "none"},
   {transition_reason::tool_round, "tool_round"},
   {transition_reason::structural_stop, "structural_stop"},
@@ -25,6 +25,7 @@ constexpr detail::enum_names<transition_reason, 7> transition_names{{
   {transition_reason::interrupted, "interrupted"},
   {transition_reason::model_error, "model_error"},
   {transition_reason::next_turn, "next_turn"},
+  {transition_reason::completed, "completed"},
 }};
 
 } // namespace
@@ -83,7 +84,8 @@ void to_json(nlohmann::json& j, const loop_state& x) {
        {"max_output_recovery_count", x.max_output_recovery_count},
        {"has_attempted_reactive_compact", x.has_attempted_reactive_compact},
        {"stop_hook_active", x.stop_hook_active},
-       {"transition_reason", x.transition}};
+       {"transition_reason", x.transition},
+       {"todos", x.todos}};
 }
 
 void from_json(const nlohmann::json& j, loop_state& x) {
@@ -96,6 +98,7 @@ void from_json(const nlohmann::json& j, loop_state& x) {
   j.at("has_attempted_reactive_compact").get_to(x.has_attempted_reactive_compact);
   j.at("stop_hook_active").get_to(x.stop_hook_active);
   j.at("transition_reason").get_to(x.transition);
+  x.todos = j.value("todos", nlohmann::json::array()); // absent in state files before todo
 }
 
 } // namespace troupe

@@ -5,7 +5,9 @@
 #include <string>
 
 #include <caf/meta/type_name.hpp>
-#include <nlohmann/json_fwd.hpp>
+#include <nlohmann/json.hpp>
+
+#include "protocol/json_inspect.hpp"
 
 namespace troupe {
 
@@ -34,6 +36,7 @@ enum class transition_reason : uint8_t {
   interrupted,     ///< an interrupt ended the step
   model_error,     ///< the model failed; the run ends
   next_turn,       ///< a new input started a turn
+  completed,       ///< the model called the complete tool
 };
 
 /// Returns the wire name of a transition reason.
@@ -70,6 +73,8 @@ struct loop_state {
   bool has_attempted_reactive_compact = false;
   bool stop_hook_active = false;
   transition_reason transition = transition_reason::none;
+  /// The agent's task list, as its last successful todo call gave it.
+  nlohmann::json todos = nlohmann::json::array();
 
   friend bool operator==(const loop_state& a, const loop_state& b) {
     return a.messages_count == b.messages_count && a.turn_count == b.turn_count &&
@@ -77,7 +82,8 @@ struct loop_state {
            a.auto_compact == b.auto_compact &&
            a.max_output_recovery_count == b.max_output_recovery_count &&
            a.has_attempted_reactive_compact == b.has_attempted_reactive_compact &&
-           a.stop_hook_active == b.stop_hook_active && a.transition == b.transition;
+           a.stop_hook_active == b.stop_hook_active && a.transition == b.transition &&
+           a.todos == b.todos;
   }
 };
 
@@ -85,7 +91,7 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, loop_state& x) {
   return f(caf::meta::type_name("loop_state"), x.messages_count, x.turn_count, x.step_count,
            x.total_steps, x.auto_compact, x.max_output_recovery_count,
-           x.has_attempted_reactive_compact, x.stop_hook_active, x.transition);
+           x.has_attempted_reactive_compact, x.stop_hook_active, x.transition, x.todos);
 }
 
 void to_json(nlohmann::json& j, const terminal_reason& x);

@@ -372,3 +372,36 @@ TEST_CASE("a session shut down from outside still ends with an event") {
   CHECK(ended.reason == terminal_reason::interrupted);
   CHECK(ended.error_message.find("shut down") != std::string::npos);
 }
+
+TEST_CASE("complete ends the run at once with its summary as the result") {
+  agent_fixture f;
+  auto ended = f.run({tool_reply("complete", {{"summary", "Fixed the bug; tests pass."}}),
+                      text_reply("never requested")});
+  CHECK(ended.reason == terminal_reason::completed);
+  CHECK(ended.result_text == "Fixed the bug; tests pass.");
+  CHECK(ended.state.transition == transition_reason::completed);
+  CHECK(ended.state.total_steps == 1);
+  CHECK(f.transcript_roles() == strings{"user:prompt", "assistant", "tool"});
+}
+
+TEST_CASE("a complete call without a summary is an error result and the loop goes on") {
+  agent_fixture f;
+  auto ended = f.run({tool_reply("complete", {{"summary", " "}}), text_reply("ok, summary: done")});
+  CHECK(ended.state.total_steps == 2);
+  CHECK(ended.result_text == "ok, summary: done");
+  CHECK(f.transcript()[2]["is_error"] == true);
+}
+
+TEST_CASE("todo keeps the task list in the loop state and publishes it") {
+  agent_fixture f;
+  auto todos = json::array({{{"content", "read the code"}, {"status", "completed"}},
+                            {{"content", "fix it"}, {"status", "in_progress"}}});
+  auto ended = f.run({tool_reply("todo", {{"todos", todos}}),
+                      tool_reply("todo", {{"todos", json::array({{{"content", "x"}, {"status", "bad"}}})}}),
+                      text_reply("working")});
+  CHECK(ended.state.todos == todos); // the invalid second list changed nothing
+  auto published = f.events->notices("todos");
+  REQUIRE(published.size() == 1);
+  CHECK(published[0]["text"] == "Task list (1/2 done):\n[x] read the code\n[>] fix it\n");
+  CHECK(json::parse(read_file(f.config.session_dir / "state.json"))["todos"] == todos);
+}

@@ -69,6 +69,12 @@ inline nlohmann::json shell_reply(const std::string& command, const std::string&
   return {{"text", text + "```shell\n" + command + "\n```"}};
 }
 
+/// A scripted reply that calls one tool natively.
+inline nlohmann::json tool_reply(const std::string& tool, nlohmann::json input) {
+  return {{"text", ""},
+          {"tool_calls", nlohmann::json::array({{{"name", tool}, {"input", std::move(input)}}})}};
+}
+
 /// A scripted reply without any tool.
 inline nlohmann::json text_reply(const std::string& text) { return {{"text", text}}; }
 
