@@ -34,6 +34,8 @@ struct session_config {
   tool_format format = tool_format::markdown;
   /// Steps per turn; 0 means no cap.
   int32_t max_steps = 0;
+  /// Most read-only calls of one reply that run at once (1: every call in turn).
+  size_t max_parallel_tools = 10;
   /// Interactive sessions wait for input when the queue is empty; others end.
   bool interactive = false;
   /// Most inputs the prompt queue holds; past it inputs are dropped with a notice.

@@ -1,5 +1,8 @@
 #include "actors/step.hpp"
 
+#include <optional>
+#include <vector>
+
 #include <caf/actor_system.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
@@ -24,7 +27,11 @@ struct step_state {
   caf::typed_response_promise<step_outcome> promise;
   step_outcome outcome;
   size_t next_call = 0;
+  /// Results of the batch of calls in flight, by position from next_call.
+  std::vector<std::optional<tool_result>> batch;
+  size_t batch_pending = 0;
 };
+
 
 using self_ptr = step_actor::stateful_pointer<step_state>;
 
@@ -48,6 +55,29 @@ void answer_remaining_as_interrupted(step_state& st) {
   }
 }
 
+bool is_read_only(const step_state& st, const tool_call& call) {
+  const auto* spec = st.config.registry->find(call.name);
+  return spec != nullptr && spec->read_only;
+}
+
+void run_next_call(self_ptr self);
+
+// Records one result of the batch; when the batch is complete its results are logged in call
+// order, whatever order they finished in.
+void on_batch_result(self_ptr self, size_t position, tool_result result) {
+  auto& st = self->state;
+  st.batch[position] = std::move(result);
+  if (--st.batch_pending > 0)
+    return;
+  for (auto& r : st.batch)
+    st.outcome.tool_messages.push_back(
+      make_tool_message(st.outcome.reply.tool_calls[st.next_call++], *r));
+  st.batch.clear();
+  run_next_call(self);
+}
+
+// Runs the next call, or the next run of consecutive read-only calls (up to
+// config.max_parallel_calls) all at once; anything else runs alone, in order.
 void run_next_call(self_ptr self) {
   auto& st = self->state;
   const auto& calls = st.outcome.reply.tool_calls;
@@ -60,24 +90,20 @@ void run_next_call(self_ptr self) {
     finish(self, step_status::replied);
     return;
   }
-  const auto& call = calls[st.next_call];
-  self->request(st.executor, caf::infinite, execute_atom::value, call)
-    .then(
-      [=](tool_result& result) {
-        auto& s = self->state;
-        s.outcome.tool_messages.push_back(
-          make_tool_message(s.outcome.reply.tool_calls[s.next_call], result));
-        ++s.next_call;
-        run_next_call(self);
-      },
-      [=](caf::error& err) {
-        auto& s = self->state;
-        auto result = error_result("tool executor failed: " + self->system().render(err));
-        s.outcome.tool_messages.push_back(
-          make_tool_message(s.outcome.reply.tool_calls[s.next_call], result));
-        ++s.next_call;
-        run_next_call(self);
-      });
+  size_t size = 1;
+  if (is_read_only(st, calls[st.next_call]))
+    while (st.next_call + size < calls.size() && size < st.config.max_parallel_calls &&
+           is_read_only(st, calls[st.next_call + size]))
+      ++size;
+  st.batch.assign(size, std::nullopt);
+  st.batch_pending = size;
+  for (size_t i = 0; i < size; ++i)
+    self->request(st.executor, caf::infinite, execute_atom::value, calls[st.next_call + i])
+      .then([=](tool_result& result) { on_batch_result(self, i, std::move(result)); },
+            [=](caf::error& err) {
+              on_batch_result(self, i,
+                              error_result("tool executor failed: " + self->system().render(err)));
+            });
 }
 
 // Native calls come first, then calls written in the text; each gets an id. With native

@@ -21,6 +21,8 @@ struct step_config {
   std::shared_ptr<const tool_registry> registry;
   /// Native calls always run; calls written in the text run only in the markdown/xml formats.
   tool_format format = tool_format::markdown;
+  /// Most read-only calls of one reply that run at once.
+  size_t max_parallel_calls = 10;
 };
 
 /// Spawns the step actor of one session. It reports each reply to `session` before running

@@ -9,6 +9,8 @@
 #include <unordered_map>
 
 #include <caf/actor_system.hpp>
+#include <caf/event_based_actor.hpp>
+#include <caf/send.hpp>
 #include <caf/typed_event_based_actor.hpp>
 #include <spdlog/spdlog.h>
 
@@ -36,6 +38,8 @@ struct tool_executor_state {
   tool_context context;
   uint64_t next_job = 0;
   std::unordered_map<uint64_t, running_job> jobs;
+  /// Read-only calls running on threads of their own, by job id.
+  std::unordered_map<uint64_t, caf::typed_response_promise<tool_result>> helpers;
   /// The session's bash, started on first use and again after it ends.
   shell_process shell;
 
@@ -86,6 +90,15 @@ void abandon(self_ptr self, std::unordered_map<uint64_t, running_job>::iterator 
   self->state.jobs.erase(i);
 }
 
+tool_result run_function_tool(const tool_spec& spec, const nlohmann::json& input,
+                              const tool_context& context) {
+  try {
+    return spec.run(input, context);
+  } catch (const std::exception& e) {
+    return error_result("tool '" + spec.name + "' failed: " + e.what());
+  }
+}
+
 caf::result<tool_result> execute(self_ptr self, const tool_call& call) {
   auto& st = self->state;
   const auto* spec = st.registry->find(call.name);
@@ -94,13 +107,22 @@ caf::result<tool_result> execute(self_ptr self, const tool_call& call) {
                         "'; available tools: " + available_tools(*st.registry));
   if (auto problem = validate_input(*spec, call.input))
     return error_result(*problem);
-  if (spec->kind == tool_kind::function) {
-    try {
-      return spec->run(call.input, st.context);
-    } catch (const std::exception& e) {
-      return error_result("tool '" + call.name + "' failed: " + e.what());
-    }
+  if (spec->kind == tool_kind::function && spec->read_only) {
+    // Off this actor and off the scheduler: a grep over a large tree must neither block the
+    // executor (cancels, other calls of the same reply) nor a scheduler thread.
+    auto id = st.next_job++;
+    auto promise = self->make_response_promise<tool_result>();
+    st.helpers.emplace(id, promise);
+    self->system().spawn<caf::detached>(
+      [id, registry = st.registry, spec, input = call.input, context = st.context,
+       executor = tool_executor_actor{self}](caf::event_based_actor* helper) {
+        caf::anon_send(executor, finished_atom::value, id, run_function_tool(*spec, input, context));
+        helper->quit();
+      });
+    return promise;
   }
+  if (spec->kind == tool_kind::function)
+    return run_function_tool(*spec, call.input, st.context);
   if (!st.jobs.empty())
     return error_result("the shell is busy with another command; run commands one at a time");
   if (st.shell.pid < 0) {
@@ -148,6 +170,20 @@ tool_executor_actor::behavior_type tool_executor(self_ptr self,
         job.interrupted = true;
         kill_job(self, id, job);
       }
+      // A read-only call cannot be stopped midway; it is answered now and its result dropped.
+      for (auto& [id, promise] : self->state.helpers) {
+        auto result = error_result("[interrupted before the call finished]");
+        result.exit_code = 130;
+        promise.deliver(std::move(result));
+      }
+      self->state.helpers.clear();
+    },
+    [=](finished_atom, uint64_t id, tool_result& result) {
+      auto i = self->state.helpers.find(id);
+      if (i == self->state.helpers.end())
+        return;
+      i->second.deliver(std::move(result));
+      self->state.helpers.erase(i);
     },
     [=](due_atom, uint64_t timer) {
       bool grace_over = (timer & grace_bit) != 0;

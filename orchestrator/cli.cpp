@@ -270,6 +270,14 @@ expected<run_settings> resolve_run(const run_flags& flags) {
   if (!max_steps)
     return failure{max_steps.error()};
   settings.max_steps = *max_steps;
+  if (auto text = env_or("TROUPE_MAX_TOOL_CONCURRENCY"); !text.empty()) {
+    char* end = nullptr;
+    long value = std::strtol(text.c_str(), &end, 10);
+    if (*end != '\0' || value < 1 || value > 10)
+      return failure{"invalid TROUPE_MAX_TOOL_CONCURRENCY '" + text +
+                     "': expected a whole number from 1 to 10"};
+    settings.max_parallel_tools = static_cast<size_t>(value);
+  }
 
   std::error_code ec;
   settings.cwd = flags.cwd.empty() ? std::filesystem::current_path(ec)

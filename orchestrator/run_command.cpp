@@ -45,6 +45,7 @@ int execute_run(run_settings settings, std::FILE* out) {
   session.cwd = settings.cwd;
   session.registry = registry;
   session.max_steps = settings.max_steps;
+  session.max_parallel_tools = settings.max_parallel_tools;
   session.history = std::move(settings.history);
   session.resumed_state = settings.resumed_state;
   session.initial_inputs.push_back(make_input(std::move(settings.prompt)));

@@ -26,6 +26,7 @@ struct run_settings {
   std::optional<http_model_config> http_model;
   tool_format format = tool_format::markdown;
   int32_t max_steps = 0;
+  size_t max_parallel_tools = 10;
   std::filesystem::path cwd;
   std::filesystem::path troupe_home;
   std::filesystem::path home;

@@ -47,7 +47,9 @@ using tool_executor_actor = caf::typed_actor<
   // Internal: a job's timeout expired.
   caf::reacts_to<due_atom, uint64_t>,
   // Internal: a job's child process ended (from its reader).
-  caf::reacts_to<exited_atom, process_exit>>;
+  caf::reacts_to<exited_atom, process_exit>,
+  // Internal: a read-only call that ran on a thread of its own finished.
+  caf::reacts_to<finished_atom, uint64_t, tool_result>>;
 
 /// Carries out one step: model call, then the reply's tool calls in order.
 using step_actor = caf::typed_actor<

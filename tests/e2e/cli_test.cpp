@@ -207,6 +207,13 @@ TEST_CASE("bad input gets a one-line error and exit 2") {
   auto env_bad = f.run({"--model", good, "x"}, opts);
   CHECK(env_bad.exit_code == 2);
   CHECK(env_bad.err.find("invalid TROUPE_MAX_STEPS 'many'") != std::string::npos);
+  for (const char* bad : {"0", "11", "2x"}) {
+    process_options concurrency;
+    concurrency.env["TROUPE_MAX_TOOL_CONCURRENCY"] = bad;
+    auto r = f.run({"--model", good, "x"}, concurrency);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find("invalid TROUPE_MAX_TOOL_CONCURRENCY") != std::string::npos);
+  }
   CHECK(f.transcripts().empty());
 }
 

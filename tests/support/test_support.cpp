@@ -67,17 +67,24 @@ std::vector<nlohmann::json> read_jsonl(const std::filesystem::path& path) {
   return out;
 }
 
-bool wait_until_gone(int pid, std::chrono::milliseconds limit) {
+bool wait_until(const std::function<bool()>& condition, std::chrono::milliseconds limit) {
   auto deadline = std::chrono::steady_clock::now() + limit;
   for (;;) {
-    bool gone = kill(pid, 0) != 0 ||
-                read_file("/proc/" + std::to_string(pid) + "/stat").find(") Z") != std::string::npos;
-    if (gone)
+    if (condition())
       return true;
     if (std::chrono::steady_clock::now() > deadline)
       return false;
     std::this_thread::sleep_for(std::chrono::milliseconds{10});
   }
+}
+
+bool wait_until_gone(int pid, std::chrono::milliseconds limit) {
+  return wait_until(
+    [pid] {
+      return kill(pid, 0) != 0 ||
+             read_file("/proc/" + std::to_string(pid) + "/stat").find(") Z") != std::string::npos;
+    },
+    limit);
 }
 
 process_result run_process(const std::vector<std::string>& argv, const process_options& opts) {

@@ -3,6 +3,7 @@
 // a recording event subscriber and an actor system with troupe's types.
 
 #include <chrono>
+#include <functional>
 #include <condition_variable>
 #include <filesystem>
 #include <map>
@@ -53,6 +54,10 @@ std::vector<std::string> split_lines(const std::string& text);
 
 /// Waits until the process is gone (or a zombie awaiting its parent); false after the limit.
 bool wait_until_gone(int pid, std::chrono::milliseconds limit = std::chrono::seconds{2});
+
+/// Polls `condition` every 10 ms until it holds (true) or `limit` passes (false).
+bool wait_until(const std::function<bool()>& condition,
+                std::chrono::milliseconds limit = std::chrono::seconds{5});
 
 /// A finished child process.
 struct process_result {
