@@ -23,40 +23,13 @@
 #include <caf/typed_event_based_actor.hpp>
 #include <nlohmann/json.hpp>
 
-#include "actors/agent.hpp"
-#include "actors/scripted_model.hpp"
 #include "actors/runtime.hpp"
+#include "bench_support.hpp"
 
 using namespace troupe;
-using clock_type = std::chrono::steady_clock;
+using namespace troupe::bench;
 
 namespace {
-
-struct end_state {
-  std::promise<terminal_reason>* done = nullptr;
-};
-
-event_sink_actor::behavior_type end_sink(event_sink_actor::stateful_pointer<end_state> self,
-                                         std::promise<terminal_reason>* done) {
-  self->state.done = done;
-  return {
-    [=](const session_started_event&) {},
-    [=](const message_event&) {},
-    [=](const notice_event&) {},
-    [=](const generation_progress&) {},
-    [=](const session_ended_event& e) {
-      if (e.reason != terminal_reason::completed)
-        std::fprintf(stderr, "run ended %s: %s\n", to_string(e.reason), e.error_message.c_str());
-      self->state.done->set_value(e.reason);
-      self->quit();
-    },
-  };
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
 
 // Mean microseconds per step over steps [first, last).
 double us_per_step(const std::vector<clock_type::time_point>& t, size_t first, size_t last) {
@@ -75,8 +48,7 @@ std::vector<clock_type::time_point> run_once(caf::actor_system& sys,
     std::fputs("one\ntwo\nthree\n", f);
     std::fclose(f);
   }
-  script lines;
-  lines.source = "bench";
+  std::vector<scripted_reply> replies;
   for (int i = 0; i < steps; ++i) {
     scripted_reply r;
     r.text = "reading";
@@ -84,35 +56,13 @@ std::vector<clock_type::time_point> run_once(caf::actor_system& sys,
       r.tool_calls.push_back({"", "shell", {{"command", "true"}}, call_format::native});
     else
       r.tool_calls.push_back({"", "read", {{"path", "small.txt"}}, call_format::native});
-    lines.replies.push_back(std::move(r));
+    replies.push_back(std::move(r));
   }
   scripted_reply last;
   last.text = "done";
-  lines.replies.push_back(last);
-
-  session_config config;
-  config.session_id = "bench-" + std::to_string(run);
-  config.session_dir = root / "home" / config.session_id;
-  config.cwd = work;
-  config.model_name = "scripted:bench";
-  config.registry = std::make_shared<const tool_registry>(make_builtin_registry());
-  config.initial_inputs.push_back(make_input("read the file many times"));
-  auto stamps = std::make_shared<std::vector<clock_type::time_point>>();
-  stamps->reserve(static_cast<size_t>(steps) + 2);
-  config.hooks.emplace_back(hook_point::step_pre, [stamps](const hook_context&) {
-    stamps->push_back(clock_type::now());
-    return std::vector<message>{};
-  });
-  std::promise<terminal_reason> done;
-  auto future = done.get_future();
-  config.subscribers.push_back(sys.spawn(end_sink, &done));
-  tool_context tools;
-  tools.cwd = work;
-  auto model = spawn_scripted_model(sys, std::move(lines));
-  auto session = spawn_agent(sys, std::move(config), std::move(tools), std::move(model));
-  caf::anon_send(session, start_atom::value);
-  future.get(); // the session has ended: nobody writes `stamps` any more
-  return *stamps;
+  replies.push_back(last);
+  return run_scripted(sys, root / "home", work, std::move(replies),
+                      "bench-" + std::to_string(run));
 }
 
 } // namespace

@@ -1,0 +1,79 @@
+// Per-call cost of the shell tool's process work, without the actors around it: a command
+// (`true`) sent to the session's persistent bash and read back to its end marker, against a
+// fresh `bash -c true` spawned and waited for per call (what a wrapper per command costs).
+//
+// Usage: bench_shell_calls [calls=500] [runs=3]
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#include "bench_support.hpp"
+#include "tools/shell.hpp"
+
+extern char** environ;
+
+using namespace troupe;
+using namespace troupe::bench;
+
+namespace {
+
+double persistent_ms_per_call(int calls) {
+  tool_context ctx;
+  ctx.cwd = std::filesystem::temp_directory_path();
+  auto shell = start_shell(ctx, "benchnonce0123456");
+  if (!shell) {
+    std::fprintf(stderr, "%s\n", shell.error().c_str());
+    std::exit(1);
+  }
+  int wake[2];
+  if (pipe2(wake, O_CLOEXEC) != 0)
+    std::exit(1);
+  auto start = clock_type::now();
+  for (int i = 0; i < calls; ++i) {
+    if (!send_command(*shell, "true"))
+      std::exit(1);
+    auto exit = wait_for_command(*shell, shell->output_fd, wake[0], 30000);
+    if (exit.exit_code != 0)
+      std::exit(1);
+  }
+  auto ms = std::chrono::duration<double, std::milli>(clock_type::now() - start).count();
+  stop_shell(*shell, true);
+  close(wake[0]);
+  close(wake[1]);
+  return ms / calls;
+}
+
+double fresh_ms_per_call(int calls) {
+  const char* argv[] = {"/bin/bash", "--noprofile", "--norc", "-c", "true", nullptr};
+  auto start = clock_type::now();
+  for (int i = 0; i < calls; ++i) {
+    pid_t pid = -1;
+    if (posix_spawn(&pid, argv[0], nullptr, nullptr, const_cast<char**>(argv), environ) != 0)
+      std::exit(1);
+    int status = 0;
+    waitpid(pid, &status, 0);
+  }
+  return std::chrono::duration<double, std::milli>(clock_type::now() - start).count() / calls;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  int calls = argc > 1 ? std::atoi(argv[1]) : 500;
+  int runs = argc > 2 ? std::atoi(argv[2]) : 3;
+  std::vector<double> persistent, fresh;
+  for (int run = 0; run < runs; ++run) {
+    persistent.push_back(persistent_ms_per_call(calls));
+    fresh.push_back(fresh_ms_per_call(calls));
+  }
+  std::printf("shell call cost (`true`), %d calls per run, median of %d runs\n", calls, runs);
+  std::printf("  persistent bash (troupe's shell tool): %6.3f ms/call\n", median(persistent));
+  std::printf("  fresh `bash -c` per call:              %6.3f ms/call\n", median(fresh));
+  return 0;
+}
