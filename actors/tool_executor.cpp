@@ -25,6 +25,7 @@ namespace {
 /// A child process in flight.
 struct running_job {
   caf::typed_response_promise<tool_result> promise;
+  std::string call_id;
   pid_t pid = -1;
   /// Writing here tells the reader to give up (see abandon).
   int wake = -1;
@@ -39,7 +40,11 @@ struct tool_executor_state {
   uint64_t next_job = 0;
   std::unordered_map<uint64_t, running_job> jobs;
   /// Read-only calls running on threads of their own, by job id.
-  std::unordered_map<uint64_t, caf::typed_response_promise<tool_result>> helpers;
+  struct helper_call {
+    caf::typed_response_promise<tool_result> promise;
+    std::string call_id;
+  };
+  std::unordered_map<uint64_t, helper_call> helpers;
   /// The session's bash, started on first use and again after it ends.
   shell_process shell;
 
@@ -112,7 +117,7 @@ caf::result<tool_result> execute(self_ptr self, const tool_call& call) {
     // executor (cancels, other calls of the same reply) nor a scheduler thread.
     auto id = st.next_job++;
     auto promise = self->make_response_promise<tool_result>();
-    st.helpers.emplace(id, promise);
+    st.helpers.emplace(id, tool_executor_state::helper_call{promise, call.id});
     self->system().spawn<caf::detached>(
       [id, registry = st.registry, spec, input = call.input, context = st.context,
        executor = tool_executor_actor{self}](caf::event_based_actor* helper) {
@@ -121,8 +126,11 @@ caf::result<tool_result> execute(self_ptr self, const tool_call& call) {
       });
     return promise;
   }
-  if (spec->kind == tool_kind::function)
-    return run_function_tool(*spec, call.input, st.context);
+  if (spec->kind == tool_kind::function) {
+    auto result = run_function_tool(*spec, call.input, st.context);
+    apply_output_budget(result, st.context, call.id);
+    return result;
+  }
   if (!st.jobs.empty())
     return error_result("the shell is busy with another command; run commands one at a time");
   if (st.shell.pid < 0) {
@@ -145,13 +153,14 @@ caf::result<tool_result> execute(self_ptr self, const tool_call& call) {
   auto id = st.next_job++;
   running_job job;
   job.promise = self->make_response_promise<tool_result>();
+  job.call_id = call.id;
   job.pid = st.shell.pid;
   job.wake = wake[1];
   job.timeout = shell_timeout(call.input, st.context);
   auto promise = job.promise;
   self->delayed_send(self, job.timeout, due_atom::value, id);
   st.jobs.emplace(id, std::move(job));
-  spawn_shell_reader(self->system(), st.shell, output_copy, wake[0], st.context.output_cap, id,
+  spawn_shell_reader(self->system(), st.shell, output_copy, wake[0], st.context.capture_cap, id,
                      self);
   return promise;
 }
@@ -171,10 +180,10 @@ tool_executor_actor::behavior_type tool_executor(self_ptr self,
         kill_job(self, id, job);
       }
       // A read-only call cannot be stopped midway; it is answered now and its result dropped.
-      for (auto& [id, promise] : self->state.helpers) {
+      for (auto& [id, helper] : self->state.helpers) {
         auto result = error_result("[interrupted before the call finished]");
         result.exit_code = 130;
-        promise.deliver(std::move(result));
+        helper.promise.deliver(std::move(result));
       }
       self->state.helpers.clear();
     },
@@ -182,7 +191,8 @@ tool_executor_actor::behavior_type tool_executor(self_ptr self,
       auto i = self->state.helpers.find(id);
       if (i == self->state.helpers.end())
         return;
-      i->second.deliver(std::move(result));
+      apply_output_budget(result, self->state.context, i->second.call_id);
+      i->second.promise.deliver(std::move(result));
       self->state.helpers.erase(i);
     },
     [=](due_atom, uint64_t timer) {
@@ -211,6 +221,7 @@ tool_executor_actor::behavior_type tool_executor(self_ptr self,
         if (!job.timed_out && !job.interrupted)
           result.output += "\n[the shell exited; the next command starts a new one]";
       }
+      apply_output_budget(result, self->state.context, job.call_id);
       job.promise.deliver(std::move(result));
       ::close(job.wake);
       self->state.jobs.erase(i);

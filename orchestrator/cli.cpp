@@ -42,6 +42,7 @@ struct run_flags {
   bool include_partial_messages = false;
   int max_retries = 8;
   int idle_timeout_s = 120;
+  std::string max_tool_output;
 };
 
 int fail(const std::string& message) {
@@ -98,16 +99,28 @@ expected<bool> configure_logging(const std::string& log_file, const std::string&
   return true;
 }
 
-expected<int32_t> parse_max_steps(const std::string& text, const char* where) {
-  if (text.empty())
-    return int32_t{0};
+// Parses a flag's or variable's value as a whole number in [low, high], naming where it came
+// from and what it counts when it is not one.
+expected<long> parse_count(const std::string& text, const std::string& where, long low, long high,
+                           const char* what) {
   char* end = nullptr;
   errno = 0;
   long value = std::strtol(text.c_str(), &end, 10);
-  if (end == text.c_str() || *end != '\0' || errno != 0 || value < 1 || value > 1000000)
-    return failure{std::string{"invalid "} + where + " '" + text +
-                   "': expected a whole number of steps from 1 to 1000000"};
-  return static_cast<int32_t>(value);
+  if (text.empty() || end == text.c_str() || *end != '\0' || errno != 0 || value < low ||
+      value > high)
+    return failure{"invalid " + where + " '" + text + "': expected a whole number of " + what +
+                   " from " + std::to_string(low) + " to " + std::to_string(high)};
+  return value;
+}
+
+// The flag when given, else the environment variable, else the default.
+expected<long> count_setting(const std::string& flag_value, const char* flag, const char* variable,
+                             long fallback, long low, long high, const char* what) {
+  if (!flag_value.empty())
+    return parse_count(flag_value, flag, low, high, what);
+  if (auto text = env_or(variable); !text.empty())
+    return parse_count(text, variable, low, high, what);
+  return fallback;
 }
 
 bool valid_port(std::string_view port) {
@@ -264,20 +277,17 @@ expected<run_settings> resolve_run(const run_flags& flags) {
     flags.output_format == "stream-json" ? output_format::stream_json : output_format::text;
   settings.render.include_partial_messages = flags.include_partial_messages;
 
-  auto max_steps = flags.max_steps.empty()
-                     ? parse_max_steps(env_or("TROUPE_MAX_STEPS"), "TROUPE_MAX_STEPS")
-                     : parse_max_steps(flags.max_steps, "--max-steps");
-  if (!max_steps)
-    return failure{max_steps.error()};
-  settings.max_steps = *max_steps;
-  if (auto text = env_or("TROUPE_MAX_TOOL_CONCURRENCY"); !text.empty()) {
-    char* end = nullptr;
-    long value = std::strtol(text.c_str(), &end, 10);
-    if (*end != '\0' || value < 1 || value > 10)
-      return failure{"invalid TROUPE_MAX_TOOL_CONCURRENCY '" + text +
-                     "': expected a whole number from 1 to 10"};
-    settings.max_parallel_tools = static_cast<size_t>(value);
-  }
+  auto max_steps = count_setting(flags.max_steps, "--max-steps", "TROUPE_MAX_STEPS", 0, 1,
+                                 1000000, "steps");
+  auto parallel = count_setting("", "", "TROUPE_MAX_TOOL_CONCURRENCY", 10, 1, 10, "calls");
+  auto tool_output = count_setting(flags.max_tool_output, "--max-tool-output",
+                                   "TROUPE_MAX_TOOL_OUTPUT", 30000, 1000, 10000000, "bytes");
+  for (auto* checked : {&max_steps, &parallel, &tool_output})
+    if (!*checked)
+      return failure{checked->error()};
+  settings.max_steps = static_cast<int32_t>(*max_steps);
+  settings.max_parallel_tools = static_cast<size_t>(*parallel);
+  settings.max_tool_output = static_cast<size_t>(*tool_output);
 
   std::error_code ec;
   settings.cwd = flags.cwd.empty() ? std::filesystem::current_path(ec)
@@ -398,6 +408,10 @@ int run_cli(int argc, char** argv) {
   run->add_option("--idle-timeout", flags.idle_timeout_s,
                   "seconds a streaming reply may stay silent before it fails")
     ->check(CLI::Range(1, 86400));
+  run->add_option("--max-tool-output", flags.max_tool_output,
+                  "bytes of a tool result the model sees; longer ones keep head and tail, "
+                  "the whole output saved in the session directory")
+    ->type_name("BYTES");
 
   std::string demo_format = "text";
   auto* demo = app.add_subcommand("demo", "run an offline agent on a bundled script");

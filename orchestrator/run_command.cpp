@@ -35,6 +35,8 @@ int execute_run(run_settings settings, std::FILE* out) {
   tools.cwd = settings.cwd;
   tools.home = settings.home;
   tools.shell_program = settings.shell_program;
+  tools.output_cap = settings.max_tool_output;
+  tools.results_dir = session_dir / "tool-results";
 
   session_config session;
   session.session_id = settings.session_id;

@@ -27,6 +27,7 @@ struct run_settings {
   tool_format format = tool_format::markdown;
   int32_t max_steps = 0;
   size_t max_parallel_tools = 10;
+  size_t max_tool_output = 30000;
   std::filesystem::path cwd;
   std::filesystem::path troupe_home;
   std::filesystem::path home;

@@ -88,7 +88,6 @@ tool_result run_read(const nlohmann::json& input, const tool_context& ctx) {
   }
   if (!done && !partial.empty() && n >= first)
     append_numbered(result.output, n, partial); // a last line without its newline
-  result.truncated = cap_output(result.output, ctx.output_cap);
   if (stopped_early)
     result.output += "[stopped reading at " + std::to_string(budget) +
                      " bytes of output; use start_line/end_line to read further]\n";

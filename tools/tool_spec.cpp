@@ -1,5 +1,8 @@
 #include "tools/tool_spec.hpp"
 
+#include <cctype>
+#include <fstream>
+
 namespace troupe {
 
 namespace {
@@ -63,14 +66,47 @@ std::filesystem::path resolve_path(const tool_context& ctx, const std::string& p
   return p.is_absolute() ? p.lexically_normal() : (ctx.cwd / p).lexically_normal();
 }
 
-bool cap_output(std::string& text, size_t cap) {
+namespace {
+
+// Moves `pos` back to the start of the UTF-8 character it falls in.
+size_t char_boundary(const std::string& text, size_t pos) {
+  while (pos > 0 && pos < text.size() && (static_cast<unsigned char>(text[pos]) & 0xC0) == 0x80)
+    --pos;
+  return pos;
+}
+
+} // namespace
+
+void apply_output_budget(tool_result& result, const tool_context& ctx, const std::string& call_id) {
+  if (result.output.size() <= ctx.output_cap)
+    return;
+  std::string saved_to;
+  if (!ctx.results_dir.empty()) {
+    std::string name;
+    for (char c : call_id)
+      name += std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '-' || c == '_' ? c : '_';
+    auto path = ctx.results_dir / ((name.empty() ? "call" : name) + ".txt");
+    std::error_code ec;
+    std::filesystem::create_directories(ctx.results_dir, ec);
+    std::ofstream out{path, std::ios::binary | std::ios::trunc};
+    out.write(result.output.data(), static_cast<std::streamsize>(result.output.size()));
+    if (out.flush())
+      saved_to = path.string();
+  }
+  result.truncated = cap_output(result.output, ctx.output_cap, saved_to) || result.truncated;
+}
+
+bool cap_output(std::string& text, size_t cap, const std::string& saved_to) {
   if (text.size() <= cap)
     return false;
-  auto half = cap / 2;
-  auto cut = text.size() - 2 * half;
+  auto head_end = char_boundary(text, cap / 2);
+  auto tail_start = char_boundary(text, text.size() - cap / 2);
+  auto cut = tail_start - head_end;
   auto note = "\n[... " + std::to_string(cut) + " bytes cut from the middle of " +
-              std::to_string(text.size()) + " ...]\n";
-  text = text.substr(0, half) + note + text.substr(text.size() - half);
+              std::to_string(text.size()) +
+              (saved_to.empty() ? std::string{} : "; the whole output is in " + saved_to) +
+              " ...]\n";
+  text = text.substr(0, head_end) + note + text.substr(tail_start);
   return true;
 }
 

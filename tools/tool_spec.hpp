@@ -23,8 +23,13 @@ struct tool_context {
   std::filesystem::path cwd;
   /// The user's home, for paths written as ~/…
   std::filesystem::path home;
-  /// Most bytes of output a tool result keeps (head and tail; the middle is cut with a note).
+  /// Most bytes of a tool result the model sees: past it the head and tail are kept, with a
+  /// note saying how much was cut and where the whole output was saved.
   size_t output_cap = 30000;
+  /// Most bytes of a command's output kept at all (the saved file holds its head and tail).
+  size_t capture_cap = 10 * 1024 * 1024;
+  /// Where whole outputs over output_cap are saved, one file per call; empty: not saved.
+  std::filesystem::path results_dir;
   /// The bash the shell tool runs, as an absolute path: searching PATH on every call costs a
   /// failed execve per PATH entry.
   std::string shell_program = "/bin/bash";
@@ -91,8 +96,14 @@ tool_result error_result(std::string message);
 /// Resolves a path from tool input against the workspace.
 std::filesystem::path resolve_path(const tool_context& ctx, const std::string& path);
 
-/// Keeps the head and tail of `text` within `cap` bytes, with a note where the middle was cut.
-/// Returns true when it cut anything.
-bool cap_output(std::string& text, size_t cap);
+/// Holds a result to the context's output_cap: a longer output is saved whole as
+/// `<results_dir>/<call_id>.txt` (when results_dir is set) and cut to its head and tail, the
+/// note naming the file.
+void apply_output_budget(tool_result& result, const tool_context& ctx, const std::string& call_id);
+
+/// Keeps the head and tail of `text` within `cap` bytes (cut at UTF-8 character boundaries),
+/// with a note where the middle was cut; `saved_to`, when given, is named in the note as
+/// where the whole text is. Returns true when it cut anything.
+bool cap_output(std::string& text, size_t cap, const std::string& saved_to = "");
 
 } // namespace troupe

@@ -24,9 +24,11 @@ struct executor_fixture {
   tool_context context;
   tool_executor_actor executor;
 
-  executor_fixture(size_t output_cap = 30000) {
+  explicit executor_fixture(size_t output_cap = 30000, size_t capture_cap = 10 << 20) {
     context.cwd = dir.path();
     context.output_cap = output_cap;
+    context.capture_cap = capture_cap;
+    context.results_dir = dir / "results";
     executor = spawn_tool_executor(actors.sys(),
                                    std::make_shared<const tool_registry>(make_builtin_registry()),
                                    context);
@@ -159,15 +161,36 @@ TEST_CASE("shell timeout kills the whole process group") {
   CHECK(wait_until_gone(std::stoi(read_file(f.dir / "child.pid"))));
 }
 
-TEST_CASE("shell output over the cap keeps head and tail with a note") {
+TEST_CASE("a result over the budget keeps head and tail, the whole output saved") {
   executor_fixture f{1000};
   auto r = f.shell("echo START; head -c 50000 /dev/zero | tr '\\0' x; echo; echo END");
   CHECK(r.truncated);
   CHECK_FALSE(r.is_error);
-  CHECK(r.output.size() < 1200);
+  CHECK(r.output.size() < 1300);
   CHECK(r.output.rfind("START", 0) == 0);
   CHECK(r.output.find("END\n") != std::string::npos);
-  CHECK(r.output.find("bytes of output cut") != std::string::npos);
+  auto saved = f.dir / "results/call_1.txt";
+  CHECK(r.output.find("bytes cut from the middle of 50011; the whole output is in " +
+                      saved.string()) != std::string::npos);
+  auto whole = read_file(saved);
+  CHECK(whole.size() == 50011);
+  CHECK(whole.rfind("START\n", 0) == 0);
+
+  // Function tools get the same budget.
+  write_file(f.dir / "big.txt", std::string(3000, 'y') + "\n");
+  auto read = f.run("read", {{"path", "big.txt"}});
+  CHECK(read.truncated);
+  CHECK(read.output.find("the whole output is in") != std::string::npos);
+}
+
+TEST_CASE("output past the capture cap keeps its head and tail in the saved file too") {
+  executor_fixture f{1000, 20000};
+  auto r = f.shell("echo START; head -c 100000 /dev/zero | tr '\\0' x; echo; echo END");
+  CHECK(r.truncated);
+  auto whole = read_file(f.dir / "results/call_1.txt");
+  CHECK(whole.size() < 20200);
+  CHECK(whole.find("bytes of output cut; 100011 bytes in all") != std::string::npos);
+  CHECK(whole.find("END\n") != std::string::npos);
 }
 
 TEST_CASE("a background job holding the output pipe does not hold up the result") {

@@ -115,6 +115,31 @@ TEST_CASE("TROUPE_MAX_STEPS sets the cap when --max-steps is absent") {
   CHECK(r.out.find("maximum of 1 steps") != std::string::npos);
 }
 
+TEST_CASE("--max-tool-output cuts long results and keeps them whole in the session") {
+  cli_fixture f;
+  auto model = f.script({shell_reply("seq 1 2000"), {{"text", "seen"}}});
+  auto r = f.run({"--model", model, "--max-tool-output", "1000", "--session-id", "cut", "go"});
+  REQUIRE(r.exit_code == 0);
+  auto session = f.dir / "home/sessions/cut";
+  auto log = read_jsonl(session / "transcript.jsonl");
+  REQUIRE(log.size() == 4);
+  auto content = log[2]["content"].get<std::string>();
+  CHECK(content.size() < 1300);
+  CHECK(log[2]["truncated"] == true);
+  auto files = std::vector<std::filesystem::path>{};
+  for (auto& entry : std::filesystem::directory_iterator(session / "tool-results"))
+    files.push_back(entry.path());
+  REQUIRE(files.size() == 1);
+  CHECK(content.find("the whole output is in " + files[0].string()) != std::string::npos);
+  CHECK(read_file(files[0]).find("\n1000\n1001\n") != std::string::npos);
+
+  process_options env;
+  env.env["TROUPE_MAX_TOOL_OUTPUT"] = "12";
+  auto bad = f.run({"--model", model, "go"}, env);
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.err.find("TROUPE_MAX_TOOL_OUTPUT") != std::string::npos);
+}
+
 TEST_CASE("a script error ends the run with exit 1 and error_during_execution") {
   cli_fixture f;
   auto model = f.script({shell_reply("true")});
