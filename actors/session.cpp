@@ -19,7 +19,7 @@ session_actor::behavior_type session_behavior(session_ptr self, session_config c
   st.subscribers = config.subscribers;
   st.model = std::move(model);
   st.executor = std::move(executor);
-  st.step = spawn_step(self->system(), step_config{config.system_prompt, config.registry, config.format, config.max_parallel_tools},
+  st.step = spawn_step(self->system(), step_config{config.system_prompt, config.registry, config.format, config.max_parallel_tools, config.permissions, config.asker},
                        self, st.model, st.executor);
   st.config = std::move(config);
   // Linked both ways: a killed session takes its peers (and their children) with it, and a

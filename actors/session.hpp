@@ -12,6 +12,7 @@
 
 #include "protocol/hooks.hpp"
 #include "protocol/interfaces.hpp"
+#include "tools/permissions.hpp"
 #include "tools/registry.hpp"
 #include "tools/tool_parser.hpp"
 
@@ -36,6 +37,10 @@ struct session_config {
   int32_t max_steps = 0;
   /// Most read-only calls of one reply that run at once (1: every call in turn).
   size_t max_parallel_tools = 10;
+  /// Decides every tool call; null: every call runs.
+  std::shared_ptr<const permission_policy> permissions;
+  /// Answers "ask" decisions; null (headless): an ask is a denial.
+  permission_asker_actor asker;
   /// Interactive sessions wait for input when the queue is empty; others end.
   bool interactive = false;
   /// Most inputs the prompt queue holds; past it inputs are dropped with a notice.

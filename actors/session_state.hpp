@@ -34,6 +34,11 @@ struct session_state {
   bool interrupt_requested = false;
   token_usage usage;
   std::string last_assistant_text;
+  /// Every call the permission check refused, for the session_ended event.
+  std::vector<permission_denial> permission_denials;
+  /// The last step that ran tools had a call refused: a turn that then ends without another
+  /// tool round made no progress because of permissions.
+  bool last_tool_step_denied = false;
   std::chrono::steady_clock::time_point started_at = std::chrono::steady_clock::now();
 };
 

@@ -142,6 +142,7 @@ void end_session(session_ptr self, terminal_reason reason, std::string error,
   ended.state = st.state;
   ended.usage = st.usage;
   ended.duration_ms = std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count();
+  ended.permission_denials = st.permission_denials;
   if (reason == terminal_reason::error)
     spdlog::error("session {} ended with an error: {}", st.config.session_id,
                   ended.error_message);
@@ -242,6 +243,10 @@ void on_step_done(session_ptr self, step_outcome& outcome) {
   for (auto& result : outcome.tool_messages)
     if (!append(self, result))
       return;
+  st.permission_denials.insert(st.permission_denials.end(), outcome.denials.begin(),
+                               outcome.denials.end());
+  if (!outcome.reply.tool_calls.empty())
+    st.last_tool_step_denied = !outcome.denials.empty();
   // An interrupt that raced with the step's end still stops the loop here.
   bool interrupted = outcome.status == step_status::interrupted || st.interrupt_requested;
   st.interrupt_requested = false;
@@ -254,14 +259,16 @@ void on_step_done(session_ptr self, step_outcome& outcome) {
     st.state.transition = transition_reason::interrupted;
     message note;
     note.role = role::system;
-    note.content = "Interrupted by the user.";
-    note.origin = "interrupt";
+    note.content = outcome.declined ? "Stopped: the user declined a tool call."
+                                    : "Interrupted by the user.";
+    note.origin = outcome.declined ? "declined" : "interrupt";
     if (!append(self, std::move(note)))
       return;
     save_state(self);
     fire_and_enqueue(self, hook_point::turn_post);
     if (!st.config.interactive) {
-      end_session(self, terminal_reason::interrupted);
+      end_session(self, outcome.declined ? terminal_reason::permission_blocked
+                                         : terminal_reason::interrupted);
       return;
     }
     drop_queue(self, "interrupted"); // the user stopped the work queued behind this turn too
@@ -283,10 +290,16 @@ void on_step_done(session_ptr self, step_outcome& outcome) {
   st.state.transition = outcome.reply.tool_calls.empty() ? transition_reason::structural_stop
                                                          : transition_reason::tool_round;
   save_state(self);
-  if (st.state.transition == transition_reason::structural_stop)
+  if (st.state.transition == transition_reason::structural_stop && st.last_tool_step_denied &&
+      !st.config.interactive) {
+    // The model gave up after calls were refused: the run is blocked, not done.
+    fire_and_enqueue(self, hook_point::turn_post);
+    end_session(self, terminal_reason::permission_blocked);
+  } else if (st.state.transition == transition_reason::structural_stop) {
     end_turn(self);
-  else
+  } else {
     run_next_step(self);
+  }
 }
 
 void run_next_step(session_ptr self) {

@@ -27,6 +27,12 @@ struct step_state {
   caf::typed_response_promise<step_outcome> promise;
   step_outcome outcome;
   size_t next_call = 0;
+  /// Set while the person at the terminal is asked about a call; the serial tells a late
+  /// answer (after an interrupt moved on) from the current one.
+  bool asking = false;
+  uint64_t ask_serial = 0;
+  /// The permission policy, with the session's "always" answers added to it.
+  std::optional<permission_policy> permissions;
   /// Results of the batch of calls in flight, by position from next_call.
   std::vector<std::optional<tool_result>> batch;
   size_t batch_pending = 0;
@@ -55,12 +61,85 @@ void answer_remaining_as_interrupted(step_state& st) {
   }
 }
 
-bool is_read_only(const step_state& st, const tool_call& call) {
+permission_decision decide(const step_state& st, const tool_call& call) {
   const auto* spec = st.config.registry->find(call.name);
-  return spec != nullptr && spec->read_only;
+  if (!st.permissions || spec == nullptr) // unknown tools get their error from the executor
+    return {permission_outcome::allow, ""};
+  return st.permissions->can_use_tool(*spec, call.input);
+}
+
+bool runs_with_others(const step_state& st, const tool_call& call) {
+  const auto* spec = st.config.registry->find(call.name);
+  return spec != nullptr && spec->read_only &&
+         decide(st, call).outcome == permission_outcome::allow;
 }
 
 void run_next_call(self_ptr self);
+
+// Answers the current call without running it and moves on.
+void answer_without_running(self_ptr self, tool_result result) {
+  auto& st = self->state;
+  st.outcome.tool_messages.push_back(
+    make_tool_message(st.outcome.reply.tool_calls[st.next_call++], result));
+  run_next_call(self);
+}
+
+void deny(self_ptr self, const std::string& reason) {
+  auto& st = self->state;
+  const auto& call = st.outcome.reply.tool_calls[st.next_call];
+  st.outcome.denials.push_back({call.name, call.id, call.input, reason});
+  answer_without_running(self, error_result("Permission denied: " + reason + "."));
+}
+
+void run_batch(self_ptr self, size_t size);
+
+// Puts an "ask" to the person at the terminal; headless, it is a denial.
+void ask(self_ptr self, const std::string& reason) {
+  auto& st = self->state;
+  const auto& call = st.outcome.reply.tool_calls[st.next_call];
+  if (!st.config.asker) {
+    deny(self, reason + "; this run cannot ask anyone, so allow it with --allow '" +
+                 permission_policy::always_rule(*st.config.registry->find(call.name), call.input)
+                   .text +
+                 "', a settings rule or --permission-mode");
+    return;
+  }
+  st.asking = true;
+  auto serial = ++st.ask_serial;
+  self->request(st.config.asker, caf::infinite, ask_atom::value, call, reason)
+    .then(
+      [=](const std::string& answer) {
+        auto& s = self->state;
+        if (!s.asking || s.ask_serial != serial)
+          return; // an interrupt answered the call meanwhile
+        s.asking = false;
+        if (s.interrupted) {
+          run_next_call(self);
+          return;
+        }
+        const auto& asked = s.outcome.reply.tool_calls[s.next_call];
+        if (answer == "always") {
+          s.permissions->session_allow.push_back(
+            permission_policy::always_rule(*s.config.registry->find(asked.name), asked.input));
+          run_batch(self, 1);
+        } else if (answer == "yes") {
+          run_batch(self, 1);
+        } else {
+          // Declined: the call is answered, and control goes back to the user.
+          s.outcome.denials.push_back({asked.name, asked.id, asked.input, "declined by the user"});
+          s.outcome.declined = true;
+          s.interrupted = true;
+          answer_without_running(self, error_result("The user declined to run this call."));
+        }
+      },
+      [=](caf::error&) {
+        auto& s = self->state;
+        if (!s.asking || s.ask_serial != serial)
+          return;
+        s.asking = false;
+        deny(self, reason + "; nobody answered");
+      });
+}
 
 // Records one result of the batch; when the batch is complete its results are logged in call
 // order, whatever order they finished in.
@@ -90,11 +169,27 @@ void run_next_call(self_ptr self) {
     finish(self, step_status::replied);
     return;
   }
+  auto decision = decide(st, calls[st.next_call]);
+  if (decision.outcome == permission_outcome::deny) {
+    deny(self, decision.reason);
+    return;
+  }
+  if (decision.outcome == permission_outcome::ask) {
+    ask(self, decision.reason);
+    return;
+  }
   size_t size = 1;
-  if (is_read_only(st, calls[st.next_call]))
+  if (runs_with_others(st, calls[st.next_call]))
     while (st.next_call + size < calls.size() && size < st.config.max_parallel_calls &&
-           is_read_only(st, calls[st.next_call + size]))
+           runs_with_others(st, calls[st.next_call + size]))
       ++size;
+  run_batch(self, size);
+}
+
+// Runs the `size` calls from next_call at once (their permission already granted).
+void run_batch(self_ptr self, size_t size) {
+  auto& st = self->state;
+  const auto& calls = st.outcome.reply.tool_calls;
   st.batch.assign(size, std::nullopt);
   st.batch_pending = size;
   for (size_t i = 0; i < size; ++i)
@@ -160,6 +255,8 @@ step_actor::behavior_type step_behavior(self_ptr self, step_config config, sessi
   auto& st = self->state;
   st.tools = config.registry->descriptors();
   st.config = std::move(config);
+  if (st.config.permissions)
+    st.permissions = *st.config.permissions;
   st.session = std::move(session);
   st.model = std::move(model);
   st.executor = std::move(executor);
@@ -193,6 +290,12 @@ step_actor::behavior_type step_behavior(self_ptr self, step_config config, sessi
       if (s.phase == step_phase::idle)
         return;
       s.interrupted = true;
+      if (s.asking) {
+        // Nobody waits for the answer: the call and the rest are answered as interrupted.
+        s.asking = false;
+        run_next_call(self);
+        return;
+      }
       // Normal priority on purpose: a cancel must not overtake the request it cancels.
       if (s.phase == step_phase::generating)
         self->send(s.model, cancel_atom::value);

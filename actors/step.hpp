@@ -6,6 +6,7 @@
 #include <string>
 
 #include "protocol/interfaces.hpp"
+#include "tools/permissions.hpp"
 #include "tools/registry.hpp"
 #include "tools/tool_parser.hpp"
 
@@ -23,6 +24,10 @@ struct step_config {
   tool_format format = tool_format::markdown;
   /// Most read-only calls of one reply that run at once.
   size_t max_parallel_calls = 10;
+  /// Decides every call; null: every call runs (tests, benchmarks, trusted embeddings).
+  std::shared_ptr<const permission_policy> permissions;
+  /// Who answers "ask" decisions; null (headless): an ask is a denial.
+  permission_asker_actor asker;
 };
 
 /// Spawns the step actor of one session. It reports each reply to `session` before running

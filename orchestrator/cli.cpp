@@ -43,6 +43,10 @@ struct run_flags {
   int max_retries = 8;
   int idle_timeout_s = 120;
   std::string max_tool_output;
+  std::string permission_mode;
+  std::vector<std::string> allow;
+  std::vector<std::string> deny;
+  std::string settings_file;
 };
 
 int fail(const std::string& message) {
@@ -270,6 +274,50 @@ std::string read_prompt(const std::vector<std::string>& words) {
   return prompt;
 }
 
+std::filesystem::path config_home() {
+  auto xdg = env_or("XDG_CONFIG_HOME");
+  return xdg.empty() ? home_dir() / ".config" : std::filesystem::path{xdg};
+}
+
+// The permission policy from the settings files (user, then project, then --settings) and the
+// flags, which come last.
+expected<permission_policy> resolve_permissions(const run_flags& flags,
+                                                const std::filesystem::path& workspace) {
+  permission_policy policy;
+  if (!flags.permission_mode.empty()) {
+    auto mode = parse_permission_mode(flags.permission_mode);
+    if (!mode)
+      return failure{"invalid --permission-mode '" + flags.permission_mode +
+                     "': expected default, accept-edits, plan or bypass"};
+    policy.mode = *mode;
+  }
+  std::vector<std::filesystem::path> files = {config_home() / "troupe/settings.json",
+                                              workspace / ".troupe/settings.json"};
+  if (!flags.settings_file.empty()) {
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(flags.settings_file, ec))
+      return failure{"--settings " + flags.settings_file + ": no such file"};
+    files.emplace_back(flags.settings_file);
+  }
+  for (auto& file : files) {
+    auto rules = load_permission_rules(file);
+    if (!rules)
+      return failure{rules.error()};
+    policy.rules.add(*rules);
+  }
+  for (auto [texts, into] : {std::pair{&flags.allow, &policy.rules.allow},
+                             std::pair{&flags.deny, &policy.rules.deny}})
+    for (auto& text : *texts) {
+      auto rule = parse_permission_rule(text);
+      if (!rule)
+        return failure{rule.error()};
+      into->push_back(*rule);
+    }
+  policy.context.cwd = workspace;
+  policy.context.home = home_dir();
+  return policy;
+}
+
 // Turns flags and environment into a checked run, or a one-line error.
 expected<run_settings> resolve_run(const run_flags& flags) {
   run_settings settings;
@@ -302,6 +350,12 @@ expected<run_settings> resolve_run(const run_flags& flags) {
     settings.format = tool_format::tool;
   if (settings.model_script && flags.tool_format == "xml")
     settings.format = tool_format::xml;
+
+  auto permissions = resolve_permissions(flags, settings.cwd);
+  if (!permissions)
+    return failure{permissions.error()};
+  settings.permissions = std::move(*permissions);
+  settings.ask_on_terminal = isatty(STDIN_FILENO) != 0 && isatty(STDERR_FILENO) != 0;
 
   settings.prompt = read_prompt(flags.prompt);
   if (settings.prompt.empty())
@@ -358,6 +412,11 @@ int run_demo(const std::string& format) {
   settings.shell_program = find_bash();
   settings.troupe_home = root / "home";
   settings.session_id = new_session_id();
+  // The demo's workspace is a fresh temporary directory: its edits and commands may run.
+  settings.permissions.mode = permission_mode::accept_edits;
+  settings.permissions.rules.allow.push_back(*parse_permission_rule("shell"));
+  settings.permissions.context.cwd = workspace;
+  settings.permissions.context.home = settings.home;
   settings.render.format =
     format == "stream-json" ? output_format::stream_json : output_format::text;
   if (settings.render.format == output_format::text)
@@ -412,6 +471,23 @@ int run_cli(int argc, char** argv) {
                   "bytes of a tool result the model sees; longer ones keep head and tail, "
                   "the whole output saved in the session directory")
     ->type_name("BYTES");
+  run->add_option("--permission-mode", flags.permission_mode,
+                  "default (ask for shell and writes), accept-edits, plan (read-only tools), "
+                  "bypass (everything)")
+    ->type_name("MODE");
+  // One rule per flag, repeatable, so `--allow shell PROMPT` leaves PROMPT the prompt.
+  run->add_option("--allow", flags.allow, "allow a tool or Tool(pattern), e.g. 'shell(git *)'")
+    ->type_name("RULE")
+    ->expected(1)
+    ->allow_extra_args(false)
+    ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  run->add_option("--deny", flags.deny, "deny a tool or Tool(pattern); a bare tool is removed")
+    ->type_name("RULE")
+    ->expected(1)
+    ->allow_extra_args(false)
+    ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  run->add_option("--settings", flags.settings_file, "a settings JSON file read after the others")
+    ->type_name("FILE");
 
   std::string demo_format = "text";
   auto* demo = app.add_subcommand("demo", "run an offline agent on a bundled script");

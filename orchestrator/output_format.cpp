@@ -93,7 +93,8 @@ nlohmann::json to_stream_json(const session_ended_event& e) {
                          {"session_id", e.session_id},
                          {"duration_ms", e.duration_ms},
                          {"result", e.result_text},
-                         {"usage", e.usage}};
+                         {"usage", e.usage},
+                         {"permission_denials", e.permission_denials}};
   if (!e.error_message.empty())
     line["error"] = e.error_message;
   if (e.error_kind != model_error_kind::none)
@@ -163,6 +164,9 @@ std::string to_text(const session_ended_event& e) {
                     std::to_string(e.duration_ms) + " ms\n";
   if (!e.error_message.empty())
     out += "error: " + e.error_message + "\n";
+  for (auto& denial : e.permission_denials)
+    out += "denied: " + denial.tool_name + " " + denial.tool_input.dump() + " (" + denial.reason +
+           ")\n";
   return out;
 }
 

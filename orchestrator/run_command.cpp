@@ -14,6 +14,7 @@
 #include "actors/http_model.hpp"
 #include "actors/runtime.hpp"
 #include "actors/scripted_model.hpp"
+#include "orchestrator/permission_prompt.hpp"
 #include "orchestrator/renderer.hpp"
 #include "orchestrator/signals.hpp"
 #include "tools/prompt.hpp"
@@ -28,7 +29,17 @@ int execute_run(run_settings settings, std::FILE* out) {
   configure_actor_system(cfg);
   caf::actor_system sys{cfg};
 
-  auto registry = std::make_shared<const tool_registry>(make_builtin_registry());
+  // A tool denied by a bare rule is not offered at all.
+  std::vector<tool_spec> offered;
+  auto builtin = make_builtin_registry();
+  for (auto& tool : builtin.tools())
+    if (!settings.permissions.removes_tool(tool.name))
+      offered.push_back(tool);
+  auto registry = std::make_shared<const tool_registry>(std::move(offered));
+  if (settings.permissions.mode == permission_mode::bypass)
+    std::fprintf(stderr, "troupe: WARNING: permission mode bypass: every tool call runs without "
+                         "asking (deny rules still hold)\n");
+  spdlog::info("permission mode {}", to_string(settings.permissions.mode));
   auto session_dir = settings.troupe_home / "sessions" / settings.session_id;
 
   tool_context tools;
@@ -51,6 +62,9 @@ int execute_run(run_settings settings, std::FILE* out) {
   session.history = std::move(settings.history);
   session.resumed_state = settings.resumed_state;
   session.initial_inputs.push_back(make_input(std::move(settings.prompt)));
+  session.permissions = std::make_shared<const permission_policy>(settings.permissions);
+  if (settings.ask_on_terminal)
+    session.asker = spawn_terminal_asker(sys);
 
   std::optional<http_engine> engine;
   model_client_actor model;

@@ -13,6 +13,7 @@
 #include "protocol/loop_state.hpp"
 #include "protocol/message.hpp"
 #include "providers/scripted_script.hpp"
+#include "tools/permissions.hpp"
 
 namespace troupe {
 
@@ -39,6 +40,10 @@ struct run_settings {
   /// The loop state that session left behind, when state.json could be read.
   std::optional<loop_state> resumed_state;
   render_options render;
+  /// What tool calls may run; the rules' bare denials are already out of the registry.
+  permission_policy permissions;
+  /// Ask the person at the terminal about "ask" decisions (stdin and stderr are terminals).
+  bool ask_on_terminal = false;
 };
 
 /// Runs one agent to its terminal state, printing its events to `out`. SIGINT interrupts the

@@ -16,6 +16,7 @@ using cancel_atom = caf::atom_constant<caf::atom("cancel")>;
 using execute_atom = caf::atom_constant<caf::atom("execute")>;
 using due_atom = caf::atom_constant<caf::atom("due")>;
 using exited_atom = caf::atom_constant<caf::atom("exited")>;
+using ask_atom = caf::atom_constant<caf::atom("ask")>;
 using finished_atom = caf::atom_constant<caf::atom("finished")>;
 
 } // namespace troupe

@@ -70,7 +70,8 @@ void to_json(nlohmann::json& j, const session_ended_event& x) {
        {"reason", x.reason},         {"error_message", x.error_message},
        {"error_kind", x.error_kind},
        {"result_text", x.result_text}, {"state", x.state},
-       {"usage", x.usage},           {"duration_ms", x.duration_ms}};
+       {"usage", x.usage},           {"duration_ms", x.duration_ms},
+       {"permission_denials", x.permission_denials}};
 }
 
 void from_json(const nlohmann::json& j, session_ended_event& x) {
@@ -82,6 +83,8 @@ void from_json(const nlohmann::json& j, session_ended_event& x) {
   j.at("state").get_to(x.state);
   j.at("usage").get_to(x.usage);
   j.at("duration_ms").get_to(x.duration_ms);
+  if (auto denials = j.find("permission_denials"); denials != j.end())
+    denials->get_to(x.permission_denials);
 }
 
 } // namespace troupe

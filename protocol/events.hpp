@@ -11,6 +11,7 @@
 #include "protocol/loop_state.hpp"
 #include "protocol/message.hpp"
 #include "protocol/model.hpp"
+#include "protocol/step.hpp"
 
 namespace troupe {
 
@@ -67,12 +68,14 @@ struct session_ended_event {
   loop_state state;
   token_usage usage;
   int64_t duration_ms = 0;
+  /// Every call the permission check refused during the session, in order.
+  std::vector<permission_denial> permission_denials;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, session_ended_event& x) {
   return f(caf::meta::type_name("session_ended_event"), x.session_id, x.reason, x.error_message,
-           x.error_kind, x.result_text, x.state, x.usage, x.duration_ms);
+           x.error_kind, x.result_text, x.state, x.usage, x.duration_ms, x.permission_denials);
 }
 
 /// What a generation in flight is doing: text arriving, or a retry being waited for.

@@ -52,6 +52,11 @@ using tool_executor_actor = caf::typed_actor<
   caf::reacts_to<finished_atom, uint64_t, tool_result>>;
 
 /// Carries out one step: model call, then the reply's tool calls in order.
+/// Asks the person at the terminal whether a call may run. Answers "yes", "no" or "always".
+using permission_asker_actor = caf::typed_actor<
+  // The call and why it needs approval.
+  caf::replies_to<ask_atom, tool_call, std::string>::with<std::string>>;
+
 using step_actor = caf::typed_actor<
   // Run a step. Before any tool runs, the reply goes to the session as (reply_atom, message)
   // and the step waits for its answer.

@@ -7,6 +7,7 @@
 
 #include <caf/meta/type_name.hpp>
 
+#include "protocol/json_inspect.hpp"
 #include "protocol/message.hpp"
 #include "protocol/model.hpp"
 
@@ -30,6 +31,28 @@ enum class step_status : uint8_t {
   failed,      ///< the model call failed; see error fields
 };
 
+/// A call the permission check refused (or the user declined).
+struct permission_denial {
+  std::string tool_name;
+  std::string tool_call_id;
+  nlohmann::json tool_input;
+  std::string reason;
+
+  friend bool operator==(const permission_denial& a, const permission_denial& b) {
+    return a.tool_name == b.tool_name && a.tool_call_id == b.tool_call_id &&
+           a.tool_input == b.tool_input && a.reason == b.reason;
+  }
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, permission_denial& x) {
+  return f(caf::meta::type_name("permission_denial"), x.tool_name, x.tool_call_id, x.tool_input,
+           x.reason);
+}
+
+void to_json(nlohmann::json& j, const permission_denial& x);
+void from_json(const nlohmann::json& j, permission_denial& x);
+
 /// The result of one step: the reply, its tool results in call order, and why it ended.
 struct step_outcome {
   step_status status = step_status::replied;
@@ -38,12 +61,16 @@ struct step_outcome {
   token_usage usage;
   model_error_kind error = model_error_kind::none;
   std::string error_message;
+  /// Calls refused by the permission check, in call order.
+  std::vector<permission_denial> denials;
+  /// The user declined a call when asked: control goes back to them (status interrupted).
+  bool declined = false;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, step_outcome& x) {
   return f(caf::meta::type_name("step_outcome"), x.status, x.reply, x.tool_messages, x.usage,
-           x.error, x.error_message);
+           x.error, x.error_message, x.denials, x.declined);
 }
 
 } // namespace troupe

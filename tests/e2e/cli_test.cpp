@@ -17,6 +17,7 @@ struct cli_fixture {
 
   process_options options(process_options opts = {}) {
     opts.env["TROUPE_HOME"] = (dir / "home").string();
+    opts.env["XDG_CONFIG_HOME"] = (dir / "config").string();
     opts.env["TROUPE_MODEL"] = "";
     opts.env["OPENAI_API_KEY"] = "";
     opts.env["ANTHROPIC_API_KEY"] = "";
@@ -33,6 +34,15 @@ struct cli_fixture {
   }
 
   process_result run(std::vector<std::string> args, process_options opts = {}) {
+    // Headless runs ask for nothing: shell and edits are allowed up front, as a CI job would.
+    std::vector<std::string> argv{"run", "--cwd", (dir / "work").string(),
+                                  "--permission-mode", "accept-edits", "--allow", "shell"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return run_troupe(argv, options(std::move(opts)));
+  }
+
+  /// A run with only the permissions the arguments and settings files give.
+  process_result run_unpermitted(std::vector<std::string> args, process_options opts = {}) {
     std::vector<std::string> argv{"run", "--cwd", (dir / "work").string()};
     argv.insert(argv.end(), args.begin(), args.end());
     return run_troupe(argv, options(std::move(opts)));
@@ -300,4 +310,76 @@ TEST_CASE("--help and --version exit 0") {
   CHECK(v.out.find("troupe") != std::string::npos);
   auto none = run_troupe({});
   CHECK(none.exit_code == 2);
+}
+
+TEST_CASE("headless default mode: a refused shell call ends the run permission_blocked, exit 4") {
+  cli_fixture f;
+  auto model = f.script({{{"text", "```shell\ntouch made.txt\n```"}}, {{"text", "blocked"}}});
+  auto r = f.run_unpermitted({"--model", model, "--output-format", "stream-json", "go"});
+  CHECK(r.exit_code == 4);
+  CHECK_FALSE(std::filesystem::exists(f.dir / "work/made.txt"));
+  auto result = json_lines(r.out).back();
+  CHECK(result["terminal_reason"] == "permission_blocked");
+  REQUIRE(result["permission_denials"].size() == 1);
+  CHECK(result["permission_denials"][0]["tool_name"] == "shell");
+  CHECK(result["permission_denials"][0]["tool_input"]["command"] == "touch made.txt\n");
+}
+
+TEST_CASE("settings files and flags: rules from the user, the project and --settings") {
+  cli_fixture f;
+  auto model = f.script({{{"text", "```shell\ntouch made.txt\n```"}}, {{"text", "done"}}});
+  write_file(f.dir / "work/.troupe/settings.json",
+             R"json({"permissions": {"allow": ["shell(touch *)"]}})json");
+  CHECK(f.run_unpermitted({"--model", model, "go"}).exit_code == 0);
+  CHECK(std::filesystem::exists(f.dir / "work/made.txt"));
+
+  // The user's deny holds over the project's allow.
+  write_file(f.dir / "config/troupe/settings.json",
+             R"json({"permissions": {"deny": ["shell(touch *)"]}})json");
+  std::filesystem::remove(f.dir / "work/made.txt");
+  CHECK(f.run_unpermitted({"--model", model, "go"}).exit_code == 4);
+  CHECK_FALSE(std::filesystem::exists(f.dir / "work/made.txt"));
+
+  // A bare deny removes the tool from what the model is offered.
+  auto init = json_lines(f.run_unpermitted({"--model", model, "--deny", "shell", "--output-format",
+                                            "stream-json", "go"})
+                           .out)
+                .front();
+  CHECK(std::find(init["tools"].begin(), init["tools"].end(), "shell") == init["tools"].end());
+  CHECK(std::find(init["tools"].begin(), init["tools"].end(), "read") != init["tools"].end());
+}
+
+TEST_CASE("bad permission settings are one-line errors, exit 2, before anything runs") {
+  cli_fixture f;
+  auto model = f.script({{{"text", "done"}}});
+  write_file(f.dir / "broken.json", "{");
+  struct row {
+    std::vector<std::string> args;
+    std::string says;
+  };
+  std::vector<row> rows = {
+    {{"--permission-mode", "yolo"}, "invalid --permission-mode 'yolo'"},
+    {{"--allow", "shell("}, "invalid permission rule 'shell('"},
+    {{"--settings", (f.dir / "nope.json").string()}, "no such file"},
+    {{"--settings", (f.dir / "broken.json").string()}, "broken.json is not a JSON object"},
+  };
+  for (auto& row : rows) {
+    CAPTURE(row.says);
+    auto args = row.args;
+    args.insert(args.end(), {"--model", model, "go"});
+    auto r = f.run_unpermitted(args);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find(row.says) != std::string::npos);
+    CHECK(split_lines(r.err).size() == 1);
+  }
+  CHECK(f.transcripts().empty());
+}
+
+TEST_CASE("bypass runs everything and says so on stderr") {
+  cli_fixture f;
+  auto model = f.script({{{"text", "```shell\ntouch made.txt\n```"}}, {{"text", "done"}}});
+  auto r = f.run_unpermitted({"--model", model, "--permission-mode", "bypass", "go"});
+  CHECK(r.exit_code == 0);
+  CHECK(std::filesystem::exists(f.dir / "work/made.txt"));
+  CHECK(r.err.find("WARNING: permission mode bypass") != std::string::npos);
 }

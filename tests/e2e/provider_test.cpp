@@ -39,7 +39,8 @@ struct provider_run {
       opts.env["OPENAI_API_KEY"] = "";
     }
     std::vector<std::string> argv{"run", "--cwd", (dir / "work").string(), "--model",
-                                  provider + "/test-model", "--output-format", "stream-json"};
+                                  provider + "/test-model", "--output-format", "stream-json",
+                                  "--permission-mode", "accept-edits", "--allow", "shell"};
     argv.insert(argv.end(), args.begin(), args.end());
     return run_troupe(argv, opts);
   }
@@ -393,7 +394,7 @@ TEST_CASE("libcurl is loaded by API runs only") {
   write_script(script, lines);
   process_options opts;
   opts.env["TROUPE_HOME"] = (dir / "home").string();
-  auto r = run_troupe({"run", "--cwd", dir.path().string(), "--model",
+  auto r = run_troupe({"run", "--cwd", dir.path().string(), "--allow", "shell", "--model",
                        "scripted:" + script.string(), "go"},
                       opts);
   REQUIRE(r.exit_code == 0);

@@ -1,0 +1,20 @@
+#pragma once
+// Asks the person at the terminal whether a tool call may run: y / n / always.
+
+#include "protocol/interfaces.hpp"
+
+namespace caf {
+class actor_system;
+}
+
+namespace troupe {
+
+/// Spawns the asker on a thread of its own (it blocks on the terminal). It reads and writes
+/// /dev/tty, so stdout stays the run's output.
+permission_asker_actor spawn_terminal_asker(caf::actor_system& sys);
+
+/// One question and its answer over the given descriptors: "yes", "no" or "always". End of
+/// input or an unreadable answer is "no".
+std::string ask_permission(int in_fd, int out_fd, const tool_call& call, const std::string& reason);
+
+} // namespace troupe

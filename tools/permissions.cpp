@@ -1,0 +1,267 @@
+#include "tools/permissions.hpp"
+
+#include <algorithm>
+
+#include <fstream>
+#include <sstream>
+
+#include "tools/path_match.hpp"
+
+namespace troupe {
+
+namespace {
+
+// `*` matches any run of characters, `/` included: a command is not a path.
+bool wildcard_match(std::string_view pattern, std::string_view text) {
+  size_t p = 0, t = 0, star = std::string_view::npos, resume = 0;
+  while (t < text.size()) {
+    if (p < pattern.size() && pattern[p] == '*') {
+      star = p++;
+      resume = t;
+    } else if (p < pattern.size() && pattern[p] == text[t]) {
+      ++p;
+      ++t;
+    } else if (star != std::string_view::npos) {
+      p = star + 1;
+      t = ++resume;
+    } else {
+      return false;
+    }
+  }
+  while (p < pattern.size() && pattern[p] == '*')
+    ++p;
+  return p == pattern.size();
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\n'))
+    s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\n'))
+    s.remove_suffix(1);
+  return s;
+}
+
+// The simple commands of a command line, split at ; & | newlines, parentheses and backticks
+// (so a deny rule also sees what runs inside `$(…)`). `complex` is set when the line
+// substitutes commands or redirects, which no allow rule can vouch for.
+std::vector<std::string_view> simple_commands(std::string_view line, bool& complex) {
+  std::vector<std::string_view> parts;
+  complex = line.find("$(") != std::string_view::npos ||
+            line.find('`') != std::string_view::npos || line.find('>') != std::string_view::npos ||
+            line.find('<') != std::string_view::npos;
+  size_t start = 0;
+  for (size_t i = 0; i <= line.size(); ++i)
+    if (i == line.size() || std::string_view{";&|\n()`"}.find(line[i]) != std::string_view::npos) {
+      if (auto part = trim(line.substr(start, i - start)); !part.empty())
+        parts.push_back(part);
+      start = i + 1;
+    }
+  return parts;
+}
+
+// The subject of a path rule: the path relative to the workspace when inside it, else absolute.
+std::string path_subject(const std::filesystem::path& resolved, const tool_context& ctx) {
+  auto relative = resolved.lexically_relative(ctx.cwd);
+  if (!relative.empty() && *relative.begin() != "..")
+    return relative == "." ? "." : relative.generic_string();
+  return resolved.generic_string();
+}
+
+bool inside_workspace(const std::filesystem::path& resolved, const tool_context& ctx) {
+  auto relative = resolved.lexically_relative(ctx.cwd);
+  return !relative.empty() && *relative.begin() != "..";
+}
+
+std::string subject_of(const tool_spec& spec, const nlohmann::json& input) {
+  if (spec.rule_subject.empty())
+    return {};
+  auto value = input.find(spec.rule_subject);
+  if (value == input.end() || !value->is_string())
+    return spec.rule_subject == "path" ? "." : "";
+  return value->get<std::string>();
+}
+
+enum class rule_use { deny, allow };
+
+bool rule_matches(const permission_rule& rule, const tool_spec& spec, const nlohmann::json& input,
+                  const tool_context& ctx, rule_use use) {
+  if (rule.tool != spec.name)
+    return false;
+  if (!rule.pattern)
+    return true;
+  auto subject = subject_of(spec, input);
+  if (spec.rule_subject == "command") {
+    bool complex = false;
+    auto commands = simple_commands(subject, complex);
+    if (use == rule_use::deny) // any part denied denies the line
+      return std::any_of(commands.begin(), commands.end(),
+                         [&](auto c) { return wildcard_match(*rule.pattern, c); }) ||
+             wildcard_match(*rule.pattern, trim(subject));
+    // An allow/ask rule holds for a line only when every part matches and nothing is hidden
+    // in substitutions or redirections (`git log; rm -rf ~` is not `git *`).
+    return !complex && !commands.empty() &&
+           std::all_of(commands.begin(), commands.end(),
+                       [&](auto c) { return wildcard_match(*rule.pattern, c); });
+  }
+  if (spec.rule_subject == "path") {
+    auto resolved = resolve_path(ctx, subject);
+    std::string pattern = *rule.pattern;
+    if (pattern.rfind("./", 0) == 0)
+      pattern.erase(0, 2);
+    if (pattern.rfind("~/", 0) == 0 && !ctx.home.empty())
+      return glob_match((ctx.home / pattern.substr(2)).generic_string(), resolved.generic_string());
+    if (!pattern.empty() && pattern[0] == '/')
+      return glob_match(pattern, resolved.generic_string());
+    return glob_match(pattern, path_subject(resolved, ctx));
+  }
+  return wildcard_match(*rule.pattern, subject);
+}
+
+const permission_rule* first_match(const std::vector<permission_rule>& rules, const tool_spec& spec,
+                                   const nlohmann::json& input, const tool_context& ctx,
+                                   rule_use use) {
+  for (auto& rule : rules)
+    if (rule_matches(rule, spec, input, ctx, use))
+      return &rule;
+  return nullptr;
+}
+
+} // namespace
+
+std::optional<permission_mode> parse_permission_mode(std::string_view text) {
+  if (text == "default")
+    return permission_mode::standard;
+  if (text == "accept-edits" || text == "acceptEdits")
+    return permission_mode::accept_edits;
+  if (text == "plan")
+    return permission_mode::plan;
+  if (text == "bypass" || text == "bypassPermissions")
+    return permission_mode::bypass;
+  return std::nullopt;
+}
+
+const char* to_string(permission_mode mode) {
+  switch (mode) {
+    case permission_mode::accept_edits:
+      return "accept-edits";
+    case permission_mode::plan:
+      return "plan";
+    case permission_mode::bypass:
+      return "bypass";
+    default:
+      return "default";
+  }
+}
+
+expected<permission_rule> parse_permission_rule(std::string_view text) {
+  auto rule_text = trim(text);
+  permission_rule rule;
+  rule.text = std::string{rule_text};
+  auto open = rule_text.find('(');
+  if (open == std::string_view::npos) {
+    rule.tool = std::string{rule_text};
+  } else {
+    if (rule_text.back() != ')' || open == 0)
+      return failure{"invalid permission rule '" + rule.text +
+                     "': expected Tool or Tool(pattern), e.g. shell(git *) or write(src/**)"};
+    rule.tool = std::string{trim(rule_text.substr(0, open))};
+    rule.pattern = std::string{rule_text.substr(open + 1, rule_text.size() - open - 2)};
+    if (rule.pattern->empty())
+      return failure{"invalid permission rule '" + rule.text + "': the pattern is empty"};
+  }
+  if (rule.tool.empty() ||
+      rule.tool.find_first_of(" \t()") != std::string::npos)
+    return failure{"invalid permission rule '" + rule.text + "': expected Tool or Tool(pattern)"};
+  return rule;
+}
+
+void permission_rules::add(const permission_rules& other) {
+  allow.insert(allow.end(), other.allow.begin(), other.allow.end());
+  ask.insert(ask.end(), other.ask.begin(), other.ask.end());
+  deny.insert(deny.end(), other.deny.begin(), other.deny.end());
+}
+
+expected<permission_rules> load_permission_rules(const std::filesystem::path& file) {
+  permission_rules rules;
+  std::error_code ec;
+  if (!std::filesystem::exists(file, ec))
+    return rules;
+  std::ifstream in{file};
+  if (!in)
+    return failure{"cannot read settings file " + file.string()};
+  std::stringstream text;
+  text << in.rdbuf();
+  auto json = nlohmann::json::parse(text.str(), nullptr, false);
+  if (json.is_discarded() || !json.is_object())
+    return failure{"settings file " + file.string() + " is not a JSON object"};
+  auto permissions = json.find("permissions");
+  if (permissions == json.end())
+    return rules;
+  if (!permissions->is_object())
+    return failure{"settings file " + file.string() + ": \"permissions\" must be an object"};
+  for (auto [key, into] : {std::pair{"allow", &rules.allow}, std::pair{"ask", &rules.ask},
+                           std::pair{"deny", &rules.deny}}) {
+    auto list = permissions->find(key);
+    if (list == permissions->end())
+      continue;
+    if (!list->is_array())
+      return failure{"settings file " + file.string() + ": permissions." + key +
+                     " must be an array of rules"};
+    for (auto& item : *list) {
+      auto rule = item.is_string() ? parse_permission_rule(item.get<std::string>())
+                                   : expected<permission_rule>{failure{"a rule must be a string"}};
+      if (!rule)
+        return failure{"settings file " + file.string() + ": " + rule.error()};
+      into->push_back(*rule);
+    }
+  }
+  return rules;
+}
+
+permission_decision permission_policy::can_use_tool(const tool_spec& spec,
+                                                    const nlohmann::json& input) const {
+  const auto& ctx = context;
+  if (auto rule = first_match(rules.deny, spec, input, ctx, rule_use::deny))
+    return {permission_outcome::deny, "denied by the rule " + rule->text};
+  if (mode == permission_mode::bypass)
+    return {permission_outcome::allow, "bypass mode"};
+  if (auto rule = first_match(session_allow, spec, input, ctx, rule_use::allow))
+    return {permission_outcome::allow, "allowed for this session: " + rule->text};
+  if (auto rule = first_match(rules.ask, spec, input, ctx, rule_use::allow))
+    return {permission_outcome::ask, "the rule " + rule->text + " asks for approval"};
+  if (auto rule = first_match(rules.allow, spec, input, ctx, rule_use::allow))
+    return {permission_outcome::allow, "allowed by the rule " + rule->text};
+  if (spec.read_only)
+    return {permission_outcome::allow, "read-only"};
+  if (mode == permission_mode::plan)
+    return {permission_outcome::deny,
+            "plan mode allows read-only tools only; present the plan instead of running " +
+              spec.name};
+  if (spec.writes_files) {
+    auto path = resolve_path(ctx, subject_of(spec, input));
+    if (!inside_workspace(path, ctx))
+      return {permission_outcome::ask,
+              spec.name + " would write " + path.string() + ", outside the workspace"};
+    if (mode == permission_mode::accept_edits)
+      return {permission_outcome::allow, "accept-edits mode"};
+    return {permission_outcome::ask, spec.name + " would change " + path.string()};
+  }
+  return {permission_outcome::ask, spec.name + " needs approval"};
+}
+
+permission_rule permission_policy::always_rule(const tool_spec& spec, const nlohmann::json& input) {
+  permission_rule rule;
+  rule.tool = spec.name;
+  auto subject = subject_of(spec, input);
+  if (!subject.empty())
+    rule.pattern = subject;
+  rule.text = rule.pattern ? spec.name + "(" + *rule.pattern + ")" : spec.name;
+  return rule;
+}
+
+bool permission_policy::removes_tool(std::string_view name) const {
+  return std::any_of(rules.deny.begin(), rules.deny.end(),
+                     [&](auto& rule) { return rule.tool == name && !rule.pattern; });
+}
+
+} // namespace troupe

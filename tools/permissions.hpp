@@ -1,0 +1,83 @@
+#pragma once
+// can_use_tool: the one place that decides whether a tool call may run — from the mode, the
+// rules of the settings files and flags, and where the call would write.
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "protocol/expected.hpp"
+#include "tools/tool_spec.hpp"
+
+namespace troupe {
+
+enum class permission_mode : uint8_t {
+  standard,     ///< `default`: read-only tools run; shell and writes are asked for
+  accept_edits, ///< writes inside the workspace run too; shell is asked for
+  plan,         ///< read-only tools only; everything else is refused
+  bypass,       ///< everything runs (deny rules still hold)
+};
+
+/// Parses `default`, `accept-edits`, `plan` or `bypass`.
+std::optional<permission_mode> parse_permission_mode(std::string_view text);
+const char* to_string(permission_mode mode);
+
+/// `Tool` or `Tool(pattern)`: for shell the pattern is matched against the command (`*` is
+/// any text), for path tools against the path (a glob; relative patterns are relative to the
+/// workspace, `/…` absolute, `~/…` in the home directory).
+struct permission_rule {
+  std::string tool;
+  std::optional<std::string> pattern;
+  std::string text; ///< as written, for messages
+};
+
+/// Parses one rule, or says what is wrong with it.
+expected<permission_rule> parse_permission_rule(std::string_view text);
+
+struct permission_rules {
+  std::vector<permission_rule> allow;
+  std::vector<permission_rule> ask;
+  std::vector<permission_rule> deny;
+
+  /// Appends the other set's rules after these.
+  void add(const permission_rules& other);
+};
+
+/// Reads `permissions.allow|ask|deny` from a settings JSON file. A missing file is no rules;
+/// an unreadable or malformed one is an error naming the file.
+expected<permission_rules> load_permission_rules(const std::filesystem::path& file);
+
+enum class permission_outcome : uint8_t { allow, deny, ask };
+
+struct permission_decision {
+  permission_outcome outcome = permission_outcome::allow;
+  /// Why, in words the model (deny) or the user (ask) can act on.
+  std::string reason;
+};
+
+struct permission_policy {
+  permission_mode mode = permission_mode::standard;
+  permission_rules rules;
+  /// Rules the user added by answering "always" during this session.
+  std::vector<permission_rule> session_allow;
+  /// Where paths resolve and what counts as inside: the workspace and the home directory.
+  tool_context context;
+
+  /// The one decision point for every call. Deny rules are checked first, then the session's
+  /// "always" answers, then ask, then allow (the first match of each list wins), then the
+  /// mode's default.
+  permission_decision can_use_tool(const tool_spec& spec, const nlohmann::json& input) const;
+
+  /// The rule an "always" answer adds: the tool with this call's command or path.
+  static permission_rule always_rule(const tool_spec& spec, const nlohmann::json& input);
+
+  /// True when a deny rule names the tool bare: it is not offered to the model at all.
+  bool removes_tool(std::string_view name) const;
+};
+
+} // namespace troupe
