@@ -62,6 +62,7 @@ def run_once(binary, steps, provider, root):
     os.makedirs(work, exist_ok=True)
     started = time.time()
     proc = subprocess.Popen([binary, "run", "--cwd", work, "--model", f"{provider}/bench",
+                             "--allow", "shell",
                              "--output-format", "stream-json", "go"], env=env,
                             stdout=subprocess.DEVNULL)
     # troupe's own high-water mark (wait4's ru_maxrss may also cover the shell it reaped).

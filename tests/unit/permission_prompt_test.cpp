@@ -1,0 +1,43 @@
+#include <doctest/doctest.h>
+
+#include <unistd.h>
+
+#include "orchestrator/permission_prompt.hpp"
+
+using namespace troupe;
+
+namespace {
+
+// Answers the prompt with `typed` through pipes; returns the answer and what was shown.
+std::pair<std::string, std::string> answer(const std::string& typed) {
+  int in[2], out[2];
+  REQUIRE(pipe(in) == 0);
+  REQUIRE(pipe(out) == 0);
+  REQUIRE(write(in[1], typed.data(), typed.size()) == static_cast<ssize_t>(typed.size()));
+  close(in[1]);
+  tool_call call{"c1", "shell", {{"command", "make install"}}, call_format::native};
+  auto result = ask_permission(in[0], out[1], call, "shell needs approval");
+  close(out[1]);
+  std::string shown;
+  char buffer[4096];
+  for (ssize_t n; (n = read(out[0], buffer, sizeof buffer)) > 0;)
+    shown.append(buffer, static_cast<size_t>(n));
+  close(in[0]);
+  close(out[0]);
+  return {result, shown};
+}
+
+} // namespace
+
+TEST_CASE("the terminal prompt shows the call and reads y, n or always") {
+  auto [yes, shown] = answer("y\n");
+  CHECK(yes == "yes");
+  CHECK(shown.find("shell needs approval") != std::string::npos);
+  CHECK(shown.find("shell: make install") != std::string::npos);
+  CHECK(answer("No\n").first == "no");
+  CHECK(answer(" A \n").first == "always");
+  auto [again, asked_twice] = answer("maybe\nyes\n");
+  CHECK(again == "yes");
+  CHECK(asked_twice.find("Allow?") != asked_twice.rfind("Allow?"));
+  CHECK(answer("").first == "no"); // end of input declines
+}
