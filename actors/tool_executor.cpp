@@ -4,7 +4,15 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <sys/wait.h>
+
+#include <algorithm>
 #include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <sstream>
 #include <vector>
 #include <unordered_map>
 
@@ -34,6 +42,19 @@ struct running_job {
   bool interrupted = false;
 };
 
+/// A command started with run_in_background.
+struct background_task {
+  pid_t pid = -1;
+  std::string command;
+  std::filesystem::path log;
+  std::chrono::steady_clock::time_point started;
+  std::optional<int32_t> exit_code;
+  bool stopped = false;
+  /// task_output calls waiting for the task to end, by waiter id, with their call ids.
+  std::unordered_map<uint64_t, std::pair<caf::typed_response_promise<tool_result>, std::string>>
+    waiters;
+};
+
 struct tool_executor_state {
   std::shared_ptr<const tool_registry> registry;
   tool_context context;
@@ -47,8 +68,14 @@ struct tool_executor_state {
   std::unordered_map<uint64_t, helper_call> helpers;
   /// The session's bash, started on first use and again after it ends.
   shell_process shell;
+  std::map<std::string, background_task> tasks;
+  uint64_t next_waiter = 0;
 
   ~tool_executor_state() {
+    // Background tasks end with the session; their waiters reap them.
+    for (auto& [id, task] : tasks)
+      if (!task.exit_code)
+        ::kill(-task.pid, SIGKILL);
     // Never leave a child behind: the shell's group holds every command and background job.
     // Readers are told to stop; each closes its own copy of the pipe.
     for (auto& [id, job] : jobs) {
@@ -104,6 +131,118 @@ tool_result run_function_tool(const tool_spec& spec, const nlohmann::json& input
   }
 }
 
+std::string task_ids(const tool_executor_state& st) {
+  std::string ids;
+  for (auto& [id, task] : st.tasks)
+    ids += (ids.empty() ? "" : ", ") + id;
+  return ids.empty() ? "none started" : ids;
+}
+
+// What a task printed so far, under a line saying how it stands.
+tool_result task_report(const tool_executor_state& st, const std::string& id,
+                        const background_task& task, const std::string& call_id) {
+  auto seconds = std::chrono::duration_cast<std::chrono::seconds>(
+                   std::chrono::steady_clock::now() - task.started)
+                   .count();
+  tool_result result;
+  std::string output;
+  {
+    std::ifstream in{task.log, std::ios::binary};
+    std::ostringstream text;
+    text << in.rdbuf();
+    output = std::move(text).str();
+  }
+  std::string status;
+  if (task.stopped)
+    status = "stopped by task_stop";
+  else if (task.exit_code)
+    status = "exited with code " + std::to_string(*task.exit_code);
+  else
+    status = "still running after " + std::to_string(seconds) + " s";
+  result.output = "[task " + id + " (" + task.command + "): " + status + "]\n" + output;
+  if (task.exit_code) {
+    result.exit_code = *task.exit_code;
+    result.is_error = *task.exit_code != 0 && !task.stopped;
+  }
+  apply_output_budget(result, st.context, call_id);
+  return result;
+}
+
+void answer_waiters(self_ptr self, const std::string& id, background_task& task,
+                    const std::string& note = "") {
+  for (auto& [waiter, pending] : task.waiters) {
+    auto result = task_report(self->state, id, task, pending.second);
+    result.output += note;
+    pending.first.deliver(std::move(result));
+  }
+  task.waiters.clear();
+}
+
+caf::result<tool_result> start_task(self_ptr self, const tool_call& call) {
+  auto& st = self->state;
+  if (st.context.tasks_dir.empty())
+    st.context.tasks_dir =
+      std::filesystem::temp_directory_path() / ("troupe-tasks-" + random_hex(12));
+  auto id = "task_" + random_hex(6);
+  auto command = call.input.at("command").get<std::string>();
+  auto log = st.context.tasks_dir / (id + ".log");
+  auto pid = start_background(st.context, command, log);
+  if (!pid)
+    return error_result(pid.error());
+  background_task task;
+  task.pid = *pid;
+  task.command = command;
+  task.log = log;
+  task.started = std::chrono::steady_clock::now();
+  st.tasks.emplace(id, std::move(task));
+  // One waiter thread per task reaps it and reports its exit code.
+  self->system().spawn<caf::detached>(
+    [id, pid = *pid, executor = tool_executor_actor{self}](caf::event_based_actor* waiter) {
+      int status = 0;
+      while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+      }
+      int32_t code = WIFEXITED(status) ? WEXITSTATUS(status)
+                                       : (WIFSIGNALED(status) ? 128 + WTERMSIG(status) : -1);
+      caf::anon_send(executor, exited_atom::value, id, code);
+      waiter->quit();
+    });
+  tool_result result;
+  result.output = "Started background task " + id + " (pid " + std::to_string(*pid) +
+                  "): " + command + "\nIts output goes to " + log.string() +
+                  ". Read it with task_output, end it with task_stop.";
+  return result;
+}
+
+caf::result<tool_result> run_task_tool(self_ptr self, const tool_call& call) {
+  auto& st = self->state;
+  auto id = call.input.at("task_id").get<std::string>();
+  auto i = st.tasks.find(id);
+  if (i == st.tasks.end())
+    return error_result("no background task '" + id + "' in this session (tasks: " +
+                        task_ids(st) + ")");
+  auto& task = i->second;
+  if (call.name == "task_stop") {
+    if (task.exit_code)
+      return task_report(st, id, task, call.id);
+    ::kill(-task.pid, SIGKILL);
+    task.stopped = true;
+    auto result = task_report(st, id, task, call.id);
+    answer_waiters(self, id, task, "\n[the task was stopped]");
+    return result;
+  }
+  bool block = call.input.value("block", true);
+  if (task.exit_code || !block)
+    return task_report(st, id, task, call.id);
+  double seconds = call.input.value("timeout", 30.0);
+  auto wait = std::chrono::milliseconds{
+    static_cast<int64_t>(std::clamp(seconds, 0.0, 600.0) * 1000)};
+  auto waiter = st.next_waiter++;
+  auto promise = self->make_response_promise<tool_result>();
+  task.waiters.emplace(waiter, std::make_pair(promise, call.id));
+  self->delayed_send(self, wait, due_atom::value, id, waiter);
+  return promise;
+}
+
 caf::result<tool_result> execute(self_ptr self, const tool_call& call) {
   auto& st = self->state;
   const auto* spec = st.registry->find(call.name);
@@ -112,6 +251,10 @@ caf::result<tool_result> execute(self_ptr self, const tool_call& call) {
                         "'; available tools: " + available_tools(*st.registry));
   if (auto problem = validate_input(*spec, call.input))
     return error_result(*problem);
+  if (spec->kind == tool_kind::task)
+    return run_task_tool(self, call);
+  if (spec->kind == tool_kind::process && call.input.value("run_in_background", false))
+    return start_task(self, call);
   if (spec->kind == tool_kind::function && spec->read_only) {
     // Off this actor and off the scheduler: a grep over a large tree must neither block the
     // executor (cancels, other calls of the same reply) nor a scheduler thread.
@@ -186,6 +329,26 @@ tool_executor_actor::behavior_type tool_executor(self_ptr self,
         helper.promise.deliver(std::move(result));
       }
       self->state.helpers.clear();
+      for (auto& [id, task] : self->state.tasks)
+        answer_waiters(self, id, task, "\n[interrupted while waiting; the task goes on]");
+    },
+    [=](exited_atom, const std::string& id, int32_t code) {
+      auto i = self->state.tasks.find(id);
+      if (i == self->state.tasks.end())
+        return;
+      i->second.exit_code = code;
+      answer_waiters(self, id, i->second);
+    },
+    [=](due_atom, const std::string& id, uint64_t waiter) {
+      auto i = self->state.tasks.find(id);
+      if (i == self->state.tasks.end())
+        return;
+      auto w = i->second.waiters.find(waiter);
+      if (w == i->second.waiters.end())
+        return;
+      auto result = task_report(self->state, id, i->second, w->second.second);
+      w->second.first.deliver(std::move(result));
+      i->second.waiters.erase(w);
     },
     [=](finished_atom, uint64_t id, tool_result& result) {
       auto i = self->state.helpers.find(id);

@@ -48,6 +48,7 @@ int execute_run(run_settings settings, std::FILE* out) {
   tools.shell_program = settings.shell_program;
   tools.output_cap = settings.max_tool_output;
   tools.results_dir = session_dir / "tool-results";
+  tools.tasks_dir = session_dir / "tasks";
 
   session_config session;
   session.session_id = settings.session_id;

@@ -49,7 +49,11 @@ using tool_executor_actor = caf::typed_actor<
   // Internal: a job's child process ended (from its reader).
   caf::reacts_to<exited_atom, process_exit>,
   // Internal: a read-only call that ran on a thread of its own finished.
-  caf::reacts_to<finished_atom, uint64_t, tool_result>>;
+  caf::reacts_to<finished_atom, uint64_t, tool_result>,
+  // Internal: a background task ended with this exit code (from its waiter).
+  caf::reacts_to<exited_atom, std::string, int32_t>,
+  // Internal: a task_output call stopped waiting for its task.
+  caf::reacts_to<due_atom, std::string, uint64_t>>;
 
 /// Carries out one step: model call, then the reply's tool calls in order.
 /// Asks the person at the terminal whether a call may run. Answers "yes", "no" or "always".

@@ -72,13 +72,18 @@ tool_spec shell_tool() {
     "Run a bash command in the workspace and return its combined stdout and stderr with "
     "the exit code. The working directory and exported variables persist between calls. "
     "Standard input is empty; do not start interactive programs. Long output keeps its "
-    "head and tail. `timeout` (seconds) overrides the default time limit.";
+    "head and tail. `timeout` (seconds) overrides the default time limit. With "
+    "run_in_background the command runs on its own (a server, a long build): a task id comes "
+    "back at once, task_output reads what it printed so far, task_stop ends it.";
   spec.input_schema = {
     {"type", "object"},
     {"properties",
      {{"command", {{"type", "string"}, {"description", "the bash command to run"}}},
       {"timeout",
-       {{"type", "number"}, {"description", "seconds before the command is killed (max 86400)"}}}}},
+       {{"type", "number"}, {"description", "seconds before the command is killed (max 86400)"}}},
+      {"run_in_background",
+       {{"type", "boolean"},
+        {"description", "start it in the background and return a task id at once"}}}}},
     {"required", {"command"}}};
   spec.block_names = {"shell", "bash", "sh"};
   spec.kind = tool_kind::process;
@@ -98,20 +103,18 @@ std::chrono::milliseconds shell_timeout(const nlohmann::json& input, const tool_
   return ctx.shell_timeout;
 }
 
-expected<shell_process> start_shell(const tool_context& ctx, std::string nonce) {
-  int in[2], out[2];
-  if (pipe2(in, O_CLOEXEC) != 0)
-    return failure{std::string{"cannot create a pipe: "} + std::strerror(errno)};
-  if (pipe2(out, O_CLOEXEC) != 0) {
-    close(in[0]);
-    close(in[1]);
-    return failure{std::string{"cannot create a pipe: "} + std::strerror(errno)};
-  }
+namespace {
+
+// Starts `argv` with `input` as stdin and `output` as stdout and stderr, in the workspace, in a
+// session of its own with a clean signal state. Sets `pid` and returns 0, or returns the
+// posix_spawn error.
+int spawn_isolated(const tool_context& ctx, const char* const argv[], int input, int output,
+                   pid_t& pid) {
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, in[0], 0);
-  posix_spawn_file_actions_adddup2(&actions, out[1], 1);
-  posix_spawn_file_actions_adddup2(&actions, out[1], 2);
+  posix_spawn_file_actions_adddup2(&actions, input, 0);
+  posix_spawn_file_actions_adddup2(&actions, output, 1);
+  posix_spawn_file_actions_adddup2(&actions, output, 2);
   posix_spawn_file_actions_addchdir_np(&actions, ctx.cwd.c_str());
 
   // The CLI blocks SIGINT/SIGTERM in every thread; a child must start with a clean slate.
@@ -129,12 +132,27 @@ expected<shell_process> start_shell(const tool_context& ctx, std::string nonce) 
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK |
                                     POSIX_SPAWN_SETSIGDEF);
 
-  const char* argv[] = {"bash", "--noprofile", "--norc", nullptr};
-  pid_t pid = -1;
   int rc = posix_spawn(&pid, ctx.shell_program.c_str(), &actions, &attr,
                        const_cast<char**>(argv), environ);
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
+  return rc;
+}
+
+} // namespace
+
+expected<shell_process> start_shell(const tool_context& ctx, std::string nonce) {
+  int in[2], out[2];
+  if (pipe2(in, O_CLOEXEC) != 0)
+    return failure{std::string{"cannot create a pipe: "} + std::strerror(errno)};
+  if (pipe2(out, O_CLOEXEC) != 0) {
+    close(in[0]);
+    close(in[1]);
+    return failure{std::string{"cannot create a pipe: "} + std::strerror(errno)};
+  }
+  const char* argv[] = {"bash", "--noprofile", "--norc", nullptr};
+  pid_t pid = -1;
+  int rc = spawn_isolated(ctx, argv, in[0], out[1], pid);
   close(in[0]);
   close(out[1]);
   if (rc != 0) {
@@ -152,6 +170,26 @@ expected<shell_process> start_shell(const tool_context& ctx, std::string nonce) 
     return failure{"cannot set up " + ctx.shell_program};
   }
   return shell;
+}
+
+expected<pid_t> start_background(const tool_context& ctx, const std::string& command,
+                                 const std::filesystem::path& log) {
+  std::error_code ec;
+  std::filesystem::create_directories(log.parent_path(), ec);
+  int output = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (output < 0)
+    return failure{"cannot create " + log.string() + ": " + std::strerror(errno)};
+  int input = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  // The same framing as the session's shell: no credential prompts, no terminal.
+  std::string script = "export GIT_TERMINAL_PROMPT=0\n" + command;
+  const char* argv[] = {"bash", "--noprofile", "--norc", "-c", script.c_str(), nullptr};
+  pid_t pid = -1;
+  int rc = spawn_isolated(ctx, argv, input, output, pid);
+  ::close(output);
+  ::close(input);
+  if (rc != 0)
+    return failure{"cannot start " + ctx.shell_program + ": " + std::strerror(rc)};
+  return pid;
 }
 
 expected<bool> send_command(const shell_process& shell, const std::string& command) {

@@ -33,6 +33,12 @@ std::chrono::milliseconds shell_timeout(const nlohmann::json& input, const tool_
 /// signal mask and default dispositions. Never blocks on the child.
 expected<shell_process> start_shell(const tool_context& ctx, std::string nonce);
 
+/// Starts `command` as a background task: `bash -c` in the workspace, a session and process
+/// group of its own, stdin empty, stdout and stderr written to `log`. Returns its pid; the
+/// caller reaps it.
+expected<pid_t> start_background(const tool_context& ctx, const std::string& command,
+                                 const std::filesystem::path& log);
+
 /// Hands one command to the shell (its stdin is /dev/null; stderr joins stdout).
 expected<bool> send_command(const shell_process& shell, const std::string& command);
 

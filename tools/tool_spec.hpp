@@ -30,6 +30,8 @@ struct tool_context {
   size_t capture_cap = 10 * 1024 * 1024;
   /// Where whole outputs over output_cap are saved, one file per call; empty: not saved.
   std::filesystem::path results_dir;
+  /// Where background tasks write their output; empty: a temporary directory.
+  std::filesystem::path tasks_dir;
   /// The bash the shell tool runs, as an absolute path: searching PATH on every call costs a
   /// failed execve per PATH entry.
   std::string shell_program = "/bin/bash";
@@ -41,6 +43,7 @@ struct tool_context {
 enum class tool_kind : uint8_t {
   function, ///< quick, bounded work: `run` is called directly
   process,  ///< a child process, started by the executor and read off the scheduler threads
+  task,     ///< acts on the executor's background tasks (task_output, task_stop)
 };
 
 /// What a successful call changes in the loop itself, beyond its result.

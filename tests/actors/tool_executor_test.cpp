@@ -205,7 +205,7 @@ TEST_CASE("unknown tools and bad arguments are error results, not failures") {
   executor_fixture f;
   auto unknown = f.run("fly", json::object());
   CHECK(unknown.is_error);
-  CHECK(unknown.output == "unknown tool 'fly'; available tools: shell, read, write, edit, patch, glob, grep, ls, todo, complete");
+  CHECK(unknown.output == "unknown tool 'fly'; available tools: shell, read, write, edit, patch, glob, grep, ls, task_output, task_stop, todo, complete");
   auto missing = f.run("write", {{"path", "x.txt"}});
   CHECK(missing.is_error);
   CHECK(missing.output == "tool 'write' needs the argument 'content'");
@@ -214,4 +214,73 @@ TEST_CASE("unknown tools and bad arguments are error results, not failures") {
   CHECK(wrong_type.output.find("must be of type string") != std::string::npos);
   auto extra = f.run("read", {{"path", "a"}, {"colour", "red"}});
   CHECK(extra.output == "tool 'read' has no argument 'colour'");
+}
+
+namespace {
+
+std::string task_id_of(const tool_result& started) {
+  auto at = started.output.find("task_");
+  REQUIRE(at != std::string::npos);
+  return started.output.substr(at, started.output.find(' ', at) - at);
+}
+
+int pid_of(const tool_result& started) {
+  auto at = started.output.find("(pid ");
+  REQUIRE(at != std::string::npos);
+  return std::stoi(started.output.substr(at + 5));
+}
+
+} // namespace
+
+TEST_CASE("a background command returns its task id at once; task_output waits for it") {
+  executor_fixture f;
+  auto begin = std::chrono::steady_clock::now();
+  auto started = f.run("shell", {{"command", "echo first; sleep 0.5; echo second; exit 3"},
+                                 {"run_in_background", true}});
+  CHECK(std::chrono::steady_clock::now() - begin < std::chrono::milliseconds{400});
+  CHECK_FALSE(started.is_error);
+  auto id = task_id_of(started);
+
+  auto now = f.run("task_output", {{"task_id", id}, {"block", false}});
+  CHECK(now.output.find("still running") != std::string::npos);
+
+  auto done = f.run("task_output", {{"task_id", id}});
+  CHECK(done.output.find("exited with code 3") != std::string::npos);
+  CHECK(done.output.find("first\nsecond\n") != std::string::npos);
+  CHECK(done.exit_code == 3);
+  CHECK(done.is_error);
+  // The session's own shell was never involved: it is free meanwhile.
+  CHECK(f.shell("echo free").output == "free\n");
+}
+
+TEST_CASE("task_output stops waiting after its timeout; task_stop kills the task's group") {
+  executor_fixture f;
+  auto started = f.run("shell", {{"command", "sleep 30 & echo $! > child.pid; echo up; wait"},
+                                 {"run_in_background", true}});
+  auto id = task_id_of(started);
+  auto begin = std::chrono::steady_clock::now();
+  auto waited = f.run("task_output", {{"task_id", id}, {"timeout", 0.3}});
+  CHECK(std::chrono::steady_clock::now() - begin >= std::chrono::milliseconds{250});
+  CHECK(waited.output.find("still running") != std::string::npos);
+  CHECK(waited.output.find("up\n") != std::string::npos);
+
+  auto stopped = f.run("task_stop", {{"task_id", id}});
+  CHECK(stopped.output.find("stopped by task_stop") != std::string::npos);
+  CHECK(wait_until_gone(pid_of(started)));
+  CHECK(wait_until_gone(std::stoi(read_file(f.dir / "child.pid"))));
+  auto after = f.run("task_output", {{"task_id", id}});
+  CHECK(after.output.find("stopped by task_stop") != std::string::npos);
+
+  auto unknown = f.run("task_output", {{"task_id", "task_nope"}});
+  CHECK(unknown.is_error);
+  CHECK(unknown.output.find("tasks: " + id) != std::string::npos);
+}
+
+TEST_CASE("background tasks end with the executor") {
+  int pid = 0;
+  {
+    executor_fixture f;
+    pid = pid_of(f.run("shell", {{"command", "sleep 30"}, {"run_in_background", true}}));
+  }
+  CHECK(wait_until_gone(pid));
 }
