@@ -67,6 +67,13 @@ std::vector<nlohmann::json> read_jsonl(const std::filesystem::path& path) {
   return out;
 }
 
+tool_context context_in(const temp_dir& dir) {
+  tool_context ctx;
+  ctx.cwd = dir.path();
+  ctx.home = dir / "home";
+  return ctx;
+}
+
 bool wait_until(const std::function<bool()>& condition, std::chrono::milliseconds limit) {
   auto deadline = std::chrono::steady_clock::now() + limit;
   for (;;) {

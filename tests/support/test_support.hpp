@@ -18,6 +18,7 @@
 #include "providers/scripted_script.hpp"
 #include "protocol/events.hpp"
 #include "protocol/interfaces.hpp"
+#include "tools/tool_spec.hpp"
 
 namespace caf {
 class actor_system;
@@ -77,6 +78,9 @@ struct process_options {
   /// Close our end of the child's stdout at once, as `| head -0` would.
   bool close_stdout = false;
 };
+
+/// A tool context whose workspace is `dir` and whose home is `dir`/home.
+tool_context context_in(const temp_dir& dir);
 
 /// Runs argv to completion and captures its output.
 process_result run_process(const std::vector<std::string>& argv, const process_options& opts = {});

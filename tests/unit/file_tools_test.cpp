@@ -14,17 +14,6 @@ using namespace troupe;
 using namespace troupe::test;
 using nlohmann::json;
 
-namespace {
-
-tool_context context_in(const temp_dir& dir) {
-  tool_context ctx;
-  ctx.cwd = dir.path();
-  ctx.home = dir / "home";
-  return ctx;
-}
-
-} // namespace
-
 TEST_CASE("write creates parent directories and reports create vs overwrite") {
   temp_dir dir;
   auto ctx = context_in(dir);

@@ -13,16 +13,6 @@ using namespace troupe;
 using namespace troupe::test;
 using nlohmann::json;
 
-namespace {
-
-tool_context context_in(const temp_dir& dir) {
-  tool_context ctx;
-  ctx.cwd = dir.path();
-  return ctx;
-}
-
-} // namespace
-
 TEST_CASE("glob patterns: *, ?, **, classes and alternatives") {
   CHECK(glob_match("*.cpp", "main.cpp"));
   CHECK_FALSE(glob_match("*.cpp", "src/main.cpp")); // * stops at /
