@@ -68,10 +68,9 @@ permission_decision decide(const step_state& st, const tool_call& call) {
   return st.permissions->can_use_tool(*spec, call.input);
 }
 
-bool runs_with_others(const step_state& st, const tool_call& call) {
+bool is_read_only(const step_state& st, const tool_call& call) {
   const auto* spec = st.config.registry->find(call.name);
-  return spec != nullptr && spec->read_only &&
-         decide(st, call).outcome == permission_outcome::allow;
+  return spec != nullptr && spec->read_only;
 }
 
 void run_next_call(self_ptr self);
@@ -178,10 +177,12 @@ void run_next_call(self_ptr self) {
     ask(self, decision.reason);
     return;
   }
+  // A read-only call runs together with the read-only calls after it that need no question.
   size_t size = 1;
-  if (runs_with_others(st, calls[st.next_call]))
+  if (is_read_only(st, calls[st.next_call]))
     while (st.next_call + size < calls.size() && size < st.config.max_parallel_calls &&
-           runs_with_others(st, calls[st.next_call + size]))
+           is_read_only(st, calls[st.next_call + size]) &&
+           decide(st, calls[st.next_call + size]).outcome == permission_outcome::allow)
       ++size;
   run_batch(self, size);
 }

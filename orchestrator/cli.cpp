@@ -17,6 +17,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "actors/http_engine.hpp"
 #include "actors/ids.hpp"
 #include "actors/transcript.hpp"
 #include "orchestrator/run_command.hpp"
@@ -346,6 +347,8 @@ expected<run_settings> resolve_run(const run_flags& flags) {
 
   if (auto model = resolve_model(flags, settings); !model)
     return failure{model.error()};
+  if (settings.http_model)
+    http_engine::warm_up(); // libcurl loads while the rest is checked and the run starts
   if (settings.model_script && flags.tool_format == "tool")
     settings.format = tool_format::tool;
   if (settings.model_script && flags.tool_format == "xml")
