@@ -66,6 +66,10 @@ struct tool_executor_state {
     std::string call_id;
   };
   std::unordered_map<uint64_t, helper_call> helpers;
+  /// Runners waiting for work, and the one running each job (kept past a cancel, so the
+  /// runner returns to the pool when its call finishes).
+  std::vector<tool_runner_actor> idle_runners;
+  std::unordered_map<uint64_t, tool_runner_actor> busy_runners;
   /// The session's bash, started on first use and again after it ends.
   shell_process shell;
   std::map<std::string, background_task> tasks;
@@ -83,8 +87,15 @@ struct tool_executor_state {
       ::close(job.wake);
     }
     stop_shell(shell, true);
+    for (auto& runner : idle_runners)
+      caf::anon_send_exit(runner, caf::exit_reason::user_shutdown);
+    for (auto& [job, runner] : busy_runners)
+      caf::anon_send_exit(runner, caf::exit_reason::user_shutdown);
   }
 };
+
+/// Most idle runners kept for the next calls (one reply runs at most 10 read-only calls).
+constexpr size_t max_idle_runners = 10;
 
 using self_ptr = tool_executor_actor::stateful_pointer<tool_executor_state>;
 
@@ -255,21 +266,35 @@ caf::result<tool_result> execute(self_ptr self, const tool_call& call) {
     return run_task_tool(self, call);
   if (spec->kind == tool_kind::process && call.input.value("run_in_background", false))
     return start_task(self, call);
-  if (spec->kind == tool_kind::function && spec->read_only) {
+  if (spec->kind == tool_kind::scan) {
     // Off this actor and off the scheduler: a grep over a large tree must neither block the
     // executor (cancels, other calls of the same reply) nor a scheduler thread.
     auto id = st.next_job++;
     auto promise = self->make_response_promise<tool_result>();
     st.helpers.emplace(id, tool_executor_state::helper_call{promise, call.id});
-    self->system().spawn<caf::detached>(
-      [id, registry = st.registry, spec, input = call.input, context = st.context,
-       executor = tool_executor_actor{self}](caf::event_based_actor* helper) {
-        caf::anon_send(executor, finished_atom::value, id, run_function_tool(*spec, input, context));
-        helper->quit();
-      });
+    tool_runner_actor runner;
+    if (st.idle_runners.empty()) {
+      runner = self->system().spawn<caf::detached>(
+        [registry = st.registry, context = st.context,
+         executor = tool_executor_actor{self}](tool_runner_actor::pointer)
+          -> tool_runner_actor::behavior_type {
+          return {[=](execute_atom, uint64_t job, const tool_call& work) {
+            const auto* tool = registry->find(work.name);
+            caf::anon_send(executor, finished_atom::value, job,
+                           run_function_tool(*tool, work.input, context));
+          }};
+        });
+    } else {
+      runner = std::move(st.idle_runners.back());
+      st.idle_runners.pop_back();
+    }
+    caf::anon_send(runner, execute_atom::value, id, call);
+    st.busy_runners.emplace(id, std::move(runner));
     return promise;
   }
   if (spec->kind == tool_kind::function) {
+    // Bounded work (read stops at four times the budget): a hop to a runner thread would
+    // cost more than the call.
     auto result = run_function_tool(*spec, call.input, st.context);
     apply_output_budget(result, st.context, call.id);
     return result;
@@ -351,6 +376,14 @@ tool_executor_actor::behavior_type tool_executor(self_ptr self,
       i->second.waiters.erase(w);
     },
     [=](finished_atom, uint64_t id, tool_result& result) {
+      auto& st = self->state;
+      if (auto r = st.busy_runners.find(id); r != st.busy_runners.end()) {
+        if (st.idle_runners.size() < max_idle_runners)
+          st.idle_runners.push_back(std::move(r->second));
+        else
+          caf::anon_send_exit(r->second, caf::exit_reason::user_shutdown);
+        st.busy_runners.erase(r);
+      }
       auto i = self->state.helpers.find(id);
       if (i == self->state.helpers.end())
         return;

@@ -56,6 +56,11 @@ using tool_executor_actor = caf::typed_actor<
   caf::reacts_to<due_atom, std::string, uint64_t>>;
 
 /// Carries out one step: model call, then the reply's tool calls in order.
+/// Runs scan tools (glob, grep) for a tool executor, on a thread of its own (so a long grep
+/// blocks neither the executor nor a scheduler thread); answers the executor with
+/// (finished_atom, job, result). Kept between calls: a thread per call cost ~150 µs.
+using tool_runner_actor = caf::typed_actor<caf::reacts_to<execute_atom, uint64_t, tool_call>>;
+
 /// Asks the person at the terminal whether a call may run. Answers "yes", "no" or "always".
 using permission_asker_actor = caf::typed_actor<
   // The call and why it needs approval.

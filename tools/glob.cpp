@@ -68,6 +68,7 @@ tool_spec glob_tool() {
   spec.block_names = {"glob"};
   spec.examples = {{"**/*.md", ""}};
   spec.read_only = true;
+  spec.kind = tool_kind::scan;
   spec.rule_subject = "path";
   spec.input_from_block = [](std::string_view args, std::string_view) {
     return nlohmann::json{{"pattern", std::string{args}}};

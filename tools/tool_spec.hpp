@@ -41,7 +41,9 @@ struct tool_context {
 
 /// How the executor runs a tool.
 enum class tool_kind : uint8_t {
-  function, ///< quick, bounded work: `run` is called directly
+  function, ///< quick, bounded work: `run` is called directly on the executor
+  scan,     ///< read-only work that may take long (a search over a tree): `run` is called on a
+            ///< runner thread, so a reply's scans run in parallel and a cancel answers at once
   process,  ///< a child process, started by the executor and read off the scheduler threads
   task,     ///< acts on the executor's background tasks (task_output, task_stop)
 };

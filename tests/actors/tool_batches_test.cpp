@@ -36,6 +36,7 @@ tool_spec probe(const std::string& name, bool read_only, std::shared_ptr<flight>
                          {"linger_ms", {{"type", "integer"}}},
                          {"patience_ms", {{"type", "integer"}}}}}};
   spec.read_only = read_only;
+  spec.kind = read_only ? tool_kind::scan : tool_kind::function;
   spec.run = [shared](const json& input, const tool_context&) {
     std::unique_lock<std::mutex> lock{shared->mutex};
     shared->peak = std::max(shared->peak, ++shared->in_flight);
