@@ -11,6 +11,7 @@
 #include "tools/read.hpp"
 #include "tools/shell.hpp"
 #include "tools/task_output.hpp"
+#include "tools/task_stop.hpp"
 #include "tools/todo.hpp"
 #include "tools/write.hpp"
 

@@ -2,8 +2,9 @@
 
 namespace troupe {
 
-// Both act on state the executor owns (the tasks it started), so they have no `run`: the
-// executor carries them out. The specs are what the model and the permission check see.
+// task_output and task_stop act on state the executor owns (the tasks it started), so they
+// have no `run`: the executor carries them out. The specs are what the model and the
+// permission check see.
 
 tool_spec task_output_tool() {
   tool_spec spec;
@@ -19,21 +20,6 @@ tool_spec task_output_tool() {
       {"block", {{"type", "boolean"}, {"description", "wait for the task to end (default true)"}}},
       {"timeout", {{"type", "number"}, {"description", "most seconds to wait (default 30)"}}}}},
     {"required", {"task_id"}}};
-  spec.read_only = true;
-  spec.kind = tool_kind::task;
-  return spec;
-}
-
-tool_spec task_stop_tool() {
-  tool_spec spec;
-  spec.name = "task_stop";
-  spec.description = "Stop a background task: its whole process group is killed. Returns "
-                     "what it printed.";
-  spec.input_schema = {
-    {"type", "object"},
-    {"properties", {{"task_id", {{"type", "string"}, {"description", "the id shell returned"}}}}},
-    {"required", {"task_id"}}};
-  // Stopping what this session started changes nothing else: no approval needed.
   spec.read_only = true;
   spec.kind = tool_kind::task;
   return spec;

@@ -1,0 +1,21 @@
+#include "tools/task_stop.hpp"
+
+namespace troupe {
+
+// Carried out by the executor, which owns the tasks (see task_output.cpp).
+tool_spec task_stop_tool() {
+  tool_spec spec;
+  spec.name = "task_stop";
+  spec.description = "Stop a background task: its whole process group is killed. Returns "
+                     "what it printed.";
+  spec.input_schema = {
+    {"type", "object"},
+    {"properties", {{"task_id", {{"type", "string"}, {"description", "the id shell returned"}}}}},
+    {"required", {"task_id"}}};
+  // Stopping what this session started changes nothing else: no approval needed.
+  spec.read_only = true;
+  spec.kind = tool_kind::task;
+  return spec;
+}
+
+} // namespace troupe
