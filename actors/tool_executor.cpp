@@ -9,10 +9,8 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <optional>
-#include <sstream>
 #include <vector>
 #include <unordered_map>
 
@@ -157,12 +155,7 @@ tool_result task_report(const tool_executor_state& st, const std::string& id,
                    .count();
   tool_result result;
   std::string output;
-  {
-    std::ifstream in{task.log, std::ios::binary};
-    std::ostringstream text;
-    text << in.rdbuf();
-    output = std::move(text).str();
-  }
+  read_whole_file(task.log, output); // no file yet reads as no output
   std::string status;
   if (task.stopped)
     status = "stopped by task_stop";

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <vector>
 
-#include "tools/write.hpp"
 
 namespace troupe {
 

@@ -14,14 +14,6 @@ constexpr size_t max_matches = 500;
 // std::regex recurses per character; a minified file's one long line would exhaust the stack.
 constexpr size_t longest_line_searched = 4000;
 
-bool looks_binary(const std::filesystem::path& file) {
-  std::ifstream in{file, std::ios::binary};
-  char head[8192];
-  in.read(head, sizeof head);
-  return std::string_view{head, static_cast<size_t>(in.gcount())}.find('\0') !=
-         std::string_view::npos;
-}
-
 struct search {
   std::regex regex;
   std::string mode;
@@ -32,9 +24,11 @@ struct search {
   std::string output;
 
   void file(const std::filesystem::path& path, const std::string& shown) {
-    if (stopped || looks_binary(path))
+    if (stopped)
       return;
     std::ifstream in{path, std::ios::binary};
+    if (starts_binary(in))
+      return;
     std::vector<std::string> lines;
     for (std::string line; std::getline(in, line);) {
       if (!line.empty() && line.back() == '\r')

@@ -3,7 +3,6 @@
 #include <vector>
 
 #include "tools/edit.hpp"
-#include "tools/write.hpp"
 
 namespace troupe {
 

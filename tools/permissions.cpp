@@ -2,8 +2,6 @@
 
 #include <algorithm>
 
-#include <fstream>
-#include <sstream>
 
 #include "tools/path_match.hpp"
 
@@ -186,12 +184,10 @@ expected<permission_rules> load_permission_rules(const std::filesystem::path& fi
   std::error_code ec;
   if (!std::filesystem::exists(file, ec))
     return rules;
-  std::ifstream in{file};
-  if (!in)
+  std::string text;
+  if (!read_whole_file(file, text).empty())
     return failure{"cannot read settings file " + file.string()};
-  std::stringstream text;
-  text << in.rdbuf();
-  auto json = nlohmann::json::parse(text.str(), nullptr, false);
+  auto json = nlohmann::json::parse(text, nullptr, false);
   if (json.is_discarded() || !json.is_object())
     return failure{"settings file " + file.string() + " is not a JSON object"};
   auto permissions = json.find("permissions");

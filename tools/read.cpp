@@ -38,17 +38,10 @@ tool_result run_read(const nlohmann::json& input, const tool_context& ctx) {
   std::ifstream in{path, std::ios::binary};
   if (!in)
     return error_result("cannot read " + path.string() + ": permission denied");
-  {
-    char head[8192];
-    in.read(head, sizeof head);
-    if (std::string_view{head, static_cast<size_t>(in.gcount())}.find('\0') !=
-        std::string_view::npos)
-      return error_result(path.string() + " is a binary file (" +
-                          std::to_string(std::filesystem::file_size(path, ec)) +
-                          " bytes); read shows text only");
-    in.clear();
-    in.seekg(0);
-  }
+  if (starts_binary(in))
+    return error_result(path.string() + " is a binary file (" +
+                        std::to_string(std::filesystem::file_size(path, ec)) +
+                        " bytes); read shows text only");
 
   // Read in chunks with a byte budget, so a huge file or one endless line stays bounded.
   const size_t budget = 4 * ctx.output_cap;

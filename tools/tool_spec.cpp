@@ -2,6 +2,8 @@
 
 #include <cctype>
 #include <fstream>
+#include <sstream>
+#include <system_error>
 
 namespace troupe {
 
@@ -77,6 +79,50 @@ size_t char_boundary(const std::string& text, size_t pos) {
 
 } // namespace
 
+std::string write_whole_file(const std::filesystem::path& path, const std::string& content) {
+  std::error_code ec;
+  if (path.has_parent_path())
+    std::filesystem::create_directories(path.parent_path(), ec);
+  if (ec)
+    return "cannot create directory " + path.parent_path().string() + ": " + ec.message();
+  if (std::filesystem::is_directory(path, ec))
+    return path.string() + " is a directory";
+  std::ofstream out{path, std::ios::binary | std::ios::trunc};
+  if (!out)
+    return "cannot open " + path.string() + " for writing";
+  out.write(content.data(), static_cast<std::streamsize>(content.size()));
+  out.close();
+  if (!out)
+    return "writing " + path.string() + " failed";
+  return {};
+}
+
+std::string read_whole_file(const std::filesystem::path& path, std::string& content) {
+  std::error_code ec;
+  auto status = std::filesystem::status(path, ec);
+  if (ec || !std::filesystem::exists(status))
+    return "cannot read " + path.string() + ": no such file";
+  if (!std::filesystem::is_regular_file(status))
+    return path.string() + " is not a regular file";
+  std::ifstream in{path, std::ios::binary};
+  if (!in)
+    return "cannot read " + path.string() + ": permission denied";
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  content = std::move(buffer).str();
+  return {};
+}
+
+bool starts_binary(std::istream& in) {
+  char head[8192];
+  in.read(head, sizeof head);
+  bool binary = std::string_view{head, static_cast<size_t>(in.gcount())}.find('\0') !=
+                std::string_view::npos;
+  in.clear();
+  in.seekg(0);
+  return binary;
+}
+
 void apply_output_budget(tool_result& result, const tool_context& ctx, const std::string& call_id) {
   if (result.output.size() <= ctx.output_cap)
     return;
@@ -86,11 +132,7 @@ void apply_output_budget(tool_result& result, const tool_context& ctx, const std
     for (char c : call_id)
       name += std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '-' || c == '_' ? c : '_';
     auto path = ctx.results_dir / ((name.empty() ? "call" : name) + ".txt");
-    std::error_code ec;
-    std::filesystem::create_directories(ctx.results_dir, ec);
-    std::ofstream out{path, std::ios::binary | std::ios::trunc};
-    out.write(result.output.data(), static_cast<std::streamsize>(result.output.size()));
-    if (out.flush())
+    if (write_whole_file(path, result.output).empty())
       saved_to = path.string();
   }
   result.truncated = cap_output(result.output, ctx.output_cap, saved_to) || result.truncated;

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <filesystem>
 #include <functional>
+#include <iosfwd>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -100,6 +101,17 @@ tool_result error_result(std::string message);
 
 /// Resolves a path from tool input against the workspace.
 std::filesystem::path resolve_path(const tool_context& ctx, const std::string& path);
+
+/// Writes `content` to `path` whole, creating parent directories. Returns an error message,
+/// or an empty string on success.
+std::string write_whole_file(const std::filesystem::path& path, const std::string& content);
+
+/// Reads a whole regular file into `content`. Returns an error message, or empty on success.
+std::string read_whole_file(const std::filesystem::path& path, std::string& content);
+
+/// True when the stream's first 8 KiB hold a NUL byte (what read and grep call binary). The
+/// stream is rewound to its start.
+bool starts_binary(std::istream& in);
 
 /// Holds a result to the context's output_cap: a longer output is saved whole as
 /// `<results_dir>/<call_id>.txt` (when results_dir is set) and cut to its head and tail, the

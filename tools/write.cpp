@@ -1,44 +1,8 @@
 #include "tools/write.hpp"
 
-#include <fstream>
-#include <sstream>
 #include <system_error>
 
 namespace troupe {
-
-std::string write_whole_file(const std::filesystem::path& path, const std::string& content) {
-  std::error_code ec;
-  if (path.has_parent_path())
-    std::filesystem::create_directories(path.parent_path(), ec);
-  if (ec)
-    return "cannot create directory " + path.parent_path().string() + ": " + ec.message();
-  if (std::filesystem::is_directory(path, ec))
-    return path.string() + " is a directory";
-  std::ofstream out{path, std::ios::binary | std::ios::trunc};
-  if (!out)
-    return "cannot open " + path.string() + " for writing";
-  out.write(content.data(), static_cast<std::streamsize>(content.size()));
-  out.close();
-  if (!out)
-    return "writing " + path.string() + " failed";
-  return {};
-}
-
-std::string read_whole_file(const std::filesystem::path& path, std::string& content) {
-  std::error_code ec;
-  auto status = std::filesystem::status(path, ec);
-  if (ec || !std::filesystem::exists(status))
-    return "cannot read " + path.string() + ": no such file";
-  if (!std::filesystem::is_regular_file(status))
-    return path.string() + " is not a regular file";
-  std::ifstream in{path, std::ios::binary};
-  if (!in)
-    return "cannot read " + path.string() + ": permission denied";
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  content = std::move(buffer).str();
-  return {};
-}
 
 namespace {
 
