@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "context/token_budget.hpp"
 #include "protocol/hooks.hpp"
 #include "protocol/interfaces.hpp"
 #include "tools/permissions.hpp"
@@ -33,6 +34,8 @@ struct session_config {
   std::shared_ptr<const tool_registry> registry;
   /// How tools are offered to the model and read back (markdown blocks are parsed only then).
   tool_format format = tool_format::markdown;
+  /// The model's window and output size: when to elide old tool results and to compact.
+  context_budget budget;
   /// Steps per turn; 0 means no cap.
   int32_t max_steps = 0;
   /// Most read-only calls of one reply that run at once (1: every call in turn).

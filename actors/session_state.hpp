@@ -9,6 +9,7 @@
 
 #include "actors/session.hpp"
 #include "actors/transcript.hpp"
+#include "context/context_window.hpp"
 
 namespace troupe {
 
@@ -16,6 +17,7 @@ enum class session_phase {
   created,  ///< spawned, waiting for start_atom
   idle,     ///< interactive and waiting for input
   stepping, ///< a step is in flight
+  compacting, ///< a compaction summary is being written
   ended,    ///< terminal state reached
 };
 
@@ -30,6 +32,10 @@ struct session_state {
   step_actor step;
   model_client_actor model;
   tool_executor_actor executor;
+  /// What the model is sent: the log since the last compact boundary, with token counts.
+  context_window window;
+  /// The raw token estimate of the request in flight, to calibrate against the reported usage.
+  int64_t sent_estimate = 0;
   session_phase phase = session_phase::created;
   bool interrupt_requested = false;
   token_usage usage;
@@ -58,7 +64,7 @@ bool accept_reply(session_ptr self, message reply);
 void end_session(session_ptr self, terminal_reason reason, std::string error = {},
                  model_error_kind kind = model_error_kind::none);
 
-/// Forwards an interrupt to the step in flight.
+/// Forwards an interrupt to the step (or compaction) in flight.
 void request_interrupt(session_ptr self);
 
 } // namespace troupe

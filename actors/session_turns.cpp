@@ -1,6 +1,7 @@
 // The session's loop: turns (inputs from the queue) and steps (until no runnable tool).
 
 #include <algorithm>
+#include <functional>
 
 #include <caf/actor_system.hpp>
 #include <caf/send.hpp>
@@ -8,6 +9,7 @@
 
 #include "actors/ids.hpp"
 #include "actors/session_state.hpp"
+#include "context/compaction.hpp"
 #include "tools/tool_spec.hpp"
 
 namespace troupe {
@@ -15,7 +17,11 @@ namespace troupe {
 namespace {
 
 void run_next_step(session_ptr self);
+void send_step(session_ptr self, bool may_compact);
 void next_turn(session_ptr self);
+
+// Failed compactions in a row after which auto-compaction stays off for the session.
+constexpr int32_t compaction_breaker = 3;
 
 // The calls of the last assistant message that no tool message answers.
 std::vector<tool_call> unanswered_calls(const std::vector<message_ptr>& log) {
@@ -68,6 +74,7 @@ bool append(session_ptr self, message msg) {
     st.last_assistant_text = msg.content;
   auto ptr = std::make_shared<const message>(std::move(msg));
   st.log.push_back(ptr);
+  st.window.append(ptr);
   st.state.messages_count = static_cast<int64_t>(st.log.size());
   publish(self, message_event{st.config.session_id, *ptr});
   return true;
@@ -155,7 +162,100 @@ void end_session(session_ptr self, terminal_reason reason, std::string error,
 
 namespace {
 
+enum class compaction_status { done, failed, interrupted };
+using compaction_done = std::function<void(compaction_status, const std::string& why)>;
+
+bool auto_compaction_off(const session_state& st) {
+  return st.state.auto_compact.consecutive_failures >= compaction_breaker;
+}
+
+void compaction_failed(session_ptr self, const std::string& why, const compaction_done& done) {
+  auto& st = self->state;
+  auto& tracking = st.state.auto_compact;
+  ++tracking.consecutive_failures;
+  notice(self, "compact_failed", "compaction failed: " + why);
+  if (tracking.consecutive_failures == compaction_breaker)
+    notice(self, "compact_disabled",
+           "auto-compaction is off for this session after " +
+             std::to_string(compaction_breaker) +
+             " failed compactions in a row; the conversation goes on uncompacted until the "
+             "provider refuses it (/compact still works)");
+  save_state(self);
+  done(compaction_status::failed, why);
+}
+
+// Has the model summarise the older part of the context, logs the boundary (the summary) and
+// calls `done`, always later, from a message handler. Returns false, without calling `done`,
+// when there is nothing to compact. The session stays responsive: the step waits for the model.
+bool compact(session_ptr self, compaction_trigger trigger, compaction_done done) {
+  auto& st = self->state;
+  auto plan = st.window.plan_compaction();
+  if (plan.empty()) {
+    notice(self, "compact", "nothing to compact: no message since the last compaction");
+    return false;
+  }
+  for (auto& extra : fire(self, hook_point::pre_compact))
+    trigger.instructions += (trigger.instructions.empty() ? "" : "\n") + extra.content;
+  auto before = st.window.projected_tokens();
+  auto request = compaction_request(plan, trigger, st.window.budget());
+  st.phase = session_phase::compacting;
+  notice(self, "compacting",
+         "compacting the conversation (" + trigger.kind + (trigger.reactive ? ", reactive" : "") +
+           "): " + std::to_string(plan.to_summarize.size()) + " messages, ~" +
+           std::to_string(before) + " tokens in the context");
+  auto on_reply = [=](model_reply& reply) {
+    auto& s = self->state;
+    if (s.phase == session_phase::ended)
+      return;
+    s.usage += reply.usage;
+    bool interrupted = reply.error == model_error_kind::interrupted || s.interrupt_requested;
+    s.interrupt_requested = false;
+    if (interrupted) {
+      done(compaction_status::interrupted, "interrupted");
+      return;
+    }
+    if (!reply.ok()) {
+      compaction_failed(self, reply.error_message, done);
+      return;
+    }
+    auto summary = reply.assistant.content;
+    if (summary.find_first_not_of(" \t\r\n") == std::string::npos) {
+      compaction_failed(self, "the model answered with an empty summary", done);
+      return;
+    }
+    compaction_record record;
+    record.trigger = trigger;
+    record.summary = std::move(summary);
+    record.tokens_before = before;
+    record.summarized_messages = static_cast<int64_t>(plan.to_summarize.size());
+    record.preserved_from = plan.preserved_from;
+    auto boundary = make_boundary(record);
+    record.tokens_after = s.window.project(s.window.estimated_after(boundary, plan));
+    boundary.meta["post_tokens"] = record.tokens_after;
+    if (!append(self, std::move(boundary)))
+      return;
+    auto& tracking = s.state.auto_compact;
+    tracking.compacted = true;
+    tracking.turns_since_compact = 0;
+    tracking.consecutive_failures = 0;
+    for (auto& m : fire(self, hook_point::post_compact))
+      if (!append(self, std::move(m)))
+        return;
+    save_state(self);
+    done(compaction_status::done, {});
+  };
+  self->request(st.step, caf::infinite, compact_atom::value, std::move(request))
+    .then(on_reply, [=](caf::error& err) {
+      model_reply failed;
+      failed.error = model_error_kind::transport;
+      failed.error_message = "step failed: " + self->system().render(err);
+      on_reply(failed);
+    });
+  return true;
+}
+
 // Slash commands act on the session and never reach the model. Returns false for ordinary text.
+// A command that starts a compaction leaves the session compacting; the loop resumes after it.
 bool run_command(session_ptr self, const message& input) {
   const auto& text = input.content;
   if (input.role != role::user || text.size() < 2 || text[0] != '/')
@@ -165,8 +265,29 @@ bool run_command(session_ptr self, const message& input) {
     return false; // a path such as /usr/bin/env, not a command
   if (name == "exit" || name == "quit") {
     end_session(self, terminal_reason::completed);
+  } else if (name == "compact") {
+    auto space = text.find_first_of(" \t\n");
+    auto instructions = space == std::string::npos ? std::string{} : text.substr(space + 1);
+    instructions.erase(0, instructions.find_first_not_of(" \t\n"));
+    compact(self, compaction_trigger{"manual", false, std::move(instructions)},
+            [=](compaction_status status, const std::string&) {
+              auto& st = self->state;
+              if (st.phase == session_phase::ended)
+                return;
+              st.phase = session_phase::idle;
+              if (status == compaction_status::interrupted) {
+                if (!st.config.interactive) {
+                  end_session(self, terminal_reason::interrupted);
+                  return;
+                }
+                drop_queue(self, "interrupted");
+              }
+              next_turn(self);
+            });
   } else if (name == "help") {
-    notice(self, "command", "commands: /help (this list), /exit (end the session)");
+    notice(self, "command",
+           "commands: /help (this list), /compact [instructions] (summarise the conversation "
+           "so far to free the context), /exit (end the session)");
   } else {
     notice(self, "unknown_command", "unknown command /" + name + "; /help lists the commands");
   }
@@ -178,6 +299,8 @@ void start_turn(session_ptr self) {
   st.state.turn_count++;
   st.state.step_count = 0;
   st.state.transition = transition_reason::next_turn;
+  if (st.state.auto_compact.compacted)
+    st.state.auto_compact.turns_since_compact++;
   fire_and_enqueue(self, hook_point::turn_pre);
   run_next_step(self);
 }
@@ -204,8 +327,11 @@ void next_turn(session_ptr self) {
     }
     auto input = std::move(st.queue.front());
     st.queue.pop_front();
-    if (run_command(self, input))
+    if (run_command(self, input)) {
+      if (st.phase == session_phase::compacting)
+        return; // the compaction's end resumes the loop
       continue;
+    }
     if (!append(self, std::move(input)))
       return;
     start_turn(self);
@@ -235,6 +361,79 @@ std::optional<std::string> apply_loop_effects(session_ptr self, const step_outco
   return summary;
 }
 
+// The turn stops here: a system note says why, turn.post fires, and control goes back to the
+// user (interactive) or the run ends.
+void stop_turn_interrupted(session_ptr self, bool declined) {
+  auto& st = self->state;
+  st.state.transition = transition_reason::interrupted;
+  message note;
+  note.role = role::system;
+  note.content = declined ? "Stopped: the user declined a tool call." : "Interrupted by the user.";
+  note.origin = declined ? "declined" : "interrupt";
+  if (!append(self, std::move(note)))
+    return;
+  save_state(self);
+  fire_and_enqueue(self, hook_point::turn_post);
+  if (!st.config.interactive) {
+    end_session(self, declined ? terminal_reason::permission_blocked
+                               : terminal_reason::interrupted);
+    return;
+  }
+  drop_queue(self, "interrupted"); // the user stopped the work queued behind this turn too
+  next_turn(self);
+}
+
+// A prompt the provider refused as too long gets one reactive compaction and the same step
+// again; any other failure, or a second refusal, ends the run.
+void on_step_failed(session_ptr self, const step_outcome& outcome) {
+  auto& st = self->state;
+  st.state.transition = transition_reason::model_error;
+  if (outcome.error != model_error_kind::prompt_too_long) {
+    end_session(self, terminal_reason::error, outcome.error_message, outcome.error);
+    return;
+  }
+  if (st.state.has_attempted_reactive_compact) {
+    end_session(self, terminal_reason::error,
+                "the conversation is still too long for the model's context window after a "
+                "compaction (" + outcome.error_message +
+                  "); start a new session or lower what the tools return",
+                outcome.error);
+    return;
+  }
+  if (auto_compaction_off(st)) {
+    end_session(self, terminal_reason::error,
+                "the conversation is too long for the model's context window and "
+                "auto-compaction is off after " + std::to_string(compaction_breaker) +
+                  " failed compactions (" + outcome.error_message + ")",
+                outcome.error);
+    return;
+  }
+  st.state.has_attempted_reactive_compact = true;
+  save_state(self);
+  auto refused = outcome.error_message;
+  bool started = compact(self, compaction_trigger{"auto", true, ""},
+          [=](compaction_status status, const std::string& why) {
+            auto& s = self->state;
+            if (s.phase == session_phase::ended)
+              return;
+            if (status == compaction_status::done) {
+              send_step(self, false); // the same step again, on the compacted context
+            } else if (status == compaction_status::interrupted) {
+              stop_turn_interrupted(self, false);
+            } else {
+              end_session(self, terminal_reason::error,
+                          "the conversation is too long for the model's context window (" +
+                            refused + ") and compacting it failed: " + why,
+                          model_error_kind::prompt_too_long);
+            }
+          });
+  if (!started)
+    end_session(self, terminal_reason::error,
+                "the conversation is too long for the model's context window (" + refused +
+                  ") and there is nothing left to compact",
+                outcome.error);
+}
+
 void on_step_done(session_ptr self, step_outcome& outcome) {
   auto& st = self->state;
   if (st.phase == session_phase::ended)
@@ -251,29 +450,29 @@ void on_step_done(session_ptr self, step_outcome& outcome) {
   bool interrupted = outcome.status == step_status::interrupted || st.interrupt_requested;
   st.interrupt_requested = false;
   if (outcome.status == step_status::failed) {
-    st.state.transition = transition_reason::model_error;
-    end_session(self, terminal_reason::error, outcome.error_message, outcome.error);
+    on_step_failed(self, outcome);
     return;
   }
   if (interrupted) {
-    st.state.transition = transition_reason::interrupted;
+    stop_turn_interrupted(self, outcome.declined);
+    return;
+  }
+  st.state.has_attempted_reactive_compact = false;
+  st.state.max_output_recovery_count = outcome.continuations;
+  if (outcome.continuations == 0)
+    st.window.calibrate(st.sent_estimate, outcome.usage.input_tokens +
+                                            outcome.usage.cache_read_tokens +
+                                            outcome.usage.cache_write_tokens);
+  if (!outcome.unfinished_call.empty()) {
     message note;
     note.role = role::system;
-    note.content = outcome.declined ? "Stopped: the user declined a tool call."
-                                    : "Interrupted by the user.";
-    note.origin = outcome.declined ? "declined" : "interrupt";
+    note.origin = "max_output";
+    note.content = "The reply was cut at the output token limit " +
+                   std::to_string(outcome.continuations + 1) +
+                   " times; its unfinished call to the " + outcome.unfinished_call +
+                   " tool was not run.";
     if (!append(self, std::move(note)))
       return;
-    save_state(self);
-    fire_and_enqueue(self, hook_point::turn_post);
-    if (!st.config.interactive) {
-      end_session(self, outcome.declined ? terminal_reason::permission_blocked
-                                         : terminal_reason::interrupted);
-      return;
-    }
-    drop_queue(self, "interrupted"); // the user stopped the work queued behind this turn too
-    next_turn(self);
-    return;
   }
   if (auto summary = apply_loop_effects(self, outcome)) {
     // The model declared the task done: its summary is the run's answer.
@@ -325,8 +524,32 @@ void run_next_step(session_ptr self) {
   fire_and_enqueue(self, hook_point::step_pre);
   st.state.step_count++;
   st.state.total_steps++;
+  send_step(self, true);
+}
+
+// Sends the context since the last boundary to the step; when the projected request is past
+// the threshold, compacts first (at most once per step, and not once the breaker tripped).
+void send_step(session_ptr self, bool may_compact) {
+  auto& st = self->state;
+  if (may_compact && st.window.over_threshold() && !auto_compaction_off(st) &&
+      compact(self, compaction_trigger{"auto", false, ""},
+              [=](compaction_status status, const std::string&) {
+                if (self->state.phase == session_phase::ended)
+                  return;
+                if (status == compaction_status::interrupted)
+                  stop_turn_interrupted(self, false);
+                else
+                  send_step(self, false);
+              }))
+    return;
   st.phase = session_phase::stepping;
-  step_request request{context_snapshot{st.log}, st.state.step_count};
+  st.sent_estimate = st.window.estimated_tokens();
+  spdlog::debug("session {}: step {}: ~{} tokens projected ({} messages, {} results elided; "
+                "compaction at {})",
+                st.config.session_id, st.state.step_count, st.window.projected_tokens(),
+                st.window.size(), st.window.elided_count(),
+                st.window.budget().compact_threshold());
+  step_request request{st.window.snapshot(), st.state.step_count};
   self->request(st.step, caf::infinite, step_atom::value, std::move(request))
     .then([=](step_outcome& outcome) { on_step_done(self, outcome); },
           [=](caf::error& err) {
@@ -343,8 +566,16 @@ void begin_session(session_ptr self) {
     return;
   auto transcript_path = st.config.session_dir / "transcript.jsonl";
   auto writer = transcript_writer::open(transcript_path);
-  for (auto& m : st.config.history)
+  st.window = context_window{st.config.budget};
+  auto fixed = estimate_tokens(st.config.system_prompt);
+  if (st.config.format == tool_format::tool)
+    fixed += estimate_tokens(st.config.registry->descriptors());
+  st.window.set_fixed_tokens(fixed);
+  // The whole transcript is kept; the model is sent what follows its last boundary.
+  for (auto& m : st.config.history) {
     st.log.push_back(std::make_shared<const message>(std::move(m)));
+    st.window.append(st.log.back());
+  }
   st.config.history.clear();
   if (st.config.resumed_state) {
     st.state = *st.config.resumed_state;
@@ -408,7 +639,8 @@ bool accept_reply(session_ptr self, message reply) {
 
 void request_interrupt(session_ptr self) {
   auto& st = self->state;
-  if (st.phase != session_phase::stepping || st.interrupt_requested)
+  if ((st.phase != session_phase::stepping && st.phase != session_phase::compacting) ||
+      st.interrupt_requested)
     return;
   st.interrupt_requested = true;
   // Normal priority: a high-priority interrupt could overtake the step request it is meant

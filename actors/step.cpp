@@ -13,7 +13,10 @@ namespace troupe {
 
 namespace {
 
-enum class step_phase { idle, generating, running_tools };
+enum class step_phase { idle, generating, running_tools, compacting };
+
+// A reply cut at the output limit is continued at most this often; its pieces are joined.
+constexpr int32_t max_continuations = 3;
 
 struct step_state {
   step_config config;
@@ -26,6 +29,12 @@ struct step_state {
   bool interrupted = false;
   caf::typed_response_promise<step_outcome> promise;
   step_outcome outcome;
+  /// The generation request of the step, kept for continuations after an output-limit cut.
+  model_request request;
+  /// The pieces of a reply cut at the output limit, joined so far.
+  std::optional<message> partial;
+  /// The compaction summary in flight.
+  caf::typed_response_promise<model_reply> compaction;
   size_t next_call = 0;
   /// Set while the person at the terminal is asked about a call; the serial tells a late
   /// answer (after an interrupt moved on) from the current one.
@@ -214,18 +223,104 @@ void collect_calls(step_state& st, message& reply) {
   reply.tool_calls = std::move(calls);
 }
 
+void on_reply(self_ptr self, model_reply& reply);
+
+void generate(self_ptr self, model_request request) {
+  self->request(self->state.model, caf::infinite, generate_atom::value, std::move(request))
+    .then([=](model_reply& reply) { on_reply(self, reply); },
+          [=](caf::error& err) {
+            model_reply failed;
+            failed.error = model_error_kind::transport;
+            failed.error_message = "model client failed: " + self->system().render(err);
+            on_reply(self, failed);
+          });
+}
+
+// A reply that ends at the output limit while it has native calls was cut in its last call
+// (a finished call would have ended it with tool_use): that call is dropped, never run
+// half-formed. Returns the dropped call's tool name.
+std::string drop_cut_call(model_reply& reply) {
+  auto& calls = reply.assistant.tool_calls;
+  if (calls.empty() || calls.back().format != call_format::native)
+    return {};
+  auto name = calls.back().name;
+  calls.pop_back();
+  return name;
+}
+
+// Asks the model to go on from where the output limit cut its reply. The request is the
+// step's, plus the reply so far (text only: native calls would need their results right
+// after them) and an instruction.
+void continue_reply(self_ptr self, const std::string& cut_call) {
+  auto& st = self->state;
+  const auto& so_far = *st.partial;
+  auto text_only = std::make_shared<message>();
+  text_only->id = so_far.id;
+  text_only->role = role::assistant;
+  text_only->content = so_far.content;
+  std::string ask =
+    "Your reply was cut off because it reached the output token limit. Continue exactly where "
+    "it stopped: do not repeat what you already wrote and do not apologise or recap; if the "
+    "cut fell inside a word, a code block or a tool call, complete it.";
+  if (!so_far.tool_calls.empty()) {
+    std::string names;
+    for (auto& call : so_far.tool_calls)
+      names += (names.empty() ? "" : ", ") + call.name;
+    ask += " The tool calls you already made (" + names +
+           ") stand and will run; do not make them again.";
+  }
+  if (!cut_call.empty())
+    ask += " The call to the " + cut_call +
+           " tool you were writing was cut before its input was complete and was not run: "
+           "make that call again, in full.";
+  auto next = st.request;
+  next.context.messages.push_back(std::move(text_only));
+  auto prompt = std::make_shared<message>();
+  prompt->role = role::user;
+  prompt->origin = "continuation";
+  prompt->content = std::move(ask);
+  next.context.messages.push_back(std::move(prompt));
+  generate(self, std::move(next));
+}
+
+// Adds a piece of a cut reply to the pieces before it: texts concatenated, calls in order.
+void join(std::optional<message>& partial, message piece) {
+  if (!partial) {
+    partial = std::move(piece);
+    return;
+  }
+  partial->content += piece.content;
+  for (auto& call : piece.tool_calls)
+    partial->tool_calls.push_back(std::move(call));
+}
+
 void on_reply(self_ptr self, model_reply& reply) {
   auto& st = self->state;
-  st.outcome.usage = reply.usage;
+  st.outcome.usage += reply.usage;
   if (reply.error == model_error_kind::interrupted || (st.interrupted && !reply.ok())) {
+    st.partial.reset();
     finish(self, step_status::interrupted);
     return;
   }
   if (!reply.ok()) {
+    st.partial.reset();
     st.outcome.error = reply.error;
     st.outcome.error_message = reply.error_message;
     finish(self, step_status::failed);
     return;
+  }
+  if (reply.stop_reason == "max_tokens" || st.partial) {
+    bool cut = reply.stop_reason == "max_tokens";
+    auto cut_call = cut ? drop_cut_call(reply) : std::string{};
+    join(st.partial, std::move(reply.assistant));
+    if (cut && st.outcome.continuations < max_continuations && !st.interrupted) {
+      ++st.outcome.continuations;
+      continue_reply(self, cut_call);
+      return;
+    }
+    st.outcome.unfinished_call = cut_call;
+    reply.assistant = std::move(*st.partial);
+    st.partial.reset();
   }
   auto& msg = reply.assistant;
   msg.role = role::assistant;
@@ -274,17 +369,37 @@ step_actor::behavior_type step_behavior(self_ptr self, step_config config, sessi
       s.promise = self->make_response_promise<step_outcome>();
       s.outcome = step_outcome{};
       s.interrupted = false;
+      s.partial.reset();
       s.phase = step_phase::generating;
-      model_request generate{s.config.system_prompt, std::move(request.context), s.tools};
-      self->request(s.model, caf::infinite, generate_atom::value, std::move(generate))
-        .then([=](model_reply& reply) { on_reply(self, reply); },
+      s.request = model_request{s.config.system_prompt, std::move(request.context), s.tools};
+      generate(self, s.request);
+      return s.promise;
+    },
+    [=](compact_atom, model_request& request) -> caf::result<model_reply> {
+      auto& s = self->state;
+      if (s.phase != step_phase::idle) {
+        model_reply busy;
+        busy.error = model_error_kind::request;
+        busy.error_message = "cannot compact while a step is running";
+        return busy;
+      }
+      s.phase = step_phase::compacting;
+      s.interrupted = false;
+      s.compaction = self->make_response_promise<model_reply>();
+      auto deliver = [=](model_reply reply) {
+        auto& state = self->state;
+        state.phase = step_phase::idle;
+        state.compaction.deliver(std::move(reply));
+      };
+      self->request(s.model, caf::infinite, generate_atom::value, std::move(request))
+        .then([=](model_reply& reply) { deliver(std::move(reply)); },
               [=](caf::error& err) {
                 model_reply failed;
                 failed.error = model_error_kind::transport;
                 failed.error_message = "model client failed: " + self->system().render(err);
-                on_reply(self, failed);
+                deliver(std::move(failed));
               });
-      return s.promise;
+      return s.compaction;
     },
     [=](interrupt_atom) {
       auto& s = self->state;
@@ -298,12 +413,15 @@ step_actor::behavior_type step_behavior(self_ptr self, step_config config, sessi
         return;
       }
       // Normal priority on purpose: a cancel must not overtake the request it cancels.
-      if (s.phase == step_phase::generating)
+      if (s.phase == step_phase::generating || s.phase == step_phase::compacting)
         self->send(s.model, cancel_atom::value);
       else
         self->send(s.executor, cancel_atom::value);
     },
     [=](generation_progress& progress) {
+      // A summary being written is not the assistant speaking: only retries are shown.
+      if (self->state.phase == step_phase::compacting && progress.kind == progress_kind::text_delta)
+        return;
       self->send(self->state.session, std::move(progress));
     },
   };

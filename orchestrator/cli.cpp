@@ -21,6 +21,7 @@
 #include "actors/ids.hpp"
 #include "actors/transcript.hpp"
 #include "orchestrator/run_command.hpp"
+#include "tools/tool_spec.hpp"
 
 namespace troupe {
 
@@ -48,6 +49,8 @@ struct run_flags {
   std::vector<std::string> allow;
   std::vector<std::string> deny;
   std::string settings_file;
+  std::string context_window;
+  std::string max_output_tokens;
 };
 
 int fail(const std::string& message) {
@@ -280,6 +283,72 @@ std::filesystem::path config_home() {
   return xdg.empty() ? home_dir() / ".config" : std::filesystem::path{xdg};
 }
 
+// The settings files in the order they apply: user, project, then --settings.
+expected<std::vector<std::filesystem::path>> settings_files(const run_flags& flags,
+                                                            const std::filesystem::path& workspace) {
+  std::vector<std::filesystem::path> files = {config_home() / "troupe/settings.json",
+                                              workspace / ".troupe/settings.json"};
+  if (!flags.settings_file.empty()) {
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(flags.settings_file, ec))
+      return failure{"--settings " + flags.settings_file + ": no such file"};
+    files.emplace_back(flags.settings_file);
+  }
+  return files;
+}
+
+// The context window and output size: the model's row of the built-in table, then the settings
+// files ("contextWindow", "maxOutputTokens"), then the environment, then the flags.
+expected<context_budget> resolve_budget(const run_flags& flags, const std::string& model,
+                                        const std::filesystem::path& workspace) {
+  context_budget budget;
+  budget.limits = limits_for_model(model);
+  auto files = settings_files(flags, workspace);
+  if (!files)
+    return failure{files.error()};
+  struct limit {
+    const char* key;
+    int64_t* into;
+    long low;
+    long high;
+  };
+  const limit limits[] = {{"contextWindow", &budget.limits.context_window, 1000, 100000000},
+                          {"maxOutputTokens", &budget.limits.max_output_tokens, 16, 10000000}};
+  for (auto& file : *files) {
+    std::error_code ec;
+    if (!std::filesystem::exists(file, ec))
+      continue;
+    std::string text;
+    if (!read_whole_file(file, text).empty())
+      return failure{"cannot read settings file " + file.string()};
+    auto json = nlohmann::json::parse(text, nullptr, false);
+    if (json.is_discarded() || !json.is_object())
+      return failure{"settings file " + file.string() + " is not a JSON object"};
+    for (auto& l : limits)
+      if (auto value = json.find(l.key); value != json.end()) {
+        if (!value->is_number_integer() || value->get<long>() < l.low ||
+            value->get<long>() > l.high)
+          return failure{"settings file " + file.string() + ": \"" + l.key +
+                         "\" must be a whole number of tokens from " + std::to_string(l.low) +
+                         " to " + std::to_string(l.high)};
+        *l.into = value->get<int64_t>();
+      }
+  }
+  auto window = count_setting(flags.context_window, "--context-window", "TROUPE_CONTEXT_WINDOW",
+                              static_cast<long>(budget.limits.context_window), 1000, 100000000,
+                              "tokens");
+  auto output = count_setting(flags.max_output_tokens, "--max-output-tokens",
+                              "TROUPE_MAX_OUTPUT_TOKENS",
+                              static_cast<long>(budget.limits.max_output_tokens), 16, 10000000,
+                              "tokens");
+  for (auto* checked : {&window, &output})
+    if (!*checked)
+      return failure{checked->error()};
+  budget.limits.context_window = *window;
+  budget.limits.max_output_tokens = *output;
+  return budget;
+}
+
 // The permission policy from the settings files (user, then project, then --settings) and the
 // flags, which come last.
 expected<permission_policy> resolve_permissions(const run_flags& flags,
@@ -292,15 +361,10 @@ expected<permission_policy> resolve_permissions(const run_flags& flags,
                      "': expected default, accept-edits, plan or bypass"};
     policy.mode = *mode;
   }
-  std::vector<std::filesystem::path> files = {config_home() / "troupe/settings.json",
-                                              workspace / ".troupe/settings.json"};
-  if (!flags.settings_file.empty()) {
-    std::error_code ec;
-    if (!std::filesystem::is_regular_file(flags.settings_file, ec))
-      return failure{"--settings " + flags.settings_file + ": no such file"};
-    files.emplace_back(flags.settings_file);
-  }
-  for (auto& file : files) {
+  auto files = settings_files(flags, workspace);
+  if (!files)
+    return failure{files.error()};
+  for (auto& file : *files) {
     auto rules = load_permission_rules(file);
     if (!rules)
       return failure{rules.error()};
@@ -357,6 +421,10 @@ expected<run_settings> resolve_run(const run_flags& flags) {
   auto permissions = resolve_permissions(flags, settings.cwd);
   if (!permissions)
     return failure{permissions.error()};
+  auto budget = resolve_budget(flags, settings.model_name, settings.cwd);
+  if (!budget)
+    return failure{budget.error()};
+  settings.budget = *budget;
   settings.permissions = std::move(*permissions);
   settings.ask_on_terminal = isatty(STDIN_FILENO) != 0 && isatty(STDERR_FILENO) != 0;
 
@@ -491,6 +559,15 @@ int run_cli(int argc, char** argv) {
     ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   run->add_option("--settings", flags.settings_file, "a settings JSON file read after the others")
     ->type_name("FILE");
+  run->add_option("--context-window", flags.context_window,
+                  "the model's context window in tokens (default: the built-in table, "
+                  "$TROUPE_CONTEXT_WINDOW or contextWindow in settings); the conversation is "
+                  "compacted before a request would overflow it")
+    ->type_name("TOKENS");
+  run->add_option("--max-output-tokens", flags.max_output_tokens,
+                  "tokens a reply may take (default: the built-in table, "
+                  "$TROUPE_MAX_OUTPUT_TOKENS or maxOutputTokens in settings)")
+    ->type_name("TOKENS");
 
   std::string demo_format = "text";
   auto* demo = app.add_subcommand("demo", "run an offline agent on a bundled script");

@@ -2,6 +2,8 @@
 
 #include <sstream>
 
+#include "context/context_window.hpp"
+
 namespace troupe {
 
 namespace {
@@ -70,6 +72,10 @@ nlohmann::json to_stream_json(const message_event& e) {
               {"origin", m.origin},
               {"session_id", e.session_id}};
     case role::system:
+      if (is_compact_boundary(m))
+        return {{"type", "system"},      {"subtype", "compact_boundary"},
+                {"uuid", m.id},          {"compact_metadata", m.meta},
+                {"summary", m.content},  {"session_id", e.session_id}};
       return {{"type", "system"},  {"subtype", "message"},       {"content", m.content},
               {"origin", m.origin}, {"session_id", e.session_id}};
   }
@@ -129,6 +135,10 @@ std::string to_text(const message_event& e, bool streamed) {
       return head + "\n" + indent(m.content, "  │ ");
     }
     case role::system:
+      if (is_compact_boundary(m) && m.meta.is_object())
+        return "● compacted the conversation (" + m.meta.value("trigger", std::string{"auto"}) +
+               "): ~" + std::to_string(m.meta.value("pre_tokens", int64_t{0})) + " → ~" +
+               std::to_string(m.meta.value("post_tokens", int64_t{0})) + " tokens\n";
       return "[system] " + m.content + "\n";
   }
   return {};

@@ -58,6 +58,7 @@ int execute_run(run_settings settings, std::FILE* out) {
   session.format = settings.format;
   session.cwd = settings.cwd;
   session.registry = registry;
+  session.budget = settings.budget;
   session.max_steps = settings.max_steps;
   session.max_parallel_tools = settings.max_parallel_tools;
   session.history = std::move(settings.history);
@@ -76,6 +77,9 @@ int execute_run(run_settings settings, std::FILE* out) {
       return 2;
     }
     engine = std::move(*started);
+    // The reply may take what the context budget keeps free for it.
+    settings.http_model->provider.max_tokens =
+      static_cast<int32_t>(settings.budget.output_reserve());
     model = spawn_http_model(sys, std::move(*settings.http_model), *engine);
   } else {
     model = spawn_scripted_model(sys, std::move(*settings.model_script));

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "actors/http_model.hpp"
+#include "context/token_budget.hpp"
 #include "orchestrator/renderer.hpp"
 #include "protocol/loop_state.hpp"
 #include "protocol/message.hpp"
@@ -29,6 +30,8 @@ struct run_settings {
   int32_t max_steps = 0;
   size_t max_parallel_tools = 10;
   size_t max_tool_output = 30000;
+  /// The model's context window and output size (table, settings, flags).
+  context_budget budget;
   std::filesystem::path cwd;
   std::filesystem::path troupe_home;
   std::filesystem::path home;

@@ -18,5 +18,6 @@ using due_atom = caf::atom_constant<caf::atom("due")>;
 using exited_atom = caf::atom_constant<caf::atom("exited")>;
 using ask_atom = caf::atom_constant<caf::atom("ask")>;
 using finished_atom = caf::atom_constant<caf::atom("finished")>;
+using compact_atom = caf::atom_constant<caf::atom("compact")>;
 
 } // namespace troupe

@@ -16,6 +16,10 @@ const char* to_string(hook_point p) {
       return "turn.post";
     case hook_point::loop_continue:
       return "loop.continue";
+    case hook_point::pre_compact:
+      return "compact.pre";
+    case hook_point::post_compact:
+      return "compact.post";
     case hook_point::session_end:
       return "session.end";
   }

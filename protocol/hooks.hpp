@@ -19,6 +19,8 @@ enum class hook_point : uint8_t {
   generation_post, ///< after each model reply is logged, before its tools run
   turn_post,       ///< once per turn, after its last step
   loop_continue,   ///< after turn_post; returned messages are queued as the next inputs
+  pre_compact,     ///< before a compaction; returned messages' text is added to its instructions
+  post_compact,    ///< after the boundary is logged; returned messages follow it in the context
   session_end,     ///< once, after the terminal state is known
 };
 

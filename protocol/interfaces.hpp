@@ -70,6 +70,9 @@ using step_actor = caf::typed_actor<
   // Run a step. Before any tool runs, the reply goes to the session as (reply_atom, message)
   // and the step waits for its answer.
   caf::replies_to<step_atom, step_request>::with<step_outcome>,
+  // Ask the model for a compaction summary (no tools, text deltas not published). Failures are
+  // replies with `error` set; an interrupt answers `interrupted`.
+  caf::replies_to<compact_atom, model_request>::with<model_reply>,
   // Abort the step in flight; it answers `interrupted`. Sent at normal priority by the session
   // so it cannot overtake the step request it is meant to stop.
   caf::reacts_to<interrupt_atom>,

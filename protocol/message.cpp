@@ -90,6 +90,8 @@ void to_json(nlohmann::json& j, const message& x) {
   if (!x.origin.empty())
     j["origin"] = x.origin;
   j["timestamp_ms"] = x.timestamp_ms;
+  if (!x.meta.is_null())
+    j["meta"] = x.meta;
 }
 
 void from_json(const nlohmann::json& j, message& x) {
@@ -105,6 +107,8 @@ void from_json(const nlohmann::json& j, message& x) {
   read_optional(j, "truncated", x.truncated);
   read_optional(j, "origin", x.origin);
   read_optional(j, "timestamp_ms", x.timestamp_ms);
+  if (auto i = j.find("meta"); i != j.end())
+    x.meta = *i;
 }
 
 } // namespace troupe

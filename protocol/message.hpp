@@ -79,13 +79,16 @@ struct message {
   /// Where the message came from: "prompt", "hook", "notification", "max_steps", …
   std::string origin;
   int64_t timestamp_ms = 0;
+  /// Structured facts of a system entry (a compact boundary's trigger and token counts);
+  /// null for ordinary messages.
+  nlohmann::json meta;
 
   friend bool operator==(const message& a, const message& b) {
     return a.id == b.id && a.role == b.role && a.content == b.content &&
            a.tool_calls == b.tool_calls && a.tool_call_id == b.tool_call_id &&
            a.tool_name == b.tool_name && a.is_error == b.is_error &&
            a.exit_code == b.exit_code && a.truncated == b.truncated && a.origin == b.origin &&
-           a.timestamp_ms == b.timestamp_ms;
+           a.timestamp_ms == b.timestamp_ms && a.meta == b.meta;
   }
 };
 
@@ -93,7 +96,7 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, message& x) {
   return f(caf::meta::type_name("message"), x.id, x.role, x.content, x.tool_calls,
            x.tool_call_id, x.tool_name, x.is_error, x.exit_code, x.truncated, x.origin,
-           x.timestamp_ms);
+           x.timestamp_ms, x.meta);
 }
 
 /// Messages are immutable once logged; actors share them by pointer, never mutate them.

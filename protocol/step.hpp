@@ -65,12 +65,17 @@ struct step_outcome {
   std::vector<permission_denial> denials;
   /// The user declined a call when asked: control goes back to them (status interrupted).
   bool declined = false;
+  /// Continuation requests made because the reply hit the output limit (its pieces are joined).
+  int32_t continuations = 0;
+  /// The tool whose call was still cut at the output limit when the continuations ran out; the
+  /// call was dropped, not run.
+  std::string unfinished_call;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, step_outcome& x) {
   return f(caf::meta::type_name("step_outcome"), x.status, x.reply, x.tool_messages, x.usage,
-           x.error, x.error_message, x.denials, x.declined);
+           x.error, x.error_message, x.denials, x.declined, x.continuations, x.unfinished_call);
 }
 
 } // namespace troupe

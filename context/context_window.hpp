@@ -1,0 +1,111 @@
+#pragma once
+// What the model sees of a session's log: the messages since the last compact boundary, old
+// large tool results elided, with a running token estimate calibrated by the provider's usage.
+// Every operation costs in proportion to the messages since the boundary (or less), never to
+// the whole transcript.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "context/token_budget.hpp"
+#include "protocol/message.hpp"
+
+namespace troupe {
+
+/// The origin of the system message that marks a compaction; its content is the summary.
+inline constexpr const char* compact_boundary_origin = "compact_boundary";
+
+/// Returns true for a compact boundary message.
+bool is_compact_boundary(const message& m);
+
+/// What a compaction summarises and what it keeps.
+struct compaction_plan {
+  /// The messages to summarise, oldest first (a previous summary first, if any).
+  std::vector<message_ptr> to_summarize;
+  /// The id of the first message kept verbatim after the summary; empty: none is kept.
+  std::string preserved_from;
+  /// Estimated tokens of the kept messages.
+  int64_t preserved_tokens = 0;
+
+  bool empty() const { return to_summarize.empty(); }
+};
+
+class context_window {
+public:
+  explicit context_window(context_budget budget = {});
+
+  const context_budget& budget() const { return budget_; }
+
+  /// Tokens every request carries besides the messages: system prompt and tool definitions.
+  void set_fixed_tokens(int64_t tokens) { fixed_tokens_ = tokens; }
+
+  /// Takes the next message of the log, in log order. A compact boundary replaces everything
+  /// before it with its summary, keeping the messages it names as preserved.
+  void append(const message_ptr& m);
+
+  /// The messages a request sends, in order.
+  context_snapshot snapshot() const;
+
+  /// Messages in the view (the summary counts as one).
+  size_t size() const { return entries_.size(); }
+
+  /// Tool results currently shown as an elision note instead of their output.
+  size_t elided_count() const { return elided_; }
+
+  /// Raw estimate of a request with this context: fixed tokens plus the messages.
+  int64_t estimated_tokens() const { return fixed_tokens_ + message_tokens_; }
+
+  /// The estimate scaled by the calibration: the expected input tokens of the next request.
+  int64_t projected_tokens() const { return project(estimated_tokens()); }
+
+  /// A raw estimate scaled by the calibration.
+  int64_t project(int64_t raw) const;
+
+  /// Raw estimate of a request right after a compaction that writes `boundary` for `plan`.
+  int64_t estimated_after(const message& boundary, const compaction_plan& plan) const;
+
+  /// True when the next request should be compacted first.
+  bool over_threshold() const { return projected_tokens() > budget_.compact_threshold(); }
+
+  /// The provider counted `reported` input tokens for a request estimated at `estimated`:
+  /// later projections are scaled by their ratio. Counts more than 4x off the estimate are
+  /// ignored (placeholder usage from proxies and test servers).
+  void calibrate(int64_t estimated, int64_t reported);
+
+  double calibration() const { return calibration_; }
+
+  /// Splits the view for a compaction: the recent messages that fit the preserve budget,
+  /// starting at a user or assistant message (never at a tool result, which would lose its
+  /// call), are kept; everything before is summarised. Empty when there is nothing to compact.
+  compaction_plan plan_compaction() const;
+
+private:
+  struct entry {
+    message_ptr original;
+    message_ptr shown;
+    int64_t tokens = 0;
+    bool elided = false;
+  };
+
+  void push(entry e);
+  void elide_old_results();
+  void recount();
+
+  context_budget budget_;
+  std::vector<entry> entries_;
+  int64_t fixed_tokens_ = 0;
+  int64_t message_tokens_ = 0;
+  int64_t tool_tokens_ = 0;
+  size_t elided_ = 0;
+  /// Results before this index have been considered for elision.
+  size_t elide_cursor_ = 0;
+  /// The latest assistant message: results after it belong to the current step, never elided.
+  size_t last_assistant_ = 0;
+  double calibration_ = 1.0;
+};
+
+/// The user message a boundary becomes in the context: the summary with a short preface.
+message summary_message(const message& boundary);
+
+} // namespace troupe
