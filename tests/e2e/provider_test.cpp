@@ -3,8 +3,7 @@
 
 #include <doctest/doctest.h>
 
-#include "support/fake_server.hpp"
-#include "support/test_support.hpp"
+#include "support/provider_run.hpp"
 
 using namespace troupe::test;
 using nlohmann::json;
@@ -14,65 +13,6 @@ namespace {
 struct provider_case {
   std::string provider; // "openai" or "anthropic"
 };
-
-/// A workspace, a TROUPE_HOME and the environment that points a provider at the fake server.
-struct provider_run {
-  temp_dir dir;
-  std::string provider;
-
-  explicit provider_run(std::string which = "openai") : provider(std::move(which)) {
-    std::filesystem::create_directories(dir / "work");
-  }
-
-  process_result run(const fake_server& server, std::vector<std::string> args,
-                     process_options opts = {}) {
-    opts.env["TROUPE_HOME"] = (dir / "home").string();
-    opts.env["TROUPE_MODEL"] = "";
-    opts.env["TROUPE_MAX_STEPS"] = "";
-    if (provider == "openai") {
-      opts.env["OPENAI_API_KEY"] = "test-key";
-      opts.env["OPENAI_BASE_URL"] = server.url() + "/v1";
-      opts.env["ANTHROPIC_API_KEY"] = "";
-    } else {
-      opts.env["ANTHROPIC_API_KEY"] = "test-key";
-      opts.env["ANTHROPIC_BASE_URL"] = server.url();
-      opts.env["OPENAI_API_KEY"] = "";
-    }
-    std::vector<std::string> argv{"run", "--cwd", (dir / "work").string(), "--model",
-                                  provider + "/test-model", "--output-format", "stream-json",
-                                  "--permission-mode", "accept-edits", "--allow", "shell"};
-    argv.insert(argv.end(), args.begin(), args.end());
-    return run_troupe(argv, opts);
-  }
-
-  std::vector<json> transcript() {
-    for (auto& entry : std::filesystem::directory_iterator(dir / "home/sessions"))
-      return read_jsonl(entry.path() / "transcript.jsonl");
-    return {};
-  }
-};
-
-std::vector<json> lines_of(const std::string& out) {
-  std::vector<json> lines;
-  for (auto& line : split_lines(out))
-    lines.push_back(json::parse(line));
-  return lines;
-}
-
-json result_of(const process_result& r) {
-  auto lines = lines_of(r.out);
-  REQUIRE(!lines.empty());
-  return lines.back();
-}
-
-std::vector<json> of_type(const process_result& r, const std::string& type,
-                          const std::string& subtype = "") {
-  std::vector<json> out;
-  for (auto& l : lines_of(r.out))
-    if (l["type"] == type && (subtype.empty() || l.value("subtype", "") == subtype))
-      out.push_back(l);
-  return out;
-}
 
 const std::string shell_then_answer = R"([
   {"text": "Checking.", "tool_calls": [{"name": "shell", "input": {"command": "echo tool-ran"}}]},
@@ -217,10 +157,11 @@ TEST_CASE("client errors end the run at once with the provider's own message") {
     }
 }
 
-TEST_CASE("a prompt-too-long answer is its own error kind") {
+TEST_CASE("a prompt still too long after compaction is its own error kind") {
   for (std::string provider : {"openai", "anthropic"}) {
     CAPTURE(provider);
-    fake_server server{R"([{"prompt_too_long": true}])"};
+    fake_server server{
+      R"([{"prompt_too_long": true}, {"text": "summary"}, {"prompt_too_long": true}])"};
     provider_run run{provider};
     auto r = run.run(server, {"go"});
     CHECK(r.exit_code == 1);

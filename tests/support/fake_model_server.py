@@ -14,7 +14,8 @@ Endpoints: POST /v1/chat/completions and /chat/completions (OpenAI), POST /v1/me
 SCRIPT.json: a JSON array of reply entries, consumed in order by accepted requests on any endpoint.
   Requests rejected by validation (bad JSON, unanswered tool call, missing Anthropic auth headers,
   unknown path) get a 4xx and do NOT consume an entry. Exhausted script -> HTTP 500.
-  Reply keys (all optional): "text"; "tool_calls": [{"name", "input", "id"?}];
+  Reply keys (all optional): "text"; "tool_calls": [{"name", "input", "id"?, "raw_arguments"?}]
+  ("raw_arguments": the argument text sent as-is, e.g. JSON cut off by "stop_reason": "max_tokens");
   "stop_reason": "end_turn"|"tool_use"|"max_tokens" (default tool_use if tool calls, else end_turn);
   "usage": {"input_tokens":10, "output_tokens":5, "cache_read_tokens":0, "cache_write_tokens":0}
   (Anthropic meaning; OpenAI prompt_tokens = input + cache_read + cache_write, cached = cache_read).
@@ -288,6 +289,7 @@ class Reply:
             tc = tc if isinstance(tc, dict) else {}
             self.tool_calls.append({"name": str(tc.get("name", "tool")),
                                     "input": tc.get("input", {}),
+                                    "raw_arguments": tc.get("raw_arguments"),
                                     "id": tc.get("id"), "index": i})
         self.stop_reason = entry.get("stop_reason") or ("tool_use" if self.tool_calls else "end_turn")
         u = entry.get("usage") or {}
@@ -310,6 +312,8 @@ class Reply:
 
     @staticmethod
     def args_json(tc: dict) -> str:
+        if tc.get("raw_arguments") is not None:  # e.g. JSON cut off at max_tokens
+            return str(tc["raw_arguments"])
         return json.dumps(tc["input"], ensure_ascii=False, separators=(",", ":"))
 
 
