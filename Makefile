@@ -28,8 +28,8 @@ test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
 
 bench: deps
-	cmake -S . -B build-release -G Ninja -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
-	cmake --build build-release -j $(JOBS) --target troupe bench_step_overhead bench_concurrent_streams
+	cmake -S . -B build-release -G Ninja -DCMAKE_BUILD_TYPE=Release -DTROUPE_BUILD_TESTS=OFF $(CMAKE_FLAGS)
+	cmake --build build-release -j $(JOBS)
 	bench/run_all.sh build-release
 
 asan: deps

@@ -117,3 +117,23 @@ TEST_CASE("auto-compaction runs before the step whose request would pass the thr
   CHECK(meta["post_tokens"].get<int64_t>() < 2600);
   CHECK(ended.state.total_steps == 1);
 }
+
+TEST_CASE("the provider's reported usage calibrates the projection") {
+  for (bool calibrated : {false, true}) {
+    CAPTURE(calibrated);
+    agent_fixture f;
+    f.config.budget = context_budget{model_limits{4000, 1000}};
+    // ~1800 tokens estimated for the first request: under the 2600-token threshold. A provider
+    // that counts twice that makes the second request ~3600: a compaction comes first.
+    auto first = shell_reply("echo hi");
+    if (calibrated)
+      first["usage"] = {{"input_tokens", 3600}, {"output_tokens", 10}};
+    auto ended = f.run({first, text_reply("SUMMARY"), text_reply("done")},
+                       {std::string(4000, 'p')});
+    CHECK(ended.reason == terminal_reason::completed);
+    bool compacted = false;
+    for (auto& role : f.transcript_roles())
+      compacted = compacted || role == "system:compact_boundary";
+    CHECK(compacted == calibrated);
+  }
+}
