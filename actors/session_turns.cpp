@@ -200,9 +200,9 @@ bool compact(session_ptr self, compaction_trigger trigger, compaction_done done)
   auto request = compaction_request(plan, trigger, st.window.budget());
   st.phase = session_phase::compacting;
   notice(self, "compacting",
-         "compacting the conversation (" + trigger.kind + (trigger.reactive ? ", reactive" : "") +
-           "): " + std::to_string(plan.to_summarize.size()) + " messages, ~" +
-           std::to_string(before) + " tokens in the context");
+         "summarising " + std::to_string(plan.to_summarize.size()) + " older messages (~" +
+           std::to_string(before) + " tokens in the context; " + trigger.kind +
+           (trigger.reactive ? ", after a prompt-too-long answer" : "") + ")");
   auto on_reply = [=](model_reply& reply) {
     auto& s = self->state;
     if (s.phase == session_phase::ended)
@@ -609,7 +609,10 @@ void begin_session(session_ptr self) {
     if (!append(self, make_tool_message(lost, error_result("[no result: the session stopped "
                                                            "before this call finished]"))))
       return;
-  if (!st.log.empty() && (st.log.back()->role == role::user || st.log.back()->role == role::tool)) {
+  // A compaction in the middle of a turn leaves the boundary last: look past it.
+  auto last = std::find_if(st.log.rbegin(), st.log.rend(),
+                           [](const message_ptr& m) { return !is_compact_boundary(*m); });
+  if (last != st.log.rend() && ((*last)->role == role::user || (*last)->role == role::tool)) {
     start_turn(self);
     return;
   }

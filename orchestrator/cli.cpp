@@ -21,7 +21,6 @@
 #include "actors/ids.hpp"
 #include "actors/transcript.hpp"
 #include "orchestrator/run_command.hpp"
-#include "tools/tool_spec.hpp"
 
 namespace troupe {
 
@@ -315,17 +314,11 @@ expected<context_budget> resolve_budget(const run_flags& flags, const std::strin
   const limit limits[] = {{"contextWindow", &budget.limits.context_window, 1000, 100000000},
                           {"maxOutputTokens", &budget.limits.max_output_tokens, 16, 10000000}};
   for (auto& file : *files) {
-    std::error_code ec;
-    if (!std::filesystem::exists(file, ec))
-      continue;
-    std::string text;
-    if (!read_whole_file(file, text).empty())
-      return failure{"cannot read settings file " + file.string()};
-    auto json = nlohmann::json::parse(text, nullptr, false);
-    if (json.is_discarded() || !json.is_object())
-      return failure{"settings file " + file.string() + " is not a JSON object"};
+    auto json = read_settings_file(file);
+    if (!json)
+      return failure{json.error()};
     for (auto& l : limits)
-      if (auto value = json.find(l.key); value != json.end()) {
+      if (auto value = json->find(l.key); value != json->end()) {
         if (!value->is_number_integer() || value->get<long>() < l.low ||
             value->get<long>() > l.high)
           return failure{"settings file " + file.string() + ": \"" + l.key +

@@ -179,17 +179,25 @@ void permission_rules::add(const permission_rules& other) {
   deny.insert(deny.end(), other.deny.begin(), other.deny.end());
 }
 
-expected<permission_rules> load_permission_rules(const std::filesystem::path& file) {
-  permission_rules rules;
+expected<nlohmann::json> read_settings_file(const std::filesystem::path& file) {
   std::error_code ec;
   if (!std::filesystem::exists(file, ec))
-    return rules;
+    return nlohmann::json::object();
   std::string text;
   if (!read_whole_file(file, text).empty())
     return failure{"cannot read settings file " + file.string()};
   auto json = nlohmann::json::parse(text, nullptr, false);
   if (json.is_discarded() || !json.is_object())
     return failure{"settings file " + file.string() + " is not a JSON object"};
+  return json;
+}
+
+expected<permission_rules> load_permission_rules(const std::filesystem::path& file) {
+  permission_rules rules;
+  auto settings = read_settings_file(file);
+  if (!settings)
+    return failure{settings.error()};
+  const auto& json = *settings;
   auto permissions = json.find("permissions");
   if (permissions == json.end())
     return rules;

@@ -48,6 +48,10 @@ struct permission_rules {
   void add(const permission_rules& other);
 };
 
+/// Reads a settings file: a JSON object. A missing file is an empty object; an unreadable one,
+/// or one that is not a JSON object, is an error naming the file.
+expected<nlohmann::json> read_settings_file(const std::filesystem::path& file);
+
 /// Reads `permissions.allow|ask|deny` from a settings JSON file. A missing file is no rules;
 /// an unreadable or malformed one is an error naming the file.
 expected<permission_rules> load_permission_rules(const std::filesystem::path& file);

@@ -5,6 +5,7 @@
 
 #include <thread>
 
+#include "context/compaction.hpp"
 #include "support/agent_fixture.hpp"
 
 using namespace troupe;
@@ -135,5 +136,28 @@ TEST_CASE("the provider's reported usage calibrates the projection") {
     for (auto& role : f.transcript_roles())
       compacted = compacted || role == "system:compact_boundary";
     CHECK(compacted == calibrated);
+  }
+}
+
+TEST_CASE("a session that stopped right after a mid-turn compaction answers on resume") {
+  for (bool mid_turn : {true, false}) {
+    CAPTURE(mid_turn);
+    agent_fixture f;
+    f.config.history.push_back(make_input("the question"));
+    if (!mid_turn) {
+      message answer;
+      answer.id = "msg_answer";
+      answer.role = role::assistant;
+      answer.content = "the answer";
+      f.config.history.push_back(answer);
+    }
+    compaction_record record;
+    record.summary = "SUMMARY";
+    auto boundary = make_boundary(record);
+    boundary.id = "msg_boundary";
+    f.config.history.push_back(boundary);
+    auto ended = f.run({text_reply("answered after the resume")}, {});
+    CHECK(ended.reason == terminal_reason::completed);
+    CHECK(ended.result_text == (mid_turn ? "answered after the resume" : "the answer"));
   }
 }
