@@ -1,6 +1,7 @@
 #include "actors/agent.hpp"
 
 #include <caf/actor_system.hpp>
+#include <caf/send.hpp>
 
 #include "actors/tool_executor.hpp"
 
@@ -9,7 +10,9 @@ namespace troupe {
 session_actor spawn_agent(caf::actor_system& sys, session_config session, tool_context tools,
                           model_client_actor model) {
   auto executor = spawn_tool_executor(sys, session.registry, std::move(tools));
-  return spawn_session(sys, std::move(session), std::move(model), std::move(executor));
+  auto agent = spawn_session(sys, std::move(session), std::move(model), executor);
+  caf::anon_send(executor, subscribe_atom::value, agent);
+  return agent;
 }
 
 } // namespace troupe

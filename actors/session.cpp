@@ -30,6 +30,7 @@ session_actor::behavior_type session_behavior(session_ptr self, session_config c
   // Initial prompts take the same path as every other input, queue cap included.
   for (auto& input : std::exchange(st.config.initial_inputs, {}))
     accept_input(self, std::move(input));
+  self->set_down_handler([=](caf::down_msg& msg) { on_child_down(self, msg); });
   self->set_exit_handler([=](caf::exit_msg& msg) {
     auto& s = self->state;
     if (s.phase == session_phase::ended)
@@ -54,6 +55,16 @@ session_actor::behavior_type session_behavior(session_ptr self, session_config c
       progress.session_id = self->state.config.session_id;
       for (auto& sink : self->state.subscribers)
         self->send(sink, progress);
+    },
+    [=](notify_atom, task_notification& n) { return accept_notification(self, std::move(n)); },
+    [=](launch_atom, const tool_call& call) { return launch_subagent(self, call); },
+    [=](control_atom, const std::string& command, const std::string& arg) {
+      return run_control(self, command, arg);
+    },
+    [=](due_atom, uint64_t serial) {
+      auto& s = self->state;
+      if (s.phase == session_phase::idle && s.idle_serial == serial && serial != 0)
+        end_session(self, terminal_reason::completed);
     },
   };
 }

@@ -2,15 +2,18 @@
 // The session actor: one agent's conversation, prompt queue, loop state and hooks.
 // It never waits on anything; the step actor does the waiting.
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "context/token_budget.hpp"
+#include "protocol/expected.hpp"
 #include "protocol/hooks.hpp"
 #include "protocol/interfaces.hpp"
 #include "tools/permissions.hpp"
@@ -22,6 +25,32 @@ class actor_system;
 }
 
 namespace troupe {
+
+/// What a parent asks for when its model calls the task tool.
+struct subagent_launch {
+  std::string agent_id;
+  std::string prompt;
+  std::string description;
+  /// A model spec ("openai/…", "scripted:PATH"); empty: the parent's.
+  std::string model;
+  /// Steps per turn; 0: the parent's cap.
+  int32_t max_steps = 0;
+  /// The tools it may use; empty: all of the parent's.
+  std::vector<std::string> tools;
+  /// <parent's session dir>/agents/<agent id>: its transcript and state live here.
+  std::filesystem::path session_dir;
+  int32_t depth = 1;
+  /// Continue an agent that ended: its transcript is loaded first.
+  bool resume = false;
+};
+
+struct session_config;
+
+/// Builds and spawns a subagent's session (not started). The orchestrator provides it: it knows
+/// how to make model clients and tool contexts. An error is a message for the model.
+using subagent_factory =
+  std::function<expected<session_actor>(caf::actor_system&, const subagent_launch&,
+                                        session_actor parent)>;
 
 /// Everything a session is set up with.
 struct session_config {
@@ -57,6 +86,23 @@ struct session_config {
   std::vector<message> initial_inputs;
   /// Subscribers known from the start (more can subscribe later).
   std::vector<event_sink_actor> subscribers;
+  /// Launches subagents for the task tool; unset: the tool answers that none are available.
+  subagent_factory spawn_subagent;
+  /// 0 for a top-level session, its parent's + 1 for a subagent.
+  int32_t depth = 0;
+  /// Deepest subagent nesting allowed, and most subagents running at once per session.
+  int32_t max_depth = 3;
+  size_t max_children = 20;
+  /// A subagent's parent: it is sent a task notification when this session ends.
+  session_actor parent;
+  /// The parent's durable queue, written instead when the parent has ended meanwhile.
+  std::filesystem::path parent_queue;
+  /// When this session ends, its background subagents are stopped (default) or left to finish
+  /// (their notifications then go to this session's durable queue).
+  bool stop_children_on_end = true;
+  /// An interactive session (or one waiting for notifications) ends `completed` after this
+  /// long with nothing to do; 0: it waits for ever.
+  std::chrono::milliseconds idle_timeout{0};
 };
 
 /// Spawns a session and its step actor. The session drives `model` and `executor` through

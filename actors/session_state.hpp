@@ -3,6 +3,9 @@
 
 #include <chrono>
 #include <deque>
+#include <map>
+#include <optional>
+#include <set>
 
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
@@ -19,6 +22,18 @@ enum class session_phase {
   stepping, ///< a step is in flight
   compacting, ///< a compaction summary is being written
   ended,    ///< terminal state reached
+};
+
+/// A subagent this session launched.
+struct child_agent {
+  session_actor actor;
+  std::string description;
+  /// Set while a foreground launch waits for the agent's answer.
+  std::optional<caf::typed_response_promise<tool_result>> waiting;
+  bool running = true;
+  /// Its end was already answered (foreground result, interrupt): no notification follows.
+  bool reported = false;
+  std::string status;
 };
 
 struct session_state {
@@ -46,6 +61,23 @@ struct session_state {
   /// tool round made no progress because of permissions.
   bool last_tool_step_denied = false;
   std::chrono::steady_clock::time_point started_at = std::chrono::steady_clock::now();
+  /// Subagents by agent id, running or ended.
+  std::map<std::string, child_agent> children;
+  /// Notifications that arrived while busy: logged before the next model call, or the first
+  /// inputs of the next turn.
+  std::vector<message> pending_notifications;
+  /// Ids of the notifications already taken (logged, queued or pending): never twice.
+  std::set<std::string> notification_ids;
+  /// How far queue.jsonl has been read, and the entries read from it not yet in the log.
+  size_t queue_offset = 0;
+  std::set<std::string> queued_from_file;
+  /// An urgent notification interrupted the step: the turn it starts must not be dropped.
+  bool urgent_pending = false;
+  /// The idle timeout in force (its serial); 0: none. Serials never repeat.
+  uint64_t idle_serial = 0;
+  uint64_t idle_timers = 0;
+  /// The parent's answer to this session's end notification is awaited before quitting.
+  bool reporting_to_parent = false;
 };
 
 using session_ptr = session_actor::stateful_pointer<session_state>;
@@ -64,7 +96,54 @@ bool accept_reply(session_ptr self, message reply);
 void end_session(session_ptr self, terminal_reason reason, std::string error = {},
                  model_error_kind kind = model_error_kind::none);
 
-/// Forwards an interrupt to the step (or compaction) in flight.
+/// Forwards an interrupt to the step (or compaction) in flight, and stops foreground subagents.
 void request_interrupt(session_ptr self);
+
+// Shared by the loop (session_turns.cpp) and the subagent and notification handling
+// (session_agents.cpp).
+
+/// Appends a message to the log: on disk first, then in memory, then to the subscribers.
+/// Returns false when the write failed (the session has then ended).
+bool append_message(session_ptr self, message msg);
+
+/// Publishes a notice to the subscribers.
+void publish_notice(session_ptr self, std::string kind, std::string text);
+
+/// Puts an input first in the queue and starts a turn with it when the session is idle.
+void enqueue_first(session_ptr self, message input);
+
+/// Turns a notification into the user message that delivers it.
+message notification_message(const task_notification& n);
+
+/// Takes a notification by the delivery rules. Returns false once the session has ended.
+bool accept_notification(session_ptr self, task_notification n);
+
+/// Reads what is new in queue.jsonl and takes each notification in it.
+void read_durable_queue(session_ptr self);
+
+/// A message reached the log: a notification read from queue.jsonl is now delivered, and the
+/// file is emptied once all of them are.
+void note_logged(session_ptr self, const message& m);
+
+/// A monitored subagent stopped; one that never reported its end is reported failed.
+void on_child_down(session_ptr self, const caf::down_msg& down);
+
+/// Carries out a task tool call: launches (or resumes) a subagent.
+caf::result<tool_result> launch_subagent(session_ptr self, const tool_call& call);
+
+/// A control command from another process (token already checked).
+caf::result<std::string> run_control(session_ptr self, const std::string& command,
+                                     const std::string& arg);
+
+/// True while a background subagent runs: a non-interactive session waits for its news.
+bool waiting_for_children(const session_state& st);
+
+/// Answers foreground launches as interrupted and stops those subagents.
+void interrupt_foreground_children(session_ptr self);
+
+/// At the end: children stopped (unless configured otherwise), undelivered notifications
+/// written back to the durable queue, the parent told. Returns true when quitting must wait
+/// for the parent's answer.
+bool finish_agents(session_ptr self, terminal_reason reason, const std::string& error);
 
 } // namespace troupe

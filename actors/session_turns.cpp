@@ -50,13 +50,20 @@ void notice(session_ptr self, std::string kind, std::string text) {
 }
 
 // Inputs are never dropped silently: each one lost is named in a notice.
+// Notifications are news, not queued work: they stay (and are written back at the end).
 void drop_queue(session_ptr self, const std::string& why) {
   auto& st = self->state;
-  for (auto& input : st.queue)
+  std::deque<message> kept;
+  for (auto& input : st.queue) {
+    if (input.origin == "task-notification") {
+      kept.push_back(std::move(input));
+      continue;
+    }
     notice(self, "input_dropped",
            why + "; dropped a queued input from " + (input.origin.empty() ? "?" : input.origin) +
              ": " + input.content.substr(0, 80));
-  st.queue.clear();
+  }
+  st.queue = std::move(kept);
 }
 
 // Every message goes to disk before anyone hears of it; a failed write ends the session.
@@ -77,6 +84,8 @@ bool append(session_ptr self, message msg) {
   st.window.append(ptr);
   st.state.messages_count = static_cast<int64_t>(st.log.size());
   publish(self, message_event{st.config.session_id, *ptr});
+  if (ptr->origin == "task-notification")
+    note_logged(self, *ptr);
   return true;
 }
 
@@ -136,6 +145,7 @@ void end_session(session_ptr self, terminal_reason reason, std::string error,
     return;
   st.phase = session_phase::ended;
   drop_queue(self, "the session ended");
+  bool wait_for_parent = finish_agents(self, reason, error);
   save_state(self);
   st.transcript.sync();
   fire(self, hook_point::session_end);
@@ -157,7 +167,14 @@ void end_session(session_ptr self, terminal_reason reason, std::string error,
   for (auto peer : {caf::actor_cast<caf::actor>(st.step), caf::actor_cast<caf::actor>(st.model),
                     caf::actor_cast<caf::actor>(st.executor)})
     self->send_exit(peer, caf::exit_reason::user_shutdown);
-  self->quit();
+  if (!wait_for_parent)
+    self->quit();
+}
+
+bool append_message(session_ptr self, message msg) { return append(self, std::move(msg)); }
+
+void publish_notice(session_ptr self, std::string kind, std::string text) {
+  notice(self, std::move(kind), std::move(text));
 }
 
 namespace {
@@ -314,12 +331,29 @@ void end_turn(session_ptr self) {
   next_turn(self);
 }
 
+// Waits for input; with an idle timeout, the session ends `completed` when none comes.
+void go_idle(session_ptr self) {
+  auto& st = self->state;
+  st.phase = session_phase::idle;
+  if (st.config.idle_timeout.count() > 0) {
+    st.idle_serial = ++st.idle_timers;
+    self->delayed_send(self, st.config.idle_timeout, due_atom::value, st.idle_serial);
+  }
+}
+
 void next_turn(session_ptr self) {
   auto& st = self->state;
+  // Notifications that arrived during the turn start the next one.
+  for (auto it = st.pending_notifications.rbegin(); it != st.pending_notifications.rend(); ++it)
+    st.queue.push_front(std::move(*it));
+  st.pending_notifications.clear();
+  st.urgent_pending = false;
+  st.idle_serial = 0;
   while (st.phase != session_phase::ended) {
     if (st.queue.empty()) {
-      if (st.config.interactive) {
-        st.phase = session_phase::idle;
+      // A background subagent's news will start the next turn.
+      if (st.config.interactive || waiting_for_children(st)) {
+        go_idle(self);
         return;
       }
       end_session(self, terminal_reason::completed);
@@ -374,6 +408,10 @@ void stop_turn_interrupted(session_ptr self, bool declined) {
     return;
   save_state(self);
   fire_and_enqueue(self, hook_point::turn_post);
+  if (st.urgent_pending && !declined) {
+    next_turn(self); // an urgent notification interrupted the step: it starts the next turn
+    return;
+  }
   if (!st.config.interactive) {
     end_session(self, declined ? terminal_reason::permission_blocked
                                : terminal_reason::interrupted);
@@ -531,6 +569,10 @@ void run_next_step(session_ptr self) {
 // the threshold, compacts first (at most once per step, and not once the breaker tripped).
 void send_step(session_ptr self, bool may_compact) {
   auto& st = self->state;
+  // Notifications that arrived while the step before ran go in before this model call.
+  for (auto& note : std::exchange(st.pending_notifications, {}))
+    if (!append(self, std::move(note)))
+      return;
   if (may_compact && st.window.over_threshold() && !auto_compaction_off(st) &&
       compact(self, compaction_trigger{"auto", false, ""},
               [=](compaction_status status, const std::string&) {
@@ -598,6 +640,9 @@ void begin_session(session_ptr self) {
   }
   st.transcript = std::move(*writer);
   st.state_file = std::move(*state_file);
+  for (auto& m : st.log)
+    if (m->origin == "task-notification")
+      st.notification_ids.insert(m->id);
   st.phase = session_phase::idle;
   for (auto& m : fire(self, hook_point::session_start))
     if (!append(self, std::move(m)))
@@ -612,11 +657,22 @@ void begin_session(session_ptr self) {
   // A compaction in the middle of a turn leaves the boundary last: look past it.
   auto last = std::find_if(st.log.rbegin(), st.log.rend(),
                            [](const message_ptr& m) { return !is_compact_boundary(*m); });
+  // Notifications that came while the session was not running are inputs like any other.
+  read_durable_queue(self);
+  if (st.phase != session_phase::idle)
+    return; // one of them started a turn
   if (last != st.log.rend() && ((*last)->role == role::user || (*last)->role == role::tool)) {
     start_turn(self);
     return;
   }
   next_turn(self);
+}
+
+void enqueue_first(session_ptr self, message input) {
+  auto& st = self->state;
+  st.queue.push_front(std::move(input));
+  if (st.phase == session_phase::idle)
+    next_turn(self);
 }
 
 void accept_input(session_ptr self, message input) {
@@ -645,6 +701,7 @@ void request_interrupt(session_ptr self) {
   if ((st.phase != session_phase::stepping && st.phase != session_phase::compacting) ||
       st.interrupt_requested)
     return;
+  interrupt_foreground_children(self);
   st.interrupt_requested = true;
   // Normal priority: a high-priority interrupt could overtake the step request it is meant
   // to stop and reach an idle step, which would then run the whole step.

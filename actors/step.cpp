@@ -202,13 +202,22 @@ void run_batch(self_ptr self, size_t size) {
   const auto& calls = st.outcome.reply.tool_calls;
   st.batch.assign(size, std::nullopt);
   st.batch_pending = size;
-  for (size_t i = 0; i < size; ++i)
-    self->request(st.executor, caf::infinite, execute_atom::value, calls[st.next_call + i])
-      .then([=](tool_result& result) { on_batch_result(self, i, std::move(result)); },
-            [=](caf::error& err) {
-              on_batch_result(self, i,
-                              error_result("tool executor failed: " + self->system().render(err)));
-            });
+  for (size_t i = 0; i < size; ++i) {
+    const auto& call = calls[st.next_call + i];
+    auto on_error = [=](caf::error& err) {
+      on_batch_result(self, i, error_result("tool executor failed: " + self->system().render(err)));
+    };
+    const auto* spec = st.config.registry->find(call.name);
+    // The session owns subagents: a task call goes to it, everything else to the executor.
+    if (spec != nullptr && spec->kind == tool_kind::subagent)
+      self->request(st.session, caf::infinite, launch_atom::value, call)
+        .then([=](tool_result& result) { on_batch_result(self, i, std::move(result)); },
+              on_error);
+    else
+      self->request(st.executor, caf::infinite, execute_atom::value, call)
+        .then([=](tool_result& result) { on_batch_result(self, i, std::move(result)); },
+              on_error);
+  }
 }
 
 // Native calls come first, then calls written in the text; each gets an id. With native

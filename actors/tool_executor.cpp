@@ -72,6 +72,8 @@ struct tool_executor_state {
   shell_process shell;
   std::map<std::string, background_task> tasks;
   uint64_t next_waiter = 0;
+  /// Told when a background task ends on its own (not stopped, nobody waiting for it).
+  session_actor session;
 
   ~tool_executor_state() {
     // Background tasks end with the session; their waiters reap them.
@@ -351,12 +353,30 @@ tool_executor_actor::behavior_type tool_executor(self_ptr self,
         answer_waiters(self, id, task, "\n[interrupted while waiting; the task goes on]");
     },
     [=](exited_atom, const std::string& id, int32_t code) {
-      auto i = self->state.tasks.find(id);
-      if (i == self->state.tasks.end())
+      auto& st = self->state;
+      auto i = st.tasks.find(id);
+      if (i == st.tasks.end())
         return;
-      i->second.exit_code = code;
-      answer_waiters(self, id, i->second);
+      auto& task = i->second;
+      task.exit_code = code;
+      bool someone_waits = !task.waiters.empty();
+      answer_waiters(self, id, task);
+      if (someone_waits || task.stopped || !st.session)
+        return;
+      // Nobody is waiting for it: the session hears of its end as a task notification.
+      task_notification n;
+      n.id = new_message_id();
+      n.source = "shell";
+      n.task_id = id;
+      n.status = code == 0 ? "completed" : "failed";
+      n.description = task.command;
+      n.text = task_report(st, id, task, "notification-" + id).output;
+      n.sent_at_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                       std::chrono::system_clock::now().time_since_epoch())
+                       .count();
+      caf::anon_send(st.session, notify_atom::value, std::move(n));
     },
+    [=](subscribe_atom, session_actor& session) { self->state.session = std::move(session); },
     [=](due_atom, const std::string& id, uint64_t waiter) {
       auto i = self->state.tasks.find(id);
       if (i == self->state.tasks.end())

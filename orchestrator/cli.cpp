@@ -17,8 +17,14 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+
+#include "actors/control_endpoint.hpp"
 #include "actors/http_engine.hpp"
 #include "actors/ids.hpp"
+#include "actors/notification_queue.hpp"
+#include "actors/runtime.hpp"
 #include "actors/transcript.hpp"
 #include "orchestrator/run_command.hpp"
 
@@ -42,7 +48,14 @@ struct run_flags {
   bool no_stream = false;
   bool include_partial_messages = false;
   int max_retries = 8;
-  int idle_timeout_s = 120;
+  int stream_idle_timeout_s = 120;
+  /// --idle-timeout as typed: the session's idle timeout with --wait-notifications, else the
+  /// streaming one (its meaning before notifications existed).
+  int idle_timeout_s = 0;
+  bool wait_notifications = false;
+  std::string max_agent_depth;
+  std::string max_agents;
+  bool let_agents_finish = false;
   std::string max_tool_output;
   std::string permission_mode;
   std::vector<std::string> allow;
@@ -199,19 +212,10 @@ const char* no_model_help =
   "(with ANTHROPIC_API_KEY), ollama/MODEL or scripted:PATH, or set TROUPE_MODEL "
   "(`troupe demo` runs offline)";
 
-// Picks the provider and its settings from --model/TROUPE_MODEL and the environment.
-expected<bool> resolve_model(const run_flags& flags, run_settings& settings) {
-  auto model = flags.model.empty() ? env_or("TROUPE_MODEL") : flags.model;
-  if (model.empty()) {
-    // A key alone is enough: it names the provider, and each has a sensible default model.
-    if (!env_or("ANTHROPIC_API_KEY").empty())
-      model = "anthropic/claude-sonnet-4-5";
-    else if (!env_or("OPENAI_API_KEY").empty())
-      model = "openai/gpt-4.1";
-    else
-      return failure{no_model_help};
-  }
-  settings.model_name = model;
+// Resolves one model spec: the provider, its endpoint and key from the environment, and the
+// tool format (the flag's, or the provider's default).
+expected<model_choice> resolve_model_spec(const std::string& model, const run_flags& flags) {
+  model_choice choice;
   constexpr std::string_view scripted = "scripted:";
   if (model.rfind(scripted, 0) == 0) {
     auto path = model.substr(scripted.size());
@@ -220,9 +224,11 @@ expected<bool> resolve_model(const run_flags& flags, run_settings& settings) {
     auto lines = load_script(path);
     if (!lines)
       return failure{lines.error()};
-    settings.model_script = std::move(*lines);
-    settings.format = tool_format::markdown;
-    return true;
+    choice.model_script = std::move(*lines);
+    choice.format = flags.tool_format == "tool"  ? tool_format::tool
+                    : flags.tool_format == "xml" ? tool_format::xml
+                                                 : tool_format::markdown;
+    return choice;
   }
   auto slash = model.find('/');
   auto provider = model.substr(0, slash);
@@ -259,9 +265,34 @@ expected<bool> resolve_model(const run_flags& flags, run_settings& settings) {
                          : flags.tool_format == "xml"    ? tool_format::xml
                                                          : tool_format::tool;
   http.max_retries = flags.max_retries;
-  http.idle_timeout_ms = flags.idle_timeout_s * 1000;
-  settings.format = http.provider.format;
-  settings.http_model = std::move(http);
+  http.idle_timeout_ms = flags.stream_idle_timeout_s * 1000;
+  choice.format = http.provider.format;
+  choice.http_model = std::move(http);
+  return choice;
+}
+
+// Picks the provider and its settings from --model/TROUPE_MODEL and the environment.
+expected<bool> resolve_model(const run_flags& flags, run_settings& settings) {
+  auto model = flags.model.empty() ? env_or("TROUPE_MODEL") : flags.model;
+  if (model.empty()) {
+    // A key alone is enough: it names the provider, and each has a sensible default model.
+    if (!env_or("ANTHROPIC_API_KEY").empty())
+      model = "anthropic/claude-sonnet-4-5";
+    else if (!env_or("OPENAI_API_KEY").empty())
+      model = "openai/gpt-4.1";
+    else
+      return failure{no_model_help};
+  }
+  settings.model_name = model;
+  auto choice = resolve_model_spec(model, flags);
+  if (!choice)
+    return failure{choice.error()};
+  settings.model_script = std::move(choice->model_script);
+  settings.http_model = std::move(choice->http_model);
+  settings.format = choice->format;
+  settings.resolve_model = [flags](const std::string& spec) {
+    return resolve_model_spec(spec, flags);
+  };
   return true;
 }
 
@@ -406,10 +437,6 @@ expected<run_settings> resolve_run(const run_flags& flags) {
     return failure{model.error()};
   if (settings.http_model)
     http_engine::warm_up(); // libcurl loads while the rest is checked and the run starts
-  if (settings.model_script && flags.tool_format == "tool")
-    settings.format = tool_format::tool;
-  if (settings.model_script && flags.tool_format == "xml")
-    settings.format = tool_format::xml;
 
   auto permissions = resolve_permissions(flags, settings.cwd);
   if (!permissions)
@@ -418,6 +445,19 @@ expected<run_settings> resolve_run(const run_flags& flags) {
   if (!budget)
     return failure{budget.error()};
   settings.budget = *budget;
+  auto depth = count_setting(flags.max_agent_depth, "--max-agent-depth", "TROUPE_MAX_AGENT_DEPTH",
+                             3, 0, 10, "levels");
+  auto agents = count_setting(flags.max_agents, "--max-agents", "TROUPE_MAX_AGENTS", 20, 1, 1000,
+                              "agents");
+  for (auto* checked : {&depth, &agents})
+    if (!*checked)
+      return failure{checked->error()};
+  settings.max_agent_depth = static_cast<int32_t>(*depth);
+  settings.max_agents = static_cast<size_t>(*agents);
+  settings.let_agents_finish = flags.let_agents_finish;
+  settings.wait_notifications = flags.wait_notifications;
+  if (flags.wait_notifications)
+    settings.idle_timeout = std::chrono::seconds{flags.idle_timeout_s};
   settings.permissions = std::move(*permissions);
   settings.ask_on_terminal = isatty(STDIN_FILENO) != 0 && isatty(STDERR_FILENO) != 0;
 
@@ -450,6 +490,123 @@ expected<run_settings> resolve_run(const run_flags& flags) {
     }
   }
   return settings;
+}
+
+constexpr int runtime_error_exit = 1;
+
+int fail_at_runtime(const std::string& message) {
+  std::fprintf(stderr, "troupe: %s\n", message.c_str());
+  return runtime_error_exit;
+}
+
+std::filesystem::path session_dir_of(const std::string& session_id) {
+  return troupe_home() / "sessions" / session_id;
+}
+
+// An id that names an existing session: never a silently created directory.
+expected<std::filesystem::path> existing_session(const std::string& session_id) {
+  if (!is_valid_session_id(session_id))
+    return failure{"invalid session id '" + session_id + "'"};
+  auto dir = session_dir_of(session_id);
+  std::error_code ec;
+  if (!std::filesystem::exists(dir / "transcript.jsonl", ec))
+    return failure{"unknown session '" + session_id + "' (no " + dir.string() +
+                   "/transcript.jsonl)"};
+  return dir;
+}
+
+int64_t epoch_us() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+           std::chrono::system_clock::now().time_since_epoch())
+    .count();
+}
+
+// A client actor system: the middleman, no more threads than needed.
+struct client_system {
+  caf::actor_system_config cfg;
+  std::unique_ptr<caf::actor_system> sys;
+  client_system() {
+    configure_actor_system(cfg);
+    cfg.set("scheduler.max-threads", size_t{1});
+    sys = std::make_unique<caf::actor_system>(cfg);
+  }
+};
+
+int run_notify(const std::string& session_id, const std::string& text, bool urgent) {
+  auto dir = existing_session(session_id);
+  if (!dir)
+    return fail_at_runtime(dir.error());
+  if (text.empty())
+    return fail(std::string{"no message: give it as arguments or on stdin"});
+  task_notification n;
+  n.id = "ntf_" + random_hex(12);
+  n.source = "external";
+  n.text = text;
+  n.urgent = urgent;
+  n.sent_at_us = epoch_us();
+  // Durable first: once this returns the message survives anything.
+  if (auto queued = append_notification(*dir / "queue.jsonl", n); !queued)
+    return fail_at_runtime(queued.error());
+  client_system client;
+  auto answer = send_control(*client.sys, *dir, urgent ? "urgent" : "poke", "");
+  if (answer && answer->rfind("error", 0) != 0 && answer->rfind("refused", 0) != 0)
+    std::printf("notification %s delivered to the running session %s\n", n.id.c_str(),
+                session_id.c_str());
+  else
+    std::printf("notification %s queued for session %s (%s); it is read when the session runs "
+                "again\n",
+                n.id.c_str(), session_id.c_str(),
+                answer ? answer->c_str() : answer.error().c_str());
+  return 0;
+}
+
+int run_remote_command(const std::string& session_id, const std::string& command,
+                       const std::string& arg) {
+  auto dir = existing_session(session_id);
+  if (!dir)
+    return fail_at_runtime(dir.error());
+  client_system client;
+  auto answer = send_control(*client.sys, *dir, command, arg);
+  if (!answer)
+    return fail_at_runtime("session " + session_id + " is not running: " + answer.error());
+  if (answer->rfind("error", 0) == 0 || answer->rfind("refused", 0) == 0)
+    return fail_at_runtime(*answer);
+  std::printf("%s\n", answer->c_str());
+  return 0;
+}
+
+// Finds the session that launched an agent: <home>/sessions/<id>[/agents/<id>…]/agents/<agent>.
+int run_background(const std::string& agent_id) {
+  if (!is_valid_session_id(agent_id))
+    return fail_at_runtime("invalid agent id '" + agent_id + "'");
+  std::error_code ec;
+  auto sessions = troupe_home() / "sessions";
+  for (auto it = std::filesystem::recursive_directory_iterator(sessions, ec);
+       it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+    if (ec)
+      break;
+    const auto& path = it->path();
+    if (path.filename() != agent_id || path.parent_path().filename() != "agents")
+      continue;
+    // The top-level session holds the control endpoint; the parent is named in the path.
+    auto parent_dir = path.parent_path().parent_path();
+    auto top = parent_dir;
+    while (top.parent_path().filename() == "agents")
+      top = top.parent_path().parent_path();
+    client_system client;
+    auto answer = send_control(*client.sys, top, "background",
+                               parent_dir == top ? agent_id
+                                                 : std::filesystem::relative(path, top).string());
+    if (!answer)
+      return fail_at_runtime("the session that launched " + agent_id +
+                             " is not running: " + answer.error());
+    if (answer->rfind("error", 0) == 0 || answer->rfind("refused", 0) == 0)
+      return fail_at_runtime(*answer);
+    std::printf("%s\n", answer->c_str());
+    return 0;
+  }
+  return fail_at_runtime("unknown agent '" + agent_id + "' (no sessions/…/agents/" + agent_id +
+                         " under " + sessions.string() + ")");
 }
 
 int run_demo(const std::string& format) {
@@ -529,8 +686,23 @@ int run_cli(int argc, char** argv) {
                   "retries of a failed API request (429, 5xx, connection errors)")
     ->check(CLI::Range(0, 100));
   run->add_option("--idle-timeout", flags.idle_timeout_s,
-                  "seconds a streaming reply may stay silent before it fails")
+                  "with --wait-notifications: end the run (completed) after this many seconds "
+                  "without any; otherwise the same as --stream-idle-timeout")
     ->check(CLI::Range(1, 86400));
+  run->add_option("--stream-idle-timeout", flags.stream_idle_timeout_s,
+                  "seconds a streaming reply may stay silent before it fails (default 120)")
+    ->check(CLI::Range(1, 86400));
+  run->add_flag("--wait-notifications", flags.wait_notifications,
+                "when the work is done, stay alive for task notifications (troupe notify) "
+                "instead of ending");
+  run->add_option("--max-agent-depth", flags.max_agent_depth,
+                  "deepest nesting of subagents (default 3)")
+    ->type_name("N");
+  run->add_option("--max-agents", flags.max_agents,
+                  "most subagents one agent runs at once (default 20)")
+    ->type_name("N");
+  run->add_flag("--let-agents-finish", flags.let_agents_finish,
+                "when the run ends, let background subagents finish instead of stopping them");
   run->add_option("--max-tool-output", flags.max_tool_output,
                   "bytes of a tool result the model sees; longer ones keep head and tail, "
                   "the whole output saved in the session directory")
@@ -562,6 +734,21 @@ int run_cli(int argc, char** argv) {
                   "$TROUPE_MAX_OUTPUT_TOKENS or maxOutputTokens in settings)")
     ->type_name("TOKENS");
 
+  std::string target_id;
+  std::vector<std::string> notify_words;
+  bool urgent = false;
+  auto* notify = app.add_subcommand(
+    "notify", "send a task notification to a session (queued durably; a running session "
+              "gets it at once)");
+  notify->add_option("session-id", target_id, "the session")->required();
+  notify->add_option("text", notify_words, "the message (read from stdin when omitted)");
+  notify->add_flag("--urgent", urgent, "interrupt the current step and start a turn with it");
+  auto* interrupt = app.add_subcommand("interrupt", "interrupt the step a running session is in");
+  interrupt->add_option("session-id", target_id, "the session")->required();
+  auto* background = app.add_subcommand(
+    "background", "move a foreground subagent to the background (its parent goes on)");
+  background->add_option("agent-id", target_id, "the subagent")->required();
+
   std::string demo_format = "text";
   auto* demo = app.add_subcommand("demo", "run an offline agent on a bundled script");
   demo->add_option("--output-format", demo_format, "text or stream-json")
@@ -578,6 +765,8 @@ int run_cli(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return fail(std::string{e.what()} + " (see troupe --help)");
   }
+  if (!flags.wait_notifications && flags.idle_timeout_s > 0)
+    flags.stream_idle_timeout_s = flags.idle_timeout_s;
   if (auto logging = configure_logging(log_file, log_level); !logging)
     return fail(logging.error());
   // A reader that goes away (`troupe run … | head`) is an EPIPE to handle, not a fatal signal.
@@ -585,6 +774,12 @@ int run_cli(int argc, char** argv) {
 
   if (*demo)
     return run_demo(demo_format);
+  if (*notify)
+    return run_notify(target_id, read_prompt(notify_words), urgent);
+  if (*interrupt)
+    return run_remote_command(target_id, "interrupt", "");
+  if (*background)
+    return run_background(target_id);
   auto settings = resolve_run(flags);
   if (!settings)
     return fail(settings.error());

@@ -1,6 +1,8 @@
 #include "orchestrator/run_command.hpp"
 
+#include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <chrono>
 #include <future>
 
@@ -10,7 +12,9 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/agent.hpp"
+#include "actors/control_endpoint.hpp"
 #include "actors/http_engine.hpp"
+#include "actors/transcript.hpp"
 #include "actors/http_model.hpp"
 #include "actors/runtime.hpp"
 #include "actors/scripted_model.hpp"
@@ -20,6 +24,112 @@
 #include "tools/prompt.hpp"
 
 namespace troupe {
+
+namespace {
+
+constexpr const char* subagent_note =
+  "\n\nYou are a subagent: another agent gave you this task. Work on it alone (nobody answers "
+  "questions), and end with a final message that reports what you found or did; that message "
+  "is all the other agent gets.";
+
+// What every subagent of a run shares: how to build its model, tools and session.
+struct subagent_setup {
+  run_settings settings; // the parent run's, without its history and prompt
+  std::shared_ptr<const tool_registry> registry;
+  std::shared_ptr<const permission_policy> permissions;
+  std::optional<http_engine> engine;
+  subagent_factory factory; // itself: subagents launch subagents
+};
+
+expected<session_actor> spawn_subagent(caf::actor_system& sys,
+                                       const std::shared_ptr<subagent_setup>& setup,
+                                       const subagent_launch& launch, session_actor parent) {
+  const auto& parent_settings = setup->settings;
+  // The model: the parent's, or one of its own.
+  model_choice model{parent_settings.model_script, parent_settings.http_model,
+                     parent_settings.format};
+  std::string model_name = parent_settings.model_name;
+  if (!launch.model.empty() || parent_settings.model_script) {
+    if (launch.model.empty())
+      return failure{"this run's model is scripted, so a subagent needs a \"model\" of its "
+                     "own (scripted:PATH, relative to the workspace)"};
+    auto spec = launch.model;
+    if (spec.rfind("scripted:", 0) == 0 && !spec.substr(9).empty() && spec[9] != '/')
+      spec = "scripted:" + (parent_settings.cwd / spec.substr(9)).string();
+    auto resolved = setup->settings.resolve_model ? setup->settings.resolve_model(spec)
+                                                  : expected<model_choice>{failure{"no resolver"}};
+    if (!resolved)
+      return failure{resolved.error()};
+    model = std::move(*resolved);
+    model_name = launch.model;
+  }
+  if (model.http_model && !setup->engine)
+    return failure{"an API model needs the HTTP engine, which this run did not start"};
+  // Its tools: the parent's, or the ones named; no task tool past the depth cap.
+  std::vector<tool_spec> tools;
+  for (auto& tool : setup->registry->tools()) {
+    bool named = launch.tools.empty() ||
+                 std::find(launch.tools.begin(), launch.tools.end(), tool.name) !=
+                   launch.tools.end();
+    if (tool.name == "task" && launch.depth >= parent_settings.max_agent_depth)
+      continue;
+    if (named)
+      tools.push_back(tool);
+  }
+  for (auto& name : launch.tools)
+    if (setup->registry->find(name) == nullptr)
+      return failure{"unknown tool '" + name + "' in tools"};
+  auto registry = std::make_shared<const tool_registry>(std::move(tools));
+
+  session_config child;
+  child.session_id = launch.agent_id;
+  child.session_dir = launch.session_dir;
+  child.model_name = model_name;
+  child.format = model.format;
+  child.system_prompt = build_system_prompt(*registry, model.format) + subagent_note;
+  child.cwd = parent_settings.cwd;
+  child.registry = registry;
+  child.budget = parent_settings.budget;
+  child.max_steps = launch.max_steps > 0 ? launch.max_steps : parent_settings.max_steps;
+  child.max_parallel_tools = parent_settings.max_parallel_tools;
+  child.permissions = setup->permissions;
+  if (launch.resume) {
+    auto loaded = load_transcript(launch.session_dir / "transcript.jsonl");
+    if (!loaded)
+      return failure{loaded.error()};
+    child.history = std::move(loaded->messages);
+    if (auto state = read_loop_state(launch.session_dir / "state.json"))
+      child.resumed_state = *state;
+  }
+  child.initial_inputs.push_back(make_input(launch.prompt, "parent"));
+  child.spawn_subagent = setup->factory;
+  child.depth = launch.depth;
+  child.max_depth = parent_settings.max_agent_depth;
+  child.max_children = parent_settings.max_agents;
+  child.parent = parent;
+  child.parent_queue = launch.session_dir.parent_path().parent_path() / "queue.jsonl";
+  child.stop_children_on_end = !parent_settings.let_agents_finish;
+
+  tool_context context;
+  context.cwd = parent_settings.cwd;
+  context.home = parent_settings.home;
+  context.shell_program = parent_settings.shell_program;
+  context.output_cap = parent_settings.max_tool_output;
+  context.results_dir = launch.session_dir / "tool-results";
+  context.tasks_dir = launch.session_dir / "tasks";
+
+  model_client_actor client;
+  if (model.http_model) {
+    model.http_model->provider.max_tokens =
+      static_cast<int32_t>(parent_settings.budget.output_reserve());
+    client = spawn_http_model(sys, std::move(*model.http_model), *setup->engine);
+  } else {
+    client = spawn_scripted_model(sys, std::move(*model.model_script));
+  }
+  return spawn_agent(sys, std::move(child), std::move(context), std::move(client));
+}
+
+} // namespace
 
 int execute_run(run_settings settings, std::FILE* out) {
   block_termination_signals();
@@ -41,6 +151,9 @@ int execute_run(run_settings settings, std::FILE* out) {
                          "asking (deny rules still hold)\n");
   spdlog::info("permission mode {}", to_string(settings.permissions.mode));
   auto session_dir = settings.troupe_home / "sessions" / settings.session_id;
+  // Tool processes can reach this session: `troupe notify "$TROUPE_SESSION_ID" …`.
+  ::setenv("TROUPE_SESSION_ID", settings.session_id.c_str(), 1);
+  ::setenv("TROUPE_HOME", settings.troupe_home.c_str(), 1);
 
   tool_context tools;
   tools.cwd = settings.cwd;
@@ -67,6 +180,11 @@ int execute_run(run_settings settings, std::FILE* out) {
   session.permissions = std::make_shared<const permission_policy>(settings.permissions);
   if (settings.ask_on_terminal)
     session.asker = spawn_terminal_asker(sys);
+  session.max_depth = settings.max_agent_depth;
+  session.max_children = settings.max_agents;
+  session.stop_children_on_end = !settings.let_agents_finish;
+  session.interactive = settings.wait_notifications;
+  session.idle_timeout = settings.idle_timeout;
 
   std::optional<http_engine> engine;
   model_client_actor model;
@@ -80,11 +198,35 @@ int execute_run(run_settings settings, std::FILE* out) {
     // The reply may take what the context budget keeps free for it.
     settings.http_model->provider.max_tokens =
       static_cast<int32_t>(settings.budget.output_reserve());
-    model = spawn_http_model(sys, std::move(*settings.http_model), *engine);
-  } else {
-    model = spawn_scripted_model(sys, std::move(*settings.model_script));
   }
+  auto setup = std::make_shared<subagent_setup>();
+  setup->registry = registry;
+  setup->permissions = session.permissions;
+  setup->engine = engine;
+  {
+    run_settings shared = settings;
+    shared.history.clear();
+    shared.prompt.clear();
+    setup->settings = std::move(shared);
+  }
+  // The factory holds the setup weakly: the setup holds the factory.
+  std::weak_ptr<subagent_setup> weak = setup;
+  setup->factory = [weak](caf::actor_system& system, const subagent_launch& launch,
+                          session_actor parent) -> expected<session_actor> {
+    auto shared = weak.lock();
+    if (!shared)
+      return failure{"the run is ending"};
+    return spawn_subagent(system, shared, launch, std::move(parent));
+  };
+  session.spawn_subagent = setup->factory;
+  if (settings.http_model)
+    model = spawn_http_model(sys, std::move(*settings.http_model), *engine);
+  else
+    model = spawn_scripted_model(sys, std::move(*settings.model_script));
   auto agent = spawn_agent(sys, std::move(session), std::move(tools), std::move(model));
+  // Other processes reach the session here (`troupe notify`, `interrupt`, `background`).
+  if (auto endpoint = spawn_control_endpoint(sys, agent, session_dir); !endpoint)
+    spdlog::warn("{}; troupe notify will queue messages for the next resume", endpoint.error());
 
   // Shared with the renderer's thread, which may still be inside set_value when we return.
   auto ended = std::make_shared<std::promise<session_ended_event>>();

@@ -1,8 +1,10 @@
 #pragma once
 // `troupe run` and `troupe demo` once their input is checked: one agent to its terminal state.
 
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -17,6 +19,16 @@
 #include "tools/permissions.hpp"
 
 namespace troupe {
+
+/// A model as resolved from a spec: exactly one of the two is set.
+struct model_choice {
+  std::optional<script> model_script;
+  std::optional<http_model_config> http_model;
+  tool_format format = tool_format::markdown;
+};
+
+/// Resolves a model spec ("openai/…", "scripted:PATH", …) the way --model is resolved.
+using model_resolver = std::function<expected<model_choice>(const std::string& spec)>;
 
 /// A checked run: every value here is known to be usable.
 struct run_settings {
@@ -47,6 +59,17 @@ struct run_settings {
   permission_policy permissions;
   /// Ask the person at the terminal about "ask" decisions (stdin and stderr are terminals).
   bool ask_on_terminal = false;
+  /// For subagents launched with a model of their own.
+  model_resolver resolve_model;
+  int32_t max_agent_depth = 3;
+  size_t max_agents = 20;
+  /// Background subagents still running when the run ends are left to finish (the process
+  /// waits for them) instead of being stopped.
+  bool let_agents_finish = false;
+  /// Stay alive waiting for notifications when the queue is empty; end `completed` after
+  /// `idle_timeout` without any (0: never).
+  bool wait_notifications = false;
+  std::chrono::milliseconds idle_timeout{0};
 };
 
 /// Runs one agent to its terminal state, printing its events to `out`. SIGINT interrupts the

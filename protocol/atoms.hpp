@@ -19,5 +19,8 @@ using exited_atom = caf::atom_constant<caf::atom("exited")>;
 using ask_atom = caf::atom_constant<caf::atom("ask")>;
 using finished_atom = caf::atom_constant<caf::atom("finished")>;
 using compact_atom = caf::atom_constant<caf::atom("compact")>;
+using notify_atom = caf::atom_constant<caf::atom("notify")>;
+using launch_atom = caf::atom_constant<caf::atom("launch")>;
+using control_atom = caf::atom_constant<caf::atom("control")>;
 
 } // namespace troupe

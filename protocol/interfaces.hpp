@@ -11,6 +11,7 @@
 #include "protocol/http.hpp"
 #include "protocol/message.hpp"
 #include "protocol/model.hpp"
+#include "protocol/notification.hpp"
 #include "protocol/process.hpp"
 #include "protocol/step.hpp"
 
@@ -38,6 +39,35 @@ using model_client_actor = caf::typed_actor<
   // Internal: a delayed reply (scripted `delay_ms`) is due.
   caf::reacts_to<due_atom, uint64_t>>;
 
+/// One agent: owns the conversation, the prompt queue, the loop state and the hooks.
+using session_actor = caf::typed_actor<
+  // Begin the session: set-up, session.start hooks, then the turn loop.
+  caf::reacts_to<start_atom>,
+  // Queue an input (user prompt, notification); past the cap it is dropped with a notice.
+  caf::reacts_to<submit_atom, message>,
+  // Interrupt the step in flight (send with high priority).
+  caf::reacts_to<interrupt_atom>,
+  // From the step: the assistant reply. The session logs it (on disk, generation.post) and
+  // answers whether the step may run the reply's tools (false once interrupted or ended).
+  caf::replies_to<reply_atom, message>::with<bool>,
+  // Add a subscriber for this session's events.
+  caf::reacts_to<subscribe_atom, event_sink_actor>,
+  // From the step: progress of the generation, published to the subscribers.
+  caf::reacts_to<generation_progress>,
+  // A task notification (a subagent or background task ended, a message from another
+  // process). Idle: a turn starts with it at once; busy: it goes in before the next model
+  // call (urgent: the step is interrupted and a turn starts with it). Answers false once the
+  // session has ended, so the sender can write it to the durable queue instead.
+  caf::replies_to<notify_atom, task_notification>::with<bool>,
+  // From the step: carry out a call of the task tool (launch or resume a subagent). A
+  // foreground launch answers when the subagent ends (or is moved to the background).
+  caf::replies_to<launch_atom, tool_call>::with<tool_result>,
+  // From the control endpoint, token already checked: "poke" (read the durable queue),
+  // "interrupt", "background" AGENT_ID. Answers what happened, one line.
+  caf::replies_to<control_atom, std::string, std::string>::with<std::string>,
+  // Internal: the idle timeout with this serial expired.
+  caf::reacts_to<due_atom, uint64_t>>;
+
 /// Runs tool calls for one session; blocking work happens off the scheduler threads.
 using tool_executor_actor = caf::typed_actor<
   // Run one call. Bad input and failures are results with is_error, never CAF errors.
@@ -53,7 +83,9 @@ using tool_executor_actor = caf::typed_actor<
   // Internal: a background task ended with this exit code (from its waiter).
   caf::reacts_to<exited_atom, std::string, int32_t>,
   // Internal: a task_output call stopped waiting for its task.
-  caf::reacts_to<due_atom, std::string, uint64_t>>;
+  caf::reacts_to<due_atom, std::string, uint64_t>,
+  // The session to notify when a background task ends with nobody waiting for it.
+  caf::reacts_to<subscribe_atom, session_actor>>;
 
 /// Carries out one step: model call, then the reply's tool calls in order.
 /// Runs scan tools (glob, grep) for a tool executor, on a thread of its own (so a long grep
@@ -79,21 +111,12 @@ using step_actor = caf::typed_actor<
   // From the model client: progress of the generation, passed on to the session.
   caf::reacts_to<generation_progress>>;
 
-/// One agent: owns the conversation, the prompt queue, the loop state and the hooks.
-using session_actor = caf::typed_actor<
-  // Begin the session: set-up, session.start hooks, then the turn loop.
-  caf::reacts_to<start_atom>,
-  // Queue an input (user prompt, notification); past the cap it is dropped with a notice.
-  caf::reacts_to<submit_atom, message>,
-  // Interrupt the step in flight (send with high priority).
-  caf::reacts_to<interrupt_atom>,
-  // From the step: the assistant reply. The session logs it (on disk, generation.post) and
-  // answers whether the step may run the reply's tools (false once interrupted or ended).
-  caf::replies_to<reply_atom, message>::with<bool>,
-  // Add a subscriber for this session's events.
-  caf::reacts_to<subscribe_atom, event_sink_actor>,
-  // From the step: progress of the generation, published to the subscribers.
-  caf::reacts_to<generation_progress>>;
+/// A live session's control endpoint, published with CAF's middleman on 127.0.0.1 for other
+/// processes (`troupe notify`, `troupe interrupt`, `troupe background`). Every message carries
+/// the token from control.json; without it the answer is a refusal.
+using control_endpoint_actor = caf::typed_actor<
+  // (token, command, argument): "poke", "urgent", "interrupt", "background AGENT_ID".
+  caf::replies_to<control_atom, std::string, std::string, std::string>::with<std::string>>;
 
 /// Receives the HTTP engine's answers to its requests.
 using http_client_actor = caf::typed_actor<

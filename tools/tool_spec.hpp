@@ -47,6 +47,7 @@ enum class tool_kind : uint8_t {
             ///< runner thread, so a reply's scans run in parallel and a cancel answers at once
   process,  ///< a child process, started by the executor and read off the scheduler threads
   task,     ///< acts on the executor's background tasks (task_output, task_stop)
+  subagent, ///< launches or resumes a subagent: carried out by the session, not the executor
 };
 
 /// What a successful call changes in the loop itself, beyond its result.

@@ -1,0 +1,123 @@
+#include "actors/notification_queue.hpp"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "actors/transcript.hpp"
+
+namespace troupe {
+
+namespace {
+
+// Holds an flock for its lifetime.
+class queue_lock {
+public:
+  queue_lock(const std::filesystem::path& path, int open_flags, int lock)
+    : fd_(::open(path.c_str(), open_flags | O_CLOEXEC, 0600)) {
+    if (fd_) {
+      while (::flock(fd_.get(), lock) < 0 && errno == EINTR) {
+      }
+    }
+  }
+  int fd() const { return fd_.get(); }
+  explicit operator bool() const { return static_cast<bool>(fd_); }
+
+private:
+  file_handle fd_; // closing the descriptor releases the lock
+};
+
+std::string read_from(int fd, size_t offset) {
+  std::string data;
+  char buffer[65536];
+  auto at = static_cast<off_t>(offset);
+  for (;;) {
+    auto n = ::pread(fd, buffer, sizeof buffer, at);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      break;
+    data.append(buffer, static_cast<size_t>(n));
+    at += n;
+  }
+  return data;
+}
+
+} // namespace
+
+expected<bool> append_notification(const std::filesystem::path& queue,
+                                   const task_notification& notification, size_t cap) {
+  queue_lock lock{queue, O_RDWR | O_CREAT | O_APPEND, LOCK_EX};
+  if (!lock)
+    return failure{"cannot open " + queue.string() + ": " + std::strerror(errno)};
+  auto held = read_from(lock.fd(), 0);
+  size_t entries = 0;
+  for (char c : held)
+    entries += c == '\n' ? 1 : 0;
+  if (entries >= cap)
+    return failure{"the notification queue " + queue.string() + " is full (" +
+                   std::to_string(cap) +
+                   " undelivered entries); nothing was added. The session reads it when it "
+                   "runs; try again later"};
+  auto line = nlohmann::json(notification).dump(-1, ' ', false,
+                                                nlohmann::json::error_handler_t::replace) +
+              "\n";
+  // One write of the whole line (O_APPEND), then fsync: a reader never sees half an entry,
+  // and an acknowledged notify survives a crash.
+  auto n = ::write(lock.fd(), line.data(), line.size());
+  if (n != static_cast<ssize_t>(line.size()))
+    return failure{"cannot write " + queue.string() + ": " + std::strerror(errno)};
+  if (::fsync(lock.fd()) < 0)
+    return failure{"cannot sync " + queue.string() + ": " + std::strerror(errno)};
+  return true;
+}
+
+expected<std::vector<task_notification>> read_notifications(const std::filesystem::path& queue,
+                                                           size_t& offset, size_t* bad_lines) {
+  std::vector<task_notification> out;
+  std::error_code ec;
+  if (!std::filesystem::exists(queue, ec))
+    return out;
+  queue_lock lock{queue, O_RDONLY, LOCK_SH};
+  if (!lock)
+    return failure{"cannot read " + queue.string() + ": " + std::strerror(errno)};
+  auto data = read_from(lock.fd(), offset);
+  size_t pos = 0;
+  for (auto end = data.find('\n'); end != std::string::npos; end = data.find('\n', pos)) {
+    auto parsed = nlohmann::json::parse(data.substr(pos, end - pos), nullptr, false);
+    pos = end + 1;
+    if (parsed.is_object()) {
+      try {
+        out.push_back(parsed.get<task_notification>());
+        continue;
+      } catch (const nlohmann::json::exception&) {
+      }
+    }
+    if (bad_lines != nullptr)
+      ++*bad_lines;
+  }
+  offset += pos;
+  return out;
+}
+
+bool release_notifications(const std::filesystem::path& queue, size_t& offset) {
+  queue_lock lock{queue, O_RDWR, LOCK_EX};
+  if (!lock)
+    return false;
+  struct stat info {};
+  if (::fstat(lock.fd(), &info) < 0 || static_cast<size_t>(info.st_size) != offset)
+    return false;
+  if (::ftruncate(lock.fd(), 0) < 0)
+    return false;
+  offset = 0;
+  return true;
+}
+
+} // namespace troupe

@@ -1,0 +1,382 @@
+// The session's subagents and task notifications: launches from the task tool, their ends
+// reported as notifications, notifications from other processes, and the delivery rules.
+
+#include <algorithm>
+#include <chrono>
+
+#include <caf/actor_system.hpp>
+#include <caf/send.hpp>
+#include <spdlog/spdlog.h>
+
+#include "actors/ids.hpp"
+#include "actors/notification_queue.hpp"
+#include "actors/session_state.hpp"
+#include "tools/tool_spec.hpp"
+
+namespace troupe {
+
+namespace {
+
+int64_t now_us() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+           std::chrono::system_clock::now().time_since_epoch())
+    .count();
+}
+
+std::filesystem::path queue_path(const session_state& st) {
+  return st.config.session_dir / "queue.jsonl";
+}
+
+size_t running_children(const session_state& st) {
+  return static_cast<size_t>(std::count_if(st.children.begin(), st.children.end(),
+                                           [](auto& c) { return c.second.running; }));
+}
+
+// A child ended or was moved: a foreground launch still waiting gets its result now.
+void answer_launch(child_agent& child, tool_result result) {
+  if (!child.waiting)
+    return;
+  child.waiting->deliver(std::move(result));
+  child.waiting.reset();
+  child.reported = true;
+}
+
+const char* status_for(terminal_reason reason) {
+  switch (reason) {
+    case terminal_reason::completed:
+    case terminal_reason::backgrounded:
+      return "completed";
+    case terminal_reason::interrupted:
+      return "stopped";
+    default:
+      return "failed";
+  }
+}
+
+std::string child_list(const session_state& st) {
+  std::string ids;
+  for (auto& [id, child] : st.children)
+    ids += (ids.empty() ? "" : ", ") + id;
+  return ids.empty() ? "none" : ids;
+}
+
+} // namespace
+
+message notification_message(const task_notification& n) {
+  message m;
+  m.id = n.id.empty() ? new_message_id() : n.id;
+  m.role = role::user;
+  m.origin = "task-notification";
+  m.content = notification_text(n);
+  m.timestamp_ms = now_ms();
+  m.meta = {{"source", n.source},       {"task_id", n.task_id},   {"status", n.status},
+            {"urgent", n.urgent},       {"sent_at_us", n.sent_at_us},
+            {"received_at_us", now_us()}};
+  return m;
+}
+
+bool accept_notification(session_ptr self, task_notification n) {
+  auto& st = self->state;
+  if (st.phase == session_phase::ended)
+    return false;
+  if (n.id.empty())
+    n.id = new_message_id();
+  if (!st.notification_ids.insert(n.id).second)
+    return true; // delivered before (a queue entry read again after a resume)
+  if (n.source == "agent") {
+    if (auto c = st.children.find(n.task_id); c != st.children.end()) {
+      auto& child = c->second;
+      child.running = false;
+      child.status = n.status;
+      if (n.description.empty())
+        n.description = child.description;
+      if (child.waiting) {
+        // A foreground launch: the answer is the call's result, not a notification.
+        tool_result result;
+        result.output = n.text.empty() ? "(the agent gave no final answer)" : n.text;
+        result.is_error = n.status != "completed";
+        answer_launch(child, std::move(result));
+        return true;
+      }
+      if (child.reported)
+        return true;
+      child.reported = true;
+    }
+  }
+  auto input = notification_message(n);
+  spdlog::debug("session {}: notification {} from {} ({} us after it was sent)",
+                st.config.session_id, n.id, n.source,
+                n.sent_at_us > 0 ? now_us() - n.sent_at_us : 0);
+  switch (st.phase) {
+    case session_phase::created:
+      st.queue.push_back(std::move(input));
+      break;
+    case session_phase::idle:
+      enqueue_first(self, std::move(input));
+      break;
+    default:
+      // Busy: in before the next model call, or first in the next turn. Urgent: the step
+      // stops now and the turn that follows starts with it.
+      st.pending_notifications.push_back(std::move(input));
+      if (n.urgent) {
+        st.urgent_pending = true;
+        request_interrupt(self);
+      }
+      break;
+  }
+  return true;
+}
+
+void read_durable_queue(session_ptr self) {
+  auto& st = self->state;
+  size_t bad = 0;
+  auto read = read_notifications(queue_path(st), st.queue_offset, &bad);
+  if (!read) {
+    publish_notice(self, "warning", read.error());
+    return;
+  }
+  if (bad > 0)
+    publish_notice(self, "warning",
+                   std::to_string(bad) + " unreadable line(s) in " + queue_path(st).string() +
+                     " skipped");
+  for (auto& n : *read) {
+    if (n.id.empty())
+      n.id = new_message_id();
+    if (!st.notification_ids.count(n.id))
+      st.queued_from_file.insert(n.id);
+    accept_notification(self, std::move(n));
+  }
+  if (st.queued_from_file.empty())
+    release_notifications(queue_path(st), st.queue_offset);
+}
+
+void note_logged(session_ptr self, const message& m) {
+  auto& st = self->state;
+  if (st.queued_from_file.erase(m.id) > 0 && st.queued_from_file.empty())
+    release_notifications(queue_path(st), st.queue_offset);
+}
+
+caf::result<tool_result> launch_subagent(session_ptr self, const tool_call& call) {
+  auto& st = self->state;
+  if (!st.config.spawn_subagent)
+    return error_result("subagents are not available in this session");
+  if (const auto* spec = st.config.registry->find(call.name))
+    if (auto problem = validate_input(*spec, call.input))
+      return error_result(*problem);
+  const auto& input = call.input;
+  auto prompt = input.value("prompt", std::string{});
+  if (auto resume = input.value("resume", std::string{}); !resume.empty()) {
+    auto c = st.children.find(resume);
+    if (c != st.children.end() && c->second.running) {
+      // Alive: the prompt joins its queue, and its end is reported as usual.
+      caf::anon_send(c->second.actor, submit_atom::value, make_input(prompt, "parent"));
+      c->second.reported = false;
+      return tool_result{"Sent the prompt to agent " + resume +
+                           ", which is still running; you will get a <task-notification> "
+                           "when it ends.",
+                         false, 0, false};
+    }
+    if (!std::filesystem::exists(st.config.session_dir / "agents" / resume / "transcript.jsonl"))
+      return error_result("no agent '" + resume + "' in this session (agents: " +
+                          child_list(st) + ")");
+  }
+  if (st.config.depth + 1 > st.config.max_depth)
+    return error_result("cannot launch a subagent: this agent is at depth " +
+                        std::to_string(st.config.depth) + " and the limit is " +
+                        std::to_string(st.config.max_depth) +
+                        " (raise it with --max-agent-depth); do the work yourself");
+  if (running_children(st) >= st.config.max_children)
+    return error_result("cannot launch a subagent: " + std::to_string(st.config.max_children) +
+                        " are already running, the limit (raise it with --max-agents); wait "
+                        "for a <task-notification> first");
+  subagent_launch launch;
+  launch.resume = !input.value("resume", std::string{}).empty();
+  launch.agent_id = launch.resume ? input.value("resume", std::string{})
+                                  : "agent_" + random_hex(6);
+  launch.prompt = prompt;
+  launch.description = input.value("description", prompt.substr(0, 60));
+  launch.model = input.value("model", std::string{});
+  launch.max_steps = input.value("max_steps", 0);
+  if (auto tools = input.find("tools"); tools != input.end() && tools->is_array())
+    for (auto& t : *tools)
+      if (t.is_string())
+        launch.tools.push_back(t.get<std::string>());
+  launch.session_dir = st.config.session_dir / "agents" / launch.agent_id;
+  launch.depth = st.config.depth + 1;
+  auto spawned = st.config.spawn_subagent(self->system(), launch, session_actor{self});
+  if (!spawned)
+    return error_result("cannot launch the subagent: " + spawned.error());
+  auto child_actor = *spawned;
+  self->monitor(child_actor);
+  auto& child = st.children[launch.agent_id];
+  child = child_agent{};
+  child.actor = child_actor;
+  child.description = launch.description;
+  caf::anon_send(child_actor, start_atom::value);
+  publish_notice(self, "agent_started",
+                 "agent " + launch.agent_id + " (" +
+                   (input.value("mode", std::string{"foreground"}) == "background" ? "background"
+                                                                                   : "foreground") +
+                   "): " + launch.description);
+  if (input.value("mode", std::string{"foreground"}) == "background")
+    return tool_result{"Started agent " + launch.agent_id +
+                         " in the background. You will get a <task-notification> when it ends; "
+                         "keep working meanwhile.",
+                       false, 0, false};
+  auto promise = self->make_response_promise<tool_result>();
+  child.waiting = promise;
+  return promise;
+}
+
+caf::result<std::string> run_control(session_ptr self, const std::string& command,
+                                     const std::string& arg) {
+  auto& st = self->state;
+  if (command == "poke" || command == "urgent") {
+    auto before = st.notification_ids.size();
+    read_durable_queue(self);
+    return std::string{"delivered " + std::to_string(st.notification_ids.size() - before) +
+                       " notification(s)"};
+  }
+  if (command == "interrupt") {
+    if (st.phase != session_phase::stepping && st.phase != session_phase::compacting)
+      return std::string{"nothing to interrupt: the session is idle"};
+    request_interrupt(self);
+    return std::string{"interrupted"};
+  }
+  if (command == "background" && arg.rfind("agents/", 0) == 0) {
+    // A grandchild, named by its path below this session: agents/X/agents/Y goes to X as Y.
+    auto rest = arg.substr(7);
+    auto slash = rest.find('/');
+    auto c = st.children.find(rest.substr(0, slash));
+    if (slash == std::string::npos || c == st.children.end() || !c->second.running)
+      return std::string{"error: no running agent at " + arg};
+    auto inner = rest.substr(slash + 1);
+    if (inner.rfind("agents/", 0) == 0 && inner.find('/', 7) == std::string::npos)
+      inner = inner.substr(7);
+    auto promise = self->make_response_promise<std::string>();
+    self->request(c->second.actor, std::chrono::seconds{5}, control_atom::value, command, inner)
+      .then([=](const std::string& answer) mutable { promise.deliver(answer); },
+            [=](caf::error& err) mutable {
+              promise.deliver("error: " + self->system().render(err));
+            });
+    return promise;
+  }
+  if (command == "background") {
+    auto c = st.children.find(arg);
+    if (c == st.children.end())
+      return std::string{"error: no agent '" + arg + "' in this session (agents: " +
+                         child_list(st) + ")"};
+    if (!c->second.running)
+      return std::string{"error: agent " + arg + " has already ended (" + c->second.status + ")"};
+    if (!c->second.waiting)
+      return std::string{"agent " + arg + " already runs in the background"};
+    answer_launch(c->second,
+                  tool_result{"Moved agent " + arg +
+                                " to the background: it goes on, and you will get a "
+                                "<task-notification> when it ends.",
+                              false, 0, false});
+    c->second.reported = false;
+    return std::string{"moved agent " + arg + " to the background"};
+  }
+  return std::string{"error: unknown control command '" + command + "'"};
+}
+
+bool waiting_for_children(const session_state& st) {
+  return std::any_of(st.children.begin(), st.children.end(),
+                     [](auto& c) { return c.second.running && !c.second.reported; });
+}
+
+void interrupt_foreground_children(session_ptr self) {
+  for (auto& [id, child] : self->state.children)
+    if (child.waiting) {
+      auto result = error_result("[interrupted: agent " + id + " was stopped]");
+      result.exit_code = 130;
+      answer_launch(child, std::move(result));
+      caf::anon_send(child.actor, interrupt_atom::value);
+    }
+}
+
+void on_child_down(session_ptr self, const caf::down_msg& down) {
+  auto& st = self->state;
+  for (auto& [id, child] : st.children) {
+    if (child.actor.address() != down.source || !child.running)
+      continue;
+    // It stopped without reporting its end: a crash, or a kill.
+    task_notification n;
+    n.id = new_message_id();
+    n.source = "agent";
+    n.task_id = id;
+    n.status = "failed";
+    n.description = child.description;
+    n.text = "the agent stopped unexpectedly: " + self->system().render(down.reason);
+    n.sent_at_us = now_us();
+    accept_notification(self, std::move(n));
+    return;
+  }
+}
+
+bool finish_agents(session_ptr self, terminal_reason reason, const std::string& error) {
+  auto& st = self->state;
+  // Background children: stopped, or left to finish into this session's durable queue.
+  for (auto& [id, child] : st.children) {
+    if (!child.running)
+      continue;
+    if (child.waiting)
+      answer_launch(child, error_result("[the parent session ended]"));
+    if (st.config.stop_children_on_end)
+      self->send_exit(child.actor, caf::exit_reason::user_shutdown);
+  }
+  // Notifications taken but not yet logged are written back for the next resume.
+  std::vector<message> undelivered = std::exchange(st.pending_notifications, {});
+  for (auto& input : st.queue)
+    if (input.origin == "task-notification")
+      undelivered.push_back(input);
+  st.queue.clear();
+  for (auto& m : undelivered) {
+    if (st.queued_from_file.count(m.id))
+      continue; // still in queue.jsonl: it is read again on resume
+    task_notification n;
+    n.id = m.id;
+    n.source = m.meta.value("source", std::string{"external"});
+    n.task_id = m.meta.value("task_id", std::string{});
+    n.status = m.meta.value("status", std::string{});
+    n.text = m.content;
+    if (auto saved = append_notification(queue_path(st), n, SIZE_MAX); !saved)
+      spdlog::error("session {}: a notification is lost: {}", st.config.session_id,
+                    saved.error());
+  }
+  if (!st.config.parent)
+    return false;
+  // A subagent reports its end to its parent; a parent that has ended finds it in its
+  // durable queue when it is resumed.
+  task_notification n;
+  n.id = new_message_id();
+  n.source = "agent";
+  n.task_id = st.config.session_id;
+  n.status = status_for(reason);
+  n.text = reason == terminal_reason::completed || st.last_assistant_text.empty()
+             ? (st.last_assistant_text.empty() ? error : st.last_assistant_text)
+             : st.last_assistant_text + (error.empty() ? "" : "\n[" + error + "]");
+  n.usage = st.usage;
+  n.sent_at_us = now_us();
+  auto parent_queue = st.config.parent_queue;
+  auto write_to_queue = [=] {
+    if (auto saved = append_notification(parent_queue, n, SIZE_MAX); !saved)
+      spdlog::error("agent {}: its end notification is lost: {}", n.task_id, saved.error());
+  };
+  st.reporting_to_parent = true;
+  self->request(st.config.parent, std::chrono::seconds{10}, notify_atom::value, n)
+    .then(
+      [=](bool delivered) {
+        if (!delivered)
+          write_to_queue();
+        self->quit();
+      },
+      [=](caf::error&) {
+        write_to_queue();
+        self->quit();
+      });
+  return true;
+}
+
+} // namespace troupe

@@ -1,0 +1,43 @@
+#include "protocol/notification.hpp"
+
+#include <nlohmann/json.hpp>
+
+namespace troupe {
+
+std::string notification_text(const task_notification& n) {
+  if (n.source == "external")
+    return "<task-notification>\n<source>external</source>\n<message>\n" + n.text +
+           "\n</message>\n</task-notification>";
+  std::string kind = n.source == "agent" ? "agent" : "task";
+  std::string out = "<task-notification>\n<" + kind + "-id>" + n.task_id + "</" + kind +
+                    "-id>\n<status>" + n.status + "</status>\n";
+  if (!n.description.empty())
+    out += "<description>" + n.description + "</description>\n";
+  out += "<result>\n" + n.text + "\n</result>\n";
+  if (n.usage.input_tokens + n.usage.output_tokens > 0)
+    out += "<usage>input_tokens: " + std::to_string(n.usage.input_tokens) +
+           ", output_tokens: " + std::to_string(n.usage.output_tokens) + "</usage>\n";
+  return out + "</task-notification>";
+}
+
+void to_json(nlohmann::json& j, const task_notification& x) {
+  j = {{"id", x.id},         {"source", x.source},           {"task_id", x.task_id},
+       {"status", x.status}, {"description", x.description}, {"text", x.text},
+       {"usage", x.usage},   {"urgent", x.urgent},           {"sent_at_us", x.sent_at_us}};
+}
+
+void from_json(const nlohmann::json& j, task_notification& x) {
+  x = task_notification{};
+  x.id = j.value("id", std::string{});
+  x.source = j.value("source", std::string{"external"});
+  x.task_id = j.value("task_id", std::string{});
+  x.status = j.value("status", std::string{});
+  x.description = j.value("description", std::string{});
+  x.text = j.value("text", std::string{});
+  if (auto u = j.find("usage"); u != j.end() && u->is_object())
+    u->get_to(x.usage);
+  x.urgent = j.value("urgent", false);
+  x.sent_at_us = j.value("sent_at_us", int64_t{0});
+}
+
+} // namespace troupe

@@ -1,0 +1,48 @@
+#pragma once
+// A task notification: news for a session from outside its loop — a background subagent or
+// shell task that ended, or a message from another process (`troupe notify`).
+
+#include <cstdint>
+#include <string>
+
+#include <caf/meta/type_name.hpp>
+#include <nlohmann/json_fwd.hpp>
+
+#include "protocol/json_inspect.hpp"
+#include "protocol/model.hpp"
+
+namespace troupe {
+
+struct task_notification {
+  /// Unique; becomes the id of the message that delivers it, so a resume never delivers twice.
+  std::string id;
+  /// "agent" (a subagent ended), "shell" (a background task ended) or "external" (notify).
+  std::string source;
+  /// The agent or task id; empty for external messages.
+  std::string task_id;
+  /// For tasks: "completed", "failed" or "stopped".
+  std::string status;
+  /// What the task was for (the subagent's description, the command).
+  std::string description;
+  /// The subagent's final text, the task's exit summary, or the external message.
+  std::string text;
+  token_usage usage;
+  /// Interrupts the current step and starts a turn with this message.
+  bool urgent = false;
+  /// When it was sent, in microseconds since the epoch (for latency measurements).
+  int64_t sent_at_us = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, task_notification& x) {
+  return f(caf::meta::type_name("task_notification"), x.id, x.source, x.task_id, x.status,
+           x.description, x.text, x.usage, x.urgent, x.sent_at_us);
+}
+
+/// The text the model reads for a notification.
+std::string notification_text(const task_notification& n);
+
+void to_json(nlohmann::json& j, const task_notification& x);
+void from_json(const nlohmann::json& j, task_notification& x);
+
+} // namespace troupe
