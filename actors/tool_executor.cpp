@@ -259,6 +259,8 @@ caf::result<tool_result> execute(self_ptr self, const tool_call& call) {
     return error_result(*problem);
   if (spec->kind == tool_kind::task)
     return run_task_tool(self, call);
+  if (spec->kind == tool_kind::subagent)
+    return error_result("the " + call.name + " tool is carried out by the session, not here");
   if (spec->kind == tool_kind::process && call.input.value("run_in_background", false))
     return start_task(self, call);
   if (spec->kind == tool_kind::scan) {

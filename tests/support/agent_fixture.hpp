@@ -1,6 +1,8 @@
 #pragma once
 // A real actor system running one agent against a scripted model, in a temporary directory.
 
+#include <map>
+
 #include <caf/actor_system.hpp>
 #include <caf/send.hpp>
 
@@ -16,6 +18,7 @@ struct agent_fixture {
   std::shared_ptr<recording> events = std::make_shared<recording>();
   session_config config;
   tool_context tools;
+  std::vector<std::shared_ptr<subagent_factory>> factories;
 
   agent_fixture() {
     config.session_id = "test-session";
@@ -25,6 +28,40 @@ struct agent_fixture {
     config.registry = std::make_shared<const tool_registry>(make_builtin_registry());
     std::filesystem::create_directories(config.cwd);
     tools.cwd = config.cwd;
+  }
+
+  /// Lets the agent launch subagents: a task call's "model" names one of these scripts
+  /// ("scripted:NAME"); each subagent is a real session with its own transcript.
+  void enable_subagents(std::map<std::string, std::vector<nlohmann::json>> scripts) {
+    auto shared = std::make_shared<std::map<std::string, std::vector<nlohmann::json>>>(
+      std::move(scripts));
+    auto base = config;
+    auto tool_ctx = tools;
+    auto factory = std::make_shared<subagent_factory>();
+    *factory = [shared, base, tool_ctx, weak = std::weak_ptr<subagent_factory>(factory)](
+                 caf::actor_system& sys, const subagent_launch& launch,
+                 session_actor parent) -> expected<session_actor> {
+      auto name = launch.model.rfind("scripted:", 0) == 0 ? launch.model.substr(9) : "";
+      auto lines = shared->find(name);
+      if (lines == shared->end())
+        return failure{"no test script named '" + launch.model + "'"};
+      session_config child = base;
+      child.session_id = launch.agent_id;
+      child.session_dir = launch.session_dir;
+      child.initial_inputs = {make_input(launch.prompt, "parent")};
+      child.subscribers.clear();
+      child.hooks.clear();
+      child.interactive = false;
+      child.depth = launch.depth;
+      child.parent = parent;
+      child.parent_queue = launch.session_dir.parent_path().parent_path() / "queue.jsonl";
+      if (auto self = weak.lock())
+        child.spawn_subagent = *self;
+      auto model = spawn_scripted_model(sys, make_script(lines->second));
+      return spawn_agent(sys, child, tool_ctx, model);
+    };
+    config.spawn_subagent = *factory;
+    factories.push_back(factory);
   }
 
   /// Spawns and starts the agent with the given inputs queued.
