@@ -2,63 +2,12 @@
 
 #include <doctest/doctest.h>
 
-#include "support/test_support.hpp"
+#include "support/cli_fixture.hpp"
 
 using namespace troupe::test;
 using nlohmann::json;
 
 namespace {
-
-/// A temporary TROUPE_HOME and workspace, with helpers to run troupe in them.
-struct cli_fixture {
-  temp_dir dir;
-
-  cli_fixture() { std::filesystem::create_directories(dir / "work"); }
-
-  process_options options(process_options opts = {}) {
-    opts.env["TROUPE_HOME"] = (dir / "home").string();
-    opts.env["XDG_CONFIG_HOME"] = (dir / "config").string();
-    opts.env["TROUPE_MODEL"] = "";
-    opts.env["OPENAI_API_KEY"] = "";
-    opts.env["ANTHROPIC_API_KEY"] = "";
-    opts.env["TROUPE_MAX_STEPS"] = opts.env.count("TROUPE_MAX_STEPS")
-                                     ? opts.env["TROUPE_MAX_STEPS"]
-                                     : "";
-    return opts;
-  }
-
-  std::string script(const std::vector<json>& lines) {
-    auto path = dir / ("script" + std::to_string(counter_++) + ".jsonl");
-    write_script(path, lines);
-    return "scripted:" + path.string();
-  }
-
-  process_result run(std::vector<std::string> args, process_options opts = {}) {
-    // Headless runs ask for nothing: shell and edits are allowed up front, as a CI job would.
-    std::vector<std::string> argv{"run", "--cwd", (dir / "work").string(),
-                                  "--permission-mode", "accept-edits", "--allow", "shell"};
-    argv.insert(argv.end(), args.begin(), args.end());
-    return run_troupe(argv, options(std::move(opts)));
-  }
-
-  /// A run with only the permissions the arguments and settings files give.
-  process_result run_unpermitted(std::vector<std::string> args, process_options opts = {}) {
-    std::vector<std::string> argv{"run", "--cwd", (dir / "work").string()};
-    argv.insert(argv.end(), args.begin(), args.end());
-    return run_troupe(argv, options(std::move(opts)));
-  }
-
-  std::vector<std::filesystem::path> transcripts() {
-    std::vector<std::filesystem::path> out;
-    if (std::filesystem::exists(dir / "home/sessions"))
-      for (auto& entry : std::filesystem::directory_iterator(dir / "home/sessions"))
-        out.push_back(entry.path() / "transcript.jsonl");
-    return out;
-  }
-
-private:
-  int counter_ = 0;
-};
 
 std::vector<json> json_lines(const std::string& out) {
   std::vector<json> lines;

@@ -1,0 +1,170 @@
+// Task notifications and control from other processes: troupe notify, interrupt and background
+// against running and stopped sessions, the durable queue, its cap and the endpoint's token.
+
+#include <doctest/doctest.h>
+
+#include <future>
+#include <thread>
+
+#include "actors/notification_queue.hpp"
+#include "support/cli_fixture.hpp"
+
+using namespace troupe;
+using namespace troupe::test;
+using nlohmann::json;
+
+namespace {
+
+json text_line(const std::string& text, int delay_ms = 0) {
+  json line = {{"text", text}};
+  if (delay_ms > 0)
+    line["delay_ms"] = delay_ms;
+  return line;
+}
+
+std::filesystem::path session_dir(cli_fixture& f, const std::string& id) {
+  return f.dir / "home/sessions" / id;
+}
+
+std::vector<std::string> roles(const std::filesystem::path& transcript) {
+  std::vector<std::string> out;
+  for (auto& m : read_jsonl(transcript))
+    out.push_back(m["role"].get<std::string>() +
+                  (m.contains("origin") ? ":" + m["origin"].get<std::string>() : ""));
+  return out;
+}
+
+// Starts a run in the background; returns once its control endpoint is up.
+std::future<process_result> start_live(cli_fixture& f, std::vector<std::string> args,
+                                       const std::string& id) {
+  args.insert(args.begin(), {"--session-id", id});
+  auto run = std::async(std::launch::async, [&f, args] { return f.run(args); });
+  REQUIRE(wait_until([&] { return std::filesystem::exists(session_dir(f, id) / "control.json"); },
+                     std::chrono::seconds{10}));
+  return run;
+}
+
+} // namespace
+
+TEST_CASE("notify to a stopped session queues durably; the resumed session reads it first") {
+  cli_fixture f;
+  REQUIRE(f.run({"--model", f.script({text_line("first")}), "--session-id", "s1", "hi"})
+            .exit_code == 0);
+  auto notify = run_troupe({"notify", "s1", "the", "deploy", "finished"}, f.options());
+  CHECK(notify.exit_code == 0);
+  CHECK(notify.out.find("queued for session s1") != std::string::npos);
+  auto queue = session_dir(f, "s1") / "queue.jsonl";
+  REQUIRE(read_jsonl(queue).size() == 1);
+
+  auto resumed = f.run({"--model", f.script({text_line("saw it"), text_line("next done")}),
+                        "--session-id", "s1", "next"});
+  CHECK(resumed.exit_code == 0);
+  CHECK(roles(session_dir(f, "s1") / "transcript.jsonl") ==
+        std::vector<std::string>{"user:prompt", "assistant", "user:task-notification",
+                                 "assistant", "user:prompt", "assistant"});
+  auto log = read_jsonl(session_dir(f, "s1") / "transcript.jsonl");
+  CHECK(log[2]["content"].get<std::string>().find("the deploy finished") != std::string::npos);
+  CHECK(read_file(queue).empty()); // delivered: the queue is emptied
+}
+
+TEST_CASE("notify: an unknown session, a missing message and a full queue are errors") {
+  cli_fixture f;
+  auto unknown = run_troupe({"notify", "nosuch", "hello"}, f.options());
+  CHECK(unknown.exit_code == 1);
+  CHECK(unknown.err.find("unknown session 'nosuch'") != std::string::npos);
+  CHECK(!std::filesystem::exists(session_dir(f, "nosuch")));
+
+  REQUIRE(f.run({"--model", f.script({text_line("ok")}), "--session-id", "s2", "hi"})
+            .exit_code == 0);
+  auto queue = session_dir(f, "s2") / "queue.jsonl";
+  for (int i = 0; i < 100; ++i) {
+    task_notification n;
+    n.id = "ntf_" + std::to_string(i);
+    n.text = "entry " + std::to_string(i);
+    REQUIRE(append_notification(queue, n));
+  }
+  auto full = run_troupe({"notify", "s2", "one too many"}, f.options());
+  CHECK(full.exit_code == 1);
+  CHECK(full.err.find("is full (100 undelivered entries)") != std::string::npos);
+  CHECK(read_jsonl(queue).size() == 100); // nothing dropped, nothing added
+}
+
+TEST_CASE("a waiting session takes a notify at once and ends after its idle timeout") {
+  cli_fixture f;
+  auto model = f.script({text_line("first"), text_line("got it")});
+  auto run = start_live(f, {"--model", model, "--wait-notifications", "--idle-timeout", "2",
+                            "--output-format", "stream-json", "hi"},
+                        "live");
+  auto notify = run_troupe({"notify", "live", "ping"}, f.options());
+  CHECK(notify.exit_code == 0);
+  CHECK(notify.out.find("delivered to the running session live") != std::string::npos);
+  auto r = run.get();
+  CHECK(r.exit_code == 0);
+  auto log = read_jsonl(session_dir(f, "live") / "transcript.jsonl");
+  REQUIRE(log.size() == 4);
+  CHECK(log[2]["origin"] == "task-notification");
+  CHECK(log[3]["content"] == "got it");
+  CHECK(!std::filesystem::exists(session_dir(f, "live") / "control.json"));
+}
+
+TEST_CASE("the control endpoint refuses a message without the right token") {
+  cli_fixture f;
+  auto run = start_live(f, {"--model", f.script({text_line("hi", 5000)}), "go"}, "guarded");
+  auto control = session_dir(f, "guarded") / "control.json";
+  auto file = json::parse(read_file(control));
+  CHECK((std::filesystem::status(control).permissions() & std::filesystem::perms::all) ==
+        (std::filesystem::perms::owner_read | std::filesystem::perms::owner_write));
+  auto real = file;
+  file["token"] = std::string(32, '0');
+  write_file(control, file.dump());
+  auto refused = run_troupe({"interrupt", "guarded"}, f.options());
+  CHECK(refused.exit_code == 1);
+  CHECK(refused.err.find("refused: wrong token") != std::string::npos);
+  write_file(control, real.dump());
+  auto accepted = run_troupe({"interrupt", "guarded"}, f.options());
+  CHECK(accepted.exit_code == 0);
+  CHECK(run.get().exit_code == 130);
+}
+
+TEST_CASE("troupe interrupt stops a generation from another process at once") {
+  cli_fixture f;
+  auto run = start_live(f, {"--model", f.script({text_line("slow", 20000)}),
+                            "--output-format", "stream-json", "go"},
+                        "busy");
+  auto sent = std::chrono::steady_clock::now();
+  auto r = run_troupe({"interrupt", "busy"}, f.options());
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("interrupted") != std::string::npos);
+  auto result = run.get();
+  CHECK(std::chrono::steady_clock::now() - sent < std::chrono::seconds{3});
+  CHECK(result.exit_code == 130);
+  auto idle = run_troupe({"interrupt", "busy"}, f.options());
+  CHECK(idle.exit_code == 1); // the session is gone
+  CHECK(idle.err.find("not running") != std::string::npos);
+}
+
+TEST_CASE("troupe background moves a foreground subagent to the background") {
+  cli_fixture f;
+  write_script(f.dir / "work/child.jsonl", {text_line("child result", 1500)});
+  auto parent = f.script(
+    {{{"tool_calls", json::array({{{"name", "task"},
+                                   {"input", {{"prompt", "slow job"},
+                                              {"model", "scripted:child.jsonl"}}}}})}},
+     text_line("parent goes on"), text_line("child reported")});
+  auto run = start_live(f, {"--model", parent, "go"}, "fg");
+  auto agents = session_dir(f, "fg") / "agents";
+  REQUIRE(wait_until([&] { return std::filesystem::exists(agents); }));
+  auto agent_id = std::filesystem::directory_iterator(agents)->path().filename().string();
+  auto moved = run_troupe({"background", agent_id}, f.options());
+  CHECK(moved.exit_code == 0);
+  CHECK(moved.out.find("moved agent " + agent_id + " to the background") != std::string::npos);
+  CHECK(run.get().exit_code == 0);
+  auto log = read_jsonl(session_dir(f, "fg") / "transcript.jsonl");
+  REQUIRE(log.size() == 6);
+  CHECK(log[2]["content"].get<std::string>().find("Moved agent " + agent_id) == 0);
+  CHECK(log[3]["content"] == "parent goes on");
+  CHECK(log[4]["origin"] == "task-notification");
+  CHECK(log[4]["content"].get<std::string>().find("child result") != std::string::npos);
+  auto unknown = run_troupe({"background", "agent_nosuch"}, f.options());
+  CHECK(unknown.exit_code == 1);
+}
