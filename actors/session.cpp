@@ -30,7 +30,18 @@ session_actor::behavior_type session_behavior(session_ptr self, session_config c
   // Initial prompts take the same path as every other input, queue cap included.
   for (auto& input : std::exchange(st.config.initial_inputs, {}))
     accept_input(self, std::move(input));
-  self->set_down_handler([=](caf::down_msg& msg) { on_child_down(self, msg); });
+  // A subagent watches its parent: a parent that stops, however it stops, stops it too.
+  if (st.config.parent)
+    self->monitor(st.config.parent);
+  self->set_down_handler([=](caf::down_msg& msg) {
+    auto& s = self->state;
+    if (s.config.parent && msg.source == s.config.parent.address()) {
+      end_session(self, terminal_reason::interrupted,
+                  "the parent session stopped: " + self->system().render(msg.reason));
+      return;
+    }
+    on_child_down(self, msg);
+  });
   self->set_exit_handler([=](caf::exit_msg& msg) {
     auto& s = self->state;
     if (s.phase == session_phase::ended)

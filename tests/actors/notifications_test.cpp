@@ -189,6 +189,15 @@ TEST_CASE("the depth and concurrency caps answer with clear errors") {
     CHECK(result["is_error"] == true);
     CHECK(result["content"].get<std::string>().find("limit is 3") != std::string::npos);
   }
+  SUBCASE("unknown agent to resume") {
+    agent_fixture f;
+    f.enable_subagents({{"child", {text_reply("never")}}});
+    f.run({task_call({{"prompt", "p"}, {"resume", "agent_nosuch"}}), text_reply("ok")});
+    auto result = f.transcript()[2];
+    CHECK(result["is_error"] == true);
+    CHECK(result["content"].get<std::string>().find("no agent 'agent_nosuch'") !=
+          std::string::npos);
+  }
   SUBCASE("concurrency") {
     agent_fixture f;
     f.config.max_children = 1;
@@ -264,4 +273,44 @@ TEST_CASE("a notification written to the durable queue is delivered on the next 
                                         "assistant"});
   CHECK(read_file(f.config.session_dir / "queue.jsonl").empty());
   CHECK(has_role(f, "user:task-notification"));
+}
+
+TEST_CASE("a parent that is killed takes its subagents down; they leave word in its queue") {
+  agent_fixture f;
+  f.enable_subagents({{"child", {slow_text("never", 20000)}}});
+  auto session = f.start({task_call({{"prompt", "p"}, {"mode", "background"},
+                                     {"model", "scripted:child"}}),
+                          text_reply("waiting")},
+                         {"go"});
+  REQUIRE(wait_until([&] { return f.transcript().size() == 4; })); // launched, now waiting
+  caf::anon_send_exit(session, caf::exit_reason::kill);
+  auto queue = f.config.session_dir / "queue.jsonl";
+  REQUIRE(wait_until([&] { return std::filesystem::exists(queue) && !read_file(queue).empty(); }));
+  auto entries = read_jsonl(queue);
+  REQUIRE(entries.size() == 1);
+  CHECK(entries[0]["status"] == "stopped");
+  CHECK(entries[0]["text"].get<std::string>().find("the parent session stopped") !=
+        std::string::npos);
+}
+
+TEST_CASE("resume sends a new prompt to a subagent that ended, with its transcript") {
+  agent_fixture f;
+  f.enable_subagents({{"child", {text_reply("first answer"), text_reply("second answer")}}});
+  // The second launch is a new session on the same transcript: its script starts over.
+  auto ended = f.run({task_call({{"prompt", "first"}, {"model", "scripted:child"}}),
+                      text_reply("placeholder")});
+  REQUIRE(ended.reason == terminal_reason::completed);
+  auto agents = f.config.session_dir / "agents";
+  auto agent_id = std::filesystem::directory_iterator(agents)->path().filename().string();
+
+  agent_fixture again;
+  again.config.session_dir = f.config.session_dir;
+  again.enable_subagents({{"child", {text_reply("resumed answer")}}});
+  again.run({task_call({{"prompt", "second"}, {"resume", agent_id}, {"model", "scripted:child"}}),
+             text_reply("done")},
+            {"continue"});
+  auto child_log = read_jsonl(agents / agent_id / "transcript.jsonl");
+  REQUIRE(child_log.size() == 4); // the first exchange, then the resumed one
+  CHECK(child_log[2]["content"] == "second");
+  CHECK(child_log[3]["content"] == "resumed answer");
 }

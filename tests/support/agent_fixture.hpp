@@ -8,6 +8,7 @@
 
 #include "actors/agent.hpp"
 #include "actors/scripted_model.hpp"
+#include "actors/transcript.hpp"
 #include "support/test_support.hpp"
 
 namespace troupe::test {
@@ -57,6 +58,12 @@ struct agent_fixture {
       child.parent_queue = launch.session_dir.parent_path().parent_path() / "queue.jsonl";
       if (auto self = weak.lock())
         child.spawn_subagent = *self;
+      if (launch.resume) {
+        auto loaded = load_transcript(launch.session_dir / "transcript.jsonl");
+        if (!loaded)
+          return failure{loaded.error()};
+        child.history = std::move(loaded->messages);
+      }
       auto model = spawn_scripted_model(sys, make_script(lines->second));
       return spawn_agent(sys, child, tool_ctx, model);
     };
