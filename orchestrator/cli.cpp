@@ -27,10 +27,14 @@
 #include "actors/runtime.hpp"
 #include "actors/transcript.hpp"
 #include "orchestrator/run_command.hpp"
+#include "tools/tool_spec.hpp"
 
 namespace troupe {
 
-std::string_view embedded_demo_script();
+std::string_view embedded_team_script();
+std::string_view embedded_writer_script();
+std::string_view embedded_surveyor_script();
+std::string_view embedded_scripter_script();
 
 namespace {
 
@@ -619,14 +623,25 @@ int run_demo(const std::string& format) {
   std::error_code ec;
   if (!std::filesystem::create_directory(workspace, ec))
     return fail("cannot create " + workspace.string() + ": " + ec.message());
-  auto lines = parse_script(embedded_demo_script(), "the bundled demo script");
+  auto lines = parse_script(embedded_team_script(), "the bundled demo script");
   if (!lines)
     return fail(lines.error());
+  // The subagents' scripts go beside the workspace; the parent names them in its task calls.
+  auto agents = root / "agents";
+  std::filesystem::create_directory(agents, ec);
+  for (auto [name, text] : {std::pair{"writer.jsonl", embedded_writer_script()},
+                            std::pair{"surveyor.jsonl", embedded_surveyor_script()},
+                            std::pair{"scripter.jsonl", embedded_scripter_script()}})
+    if (!write_whole_file(agents / name, std::string{text}).empty())
+      return fail("cannot write " + (agents / name).string());
 
   run_settings settings;
   settings.prompt = "Write a word-count script, try it on two sample files and tell me which "
-                    "file has more words.";
+                    "file has more words. Use helpers for the parts that can run at once.";
   settings.model_name = "scripted:demo";
+  settings.resolve_model = [](const std::string& spec) {
+    return resolve_model_spec(spec, run_flags{});
+  };
   settings.model_script = std::move(*lines);
   settings.cwd = workspace;
   settings.home = home_dir();
@@ -641,7 +656,8 @@ int run_demo(const std::string& format) {
   settings.render.format =
     format == "stream-json" ? output_format::stream_json : output_format::text;
   if (settings.render.format == output_format::text)
-    std::printf("troupe demo: an offline agent (scripted model, real shell) in %s\n",
+    std::printf("troupe demo: an offline agent team (scripted models, real shells, three "
+                "subagents, a notification from another process) in %s\n",
                 workspace.c_str());
   auto transcript = settings.troupe_home / "sessions" / settings.session_id / "transcript.jsonl";
   int code = execute_run(std::move(settings), stdout);

@@ -116,6 +116,13 @@ std::string to_text(const message_event& e, bool streamed) {
   const auto& m = e.msg;
   switch (m.role) {
     case role::user:
+      if (m.origin == "task-notification" && m.meta.is_object()) {
+        auto source = m.meta.value("source", std::string{});
+        auto id = m.meta.value("task_id", std::string{});
+        auto status = m.meta.value("status", std::string{});
+        return "\n◆ task notification: " + source + (id.empty() ? "" : " " + id) +
+               (status.empty() ? "" : " " + status) + "\n" + indent(m.content, "  │ ");
+      }
       return "\n> " + m.content + (m.content.empty() || m.content.back() != '\n' ? "\n" : "");
     case role::assistant: {
       std::string out = streamed ? "" : "\n" + m.content;

@@ -154,6 +154,10 @@ int execute_run(run_settings settings, std::FILE* out) {
   // Tool processes can reach this session: `troupe notify "$TROUPE_SESSION_ID" …`.
   ::setenv("TROUPE_SESSION_ID", settings.session_id.c_str(), 1);
   ::setenv("TROUPE_HOME", settings.troupe_home.c_str(), 1);
+  std::error_code self_ec;
+  auto self_path = std::filesystem::read_symlink("/proc/self/exe", self_ec);
+  if (!self_ec)
+    ::setenv("TROUPE_BIN", self_path.c_str(), 1);
 
   tool_context tools;
   tools.cwd = settings.cwd;

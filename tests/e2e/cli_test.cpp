@@ -229,14 +229,27 @@ TEST_CASE("a corrupt transcript line stops the run before anything is written") 
   CHECK(read_file(path) == "garbage\n{\"role\":\"user\",\"content\":\"x\"}\n");
 }
 
-TEST_CASE("troupe demo runs the bundled example offline") {
+TEST_CASE("troupe demo runs the bundled agent team offline") {
   auto r = run_troupe({"demo"});
   CHECK(r.exit_code == 0);
   CHECK(r.out.find("8 b.txt\n") != std::string::npos);
   CHECK(r.out.find("● completed") != std::string::npos);
+  CHECK(r.out.find("delivered to the running session") != std::string::npos);
   auto transcript_line = r.out.substr(r.out.rfind("transcript: ") + 12);
   transcript_line.pop_back();
-  CHECK(read_jsonl(transcript_line).size() == 12);
+  // Three notifications (two background subagents, one external notify), each in a turn or a
+  // step of its own; the foreground subagent's answer is a tool result.
+  size_t notifications = 0;
+  size_t task_results = 0;
+  for (auto& m : read_jsonl(transcript_line)) {
+    notifications += m.value("origin", "") == "task-notification" ? 1 : 0;
+    task_results += m.value("tool_name", "") == "task" ? 1 : 0;
+  }
+  CHECK(notifications == 3);
+  CHECK(task_results == 3);
+  auto agents = std::filesystem::path{transcript_line}.parent_path() / "agents";
+  CHECK(std::distance(std::filesystem::directory_iterator(agents),
+                      std::filesystem::directory_iterator()) == 3);
   std::filesystem::remove_all(
     std::filesystem::path{transcript_line}.parent_path().parent_path().parent_path().parent_path());
 }
