@@ -107,17 +107,35 @@ expected<std::vector<task_notification>> read_notifications(const std::filesyste
   return out;
 }
 
-bool release_notifications(const std::filesystem::path& queue, size_t& offset) {
+void release_notifications(const std::filesystem::path& queue, size_t& offset,
+                           const std::set<std::string>& undelivered) {
   queue_lock lock{queue, O_RDWR, LOCK_EX};
   if (!lock)
-    return false;
-  struct stat info {};
-  if (::fstat(lock.fd(), &info) < 0 || static_cast<size_t>(info.st_size) != offset)
-    return false;
-  if (::ftruncate(lock.fd(), 0) < 0)
-    return false;
-  offset = 0;
-  return true;
+    return;
+  auto data = read_from(lock.fd(), 0);
+  if (offset > data.size())
+    offset = data.size();
+  std::string kept;
+  for (size_t pos = 0; pos < offset;) {
+    auto end = data.find('\n', pos);
+    if (end == std::string::npos || end >= offset)
+      break;
+    auto line = data.substr(pos, end - pos + 1);
+    pos = end + 1;
+    auto parsed = nlohmann::json::parse(line, nullptr, false);
+    if (parsed.is_object() && undelivered.count(parsed.value("id", std::string{})))
+      kept += line;
+  }
+  auto new_offset = kept.size();
+  kept += data.substr(offset);
+  if (kept.size() == data.size())
+    return; // nothing delivered to drop
+  // Rewritten in place under the lock: writers wait for it, readers see the new content.
+  if (::pwrite(lock.fd(), kept.data(), kept.size(), 0) != static_cast<ssize_t>(kept.size()) ||
+      ::ftruncate(lock.fd(), static_cast<off_t>(kept.size())) < 0)
+    return;
+  ::fsync(lock.fd());
+  offset = new_offset;
 }
 
 } // namespace troupe

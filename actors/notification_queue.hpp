@@ -6,6 +6,8 @@
 
 #include <cstddef>
 #include <filesystem>
+#include <set>
+#include <string>
 #include <vector>
 
 #include "protocol/expected.hpp"
@@ -28,8 +30,10 @@ expected<std::vector<task_notification>> read_notifications(const std::filesyste
                                                            size_t& offset, size_t* bad_lines =
                                                                              nullptr);
 
-/// Empties the queue if nothing was appended past `offset` (everything in it has been
-/// delivered); then sets `offset` to 0. Returns whether it did.
-bool release_notifications(const std::filesystem::path& queue, size_t& offset);
+/// Drops the delivered entries: of the lines before `offset` (already read) only those whose
+/// id is in `undelivered` stay; the lines after it (not read yet) all stay. `offset` moves to
+/// the end of the kept read lines. Keeps the cap about undelivered entries under steady load.
+void release_notifications(const std::filesystem::path& queue, size_t& offset,
+                           const std::set<std::string>& undelivered);
 
 } // namespace troupe

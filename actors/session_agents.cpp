@@ -146,14 +146,13 @@ void read_durable_queue(session_ptr self) {
       st.queued_from_file.insert(n.id);
     accept_notification(self, std::move(n));
   }
-  if (st.queued_from_file.empty())
-    release_notifications(queue_path(st), st.queue_offset);
+  release_notifications(queue_path(st), st.queue_offset, st.queued_from_file);
 }
 
 void note_logged(session_ptr self, const message& m) {
   auto& st = self->state;
-  if (st.queued_from_file.erase(m.id) > 0 && st.queued_from_file.empty())
-    release_notifications(queue_path(st), st.queue_offset);
+  if (st.queued_from_file.erase(m.id) > 0)
+    release_notifications(queue_path(st), st.queue_offset, st.queued_from_file);
 }
 
 caf::result<tool_result> launch_subagent(session_ptr self, const tool_call& call) {
