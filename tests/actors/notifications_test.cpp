@@ -85,17 +85,29 @@ TEST_CASE("a notification during the last step of a turn starts the next turn") 
 }
 
 TEST_CASE("an urgent notification interrupts the step and starts a turn; the run goes on") {
-  agent_fixture f;
-  auto session = f.start({shell_reply("sleep 5"), text_reply("handled")}, {"go"});
-  REQUIRE(wait_until([&] { return f.transcript().size() == 2; }));
-  auto sent = std::chrono::steady_clock::now();
-  caf::anon_send(session, notify_atom::value, external("stop that", true));
-  auto ended = f.events->wait_for_end();
-  CHECK(std::chrono::steady_clock::now() - sent < std::chrono::seconds{2});
-  CHECK(ended.reason == terminal_reason::completed);
-  CHECK(ended.result_text == "handled");
-  CHECK(f.transcript_roles() == strings{"user:prompt", "assistant", "tool", "system:interrupt",
-                                        "user:task-notification", "assistant"});
+  for (bool mid_tool : {true, false}) {
+    CAPTURE(mid_tool);
+    agent_fixture f;
+    auto session = f.start({mid_tool ? shell_reply("sleep 5") : slow_text("slow", 5000),
+                            text_reply("handled")},
+                           {"go"});
+    if (mid_tool)
+      REQUIRE(wait_until([&] { return f.transcript().size() == 2; }));
+    else
+      std::this_thread::sleep_for(std::chrono::milliseconds{100});
+    auto sent = std::chrono::steady_clock::now();
+    caf::anon_send(session, notify_atom::value, external("stop that", true));
+    auto ended = f.events->wait_for_end();
+    CHECK(std::chrono::steady_clock::now() - sent < std::chrono::seconds{2});
+    CHECK(ended.reason == terminal_reason::completed);
+    CHECK(ended.result_text == "handled");
+    if (mid_tool)
+      CHECK(f.transcript_roles() == strings{"user:prompt", "assistant", "tool", "system:interrupt",
+                                            "user:task-notification", "assistant"});
+    else
+      CHECK(f.transcript_roles() == strings{"user:prompt", "system:interrupt",
+                                            "user:task-notification", "assistant"});
+  }
 }
 
 TEST_CASE("the same notification is delivered once, and an ended session refuses more") {

@@ -1,0 +1,127 @@
+// The durable notification queue, the notification text and the task tool's block form.
+
+#include <doctest/doctest.h>
+
+#include <thread>
+
+#include "actors/notification_queue.hpp"
+#include "support/test_support.hpp"
+#include "tools/task.hpp"
+
+using namespace troupe;
+using namespace troupe::test;
+
+namespace {
+
+task_notification entry(const std::string& id) {
+  task_notification n;
+  n.id = id;
+  n.source = "external";
+  n.text = "text of " + id;
+  return n;
+}
+
+} // namespace
+
+TEST_CASE("the queue appends whole lines and reads what is new from an offset") {
+  temp_dir dir;
+  auto queue = dir / "queue.jsonl";
+  size_t offset = 0;
+  CHECK(read_notifications(queue, offset)->empty()); // a missing file is an empty queue
+  REQUIRE(append_notification(queue, entry("a")));
+  REQUIRE(append_notification(queue, entry("b")));
+  auto first = read_notifications(queue, offset);
+  REQUIRE(first->size() == 2);
+  CHECK((*first)[1].id == "b");
+  CHECK((*first)[1].text == "text of b");
+  REQUIRE(append_notification(queue, entry("c")));
+  auto second = read_notifications(queue, offset);
+  REQUIRE(second->size() == 1);
+  CHECK((*second)[0].id == "c");
+}
+
+TEST_CASE("a half-written last line is left for the next read; bad lines are counted") {
+  temp_dir dir;
+  auto queue = dir / "queue.jsonl";
+  write_file(queue, "not json\n{\"id\":\"x\",\"text\":\"t\"}\n{\"id\":\"y\"");
+  size_t offset = 0;
+  size_t bad = 0;
+  auto read = read_notifications(queue, offset, &bad);
+  REQUIRE(read->size() == 1);
+  CHECK((*read)[0].id == "x");
+  CHECK(bad == 1);
+  CHECK(offset == read_file(queue).rfind('\n') + 1);
+}
+
+TEST_CASE("the cap refuses an append and keeps everything") {
+  temp_dir dir;
+  auto queue = dir / "queue.jsonl";
+  for (int i = 0; i < 3; ++i)
+    REQUIRE(append_notification(queue, entry(std::to_string(i)), 3));
+  auto refused = append_notification(queue, entry("3"), 3);
+  REQUIRE(!refused);
+  CHECK(refused.error().find("is full (3 undelivered entries)") != std::string::npos);
+  CHECK(read_jsonl(queue).size() == 3);
+}
+
+TEST_CASE("release drops delivered entries and keeps the undelivered and the unread") {
+  temp_dir dir;
+  auto queue = dir / "queue.jsonl";
+  for (auto id : {"a", "b", "c"})
+    REQUIRE(append_notification(queue, entry(id)));
+  size_t offset = 0;
+  read_notifications(queue, offset);
+  REQUIRE(append_notification(queue, entry("d"))); // not read yet
+  release_notifications(queue, offset, {"b"});     // a and c are delivered
+  auto left = read_jsonl(queue);
+  REQUIRE(left.size() == 2);
+  CHECK(left[0]["id"] == "b");
+  CHECK(left[1]["id"] == "d");
+  auto unread = read_notifications(queue, offset);
+  REQUIRE(unread->size() == 1);
+  CHECK((*unread)[0].id == "d");
+}
+
+TEST_CASE("concurrent writers never interleave their lines") {
+  temp_dir dir;
+  auto queue = dir / "queue.jsonl";
+  std::vector<std::thread> writers;
+  for (int w = 0; w < 4; ++w)
+    writers.emplace_back([&, w] {
+      for (int i = 0; i < 25; ++i)
+        REQUIRE(append_notification(queue, entry(std::to_string(w) + "-" + std::to_string(i))));
+    });
+  for (auto& t : writers)
+    t.join();
+  CHECK(read_jsonl(queue).size() == 100);
+}
+
+TEST_CASE("notification text names the source, the task and its result") {
+  task_notification n;
+  n.source = "agent";
+  n.task_id = "agent_1";
+  n.status = "failed";
+  n.description = "run tests";
+  n.text = "3 tests failed";
+  n.usage.input_tokens = 10;
+  n.usage.output_tokens = 5;
+  auto text = notification_text(n);
+  CHECK(text.find("<agent-id>agent_1</agent-id>") != std::string::npos);
+  CHECK(text.find("<status>failed</status>") != std::string::npos);
+  CHECK(text.find("<description>run tests</description>") != std::string::npos);
+  CHECK(text.find("3 tests failed") != std::string::npos);
+  CHECK(text.find("input_tokens: 10") != std::string::npos);
+  n.source = "external";
+  CHECK(notification_text(n).find("<source>external</source>") != std::string::npos);
+}
+
+TEST_CASE("a ```task block is a task call: the fence's word is the mode") {
+  auto spec = task_tool();
+  auto input = spec.input_from_block("background", "Find every caller of parse().\nList them.");
+  CHECK(input["mode"] == "background");
+  CHECK(input["prompt"] == "Find every caller of parse().\nList them.");
+  CHECK(input["description"] == "Find every caller of parse().");
+  CHECK(!spec.input_from_block("", "x").contains("mode"));
+  CHECK(validate_input(spec, input) == std::nullopt);
+  CHECK(validate_input(spec, {{"mode", "background"}}).has_value()); // no prompt
+}
