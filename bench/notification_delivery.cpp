@@ -15,7 +15,10 @@
 #include <set>
 #include <thread>
 
+#include <caf/actor_system_config.hpp>
+
 #include "actors/control_endpoint.hpp"
+#include "actors/ids.hpp"
 #include "actors/runtime.hpp"
 #include "bench_support.hpp"
 

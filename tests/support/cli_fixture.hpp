@@ -30,7 +30,7 @@ struct cli_fixture {
   }
 
   std::string script(const std::vector<nlohmann::json>& lines) {
-    auto path = dir / ("script" + std::to_string(counter_++) + ".nlohmann::jsonl");
+    auto path = dir / ("script" + std::to_string(counter_++) + ".jsonl");
     write_script(path, lines);
     return "scripted:" + path.string();
   }
@@ -54,7 +54,7 @@ struct cli_fixture {
     std::vector<std::filesystem::path> out;
     if (std::filesystem::exists(dir / "home/sessions"))
       for (auto& entry : std::filesystem::directory_iterator(dir / "home/sessions"))
-        out.push_back(entry.path() / "transcript.nlohmann::jsonl");
+        out.push_back(entry.path() / "transcript.jsonl");
     return out;
   }
 
