@@ -31,7 +31,8 @@ struct end_state {
 };
 
 inline event_sink_actor::behavior_type
-end_sink(event_sink_actor::stateful_pointer<end_state> self, std::promise<terminal_reason>* done) {
+end_sink(event_sink_actor::stateful_pointer<end_state> self, std::promise<terminal_reason>* done,
+         terminal_reason expected = terminal_reason::completed) {
   self->state.done = done;
   return {
     [=](const session_started_event&) {},
@@ -39,7 +40,7 @@ end_sink(event_sink_actor::stateful_pointer<end_state> self, std::promise<termin
     [=](const notice_event&) {},
     [=](const generation_progress&) {},
     [=](const session_ended_event& e) {
-      if (e.reason != terminal_reason::completed)
+      if (e.reason != expected)
         std::fprintf(stderr, "run ended %s: %s\n", to_string(e.reason), e.error_message.c_str());
       self->state.done->set_value(e.reason);
       self->quit();
@@ -72,7 +73,7 @@ run_scripted(caf::actor_system& sys, const std::filesystem::path& home,
   });
   std::promise<terminal_reason> done;
   auto future = done.get_future();
-  config.subscribers.push_back(sys.spawn(end_sink, &done));
+  config.subscribers.push_back(sys.spawn(end_sink, &done, terminal_reason::completed));
   tool_context tools;
   tools.cwd = work;
   auto model = spawn_scripted_model(sys, std::move(lines));

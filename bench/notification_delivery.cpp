@@ -147,7 +147,7 @@ void lost_wakeups(const std::string& binary, size_t children, size_t external) {
   };
   config.spawn_subagent = factory;
   std::promise<terminal_reason> done;
-  config.subscribers.push_back(sys.spawn(bench::end_sink, &done));
+  config.subscribers.push_back(sys.spawn(bench::end_sink, &done, terminal_reason::completed));
   auto session = spawn_agent(sys, config, tools, spawn_scripted_model(sys, parent));
   caf::anon_send(session, start_atom::value);
   auto transcript = config.session_dir / "transcript.jsonl";
@@ -214,7 +214,8 @@ void interrupt_latency(size_t rounds) {
       config.initial_inputs.push_back(make_input("go"));
       std::promise<terminal_reason> done;
       auto ended = done.get_future();
-      config.subscribers.push_back(sys.spawn(bench::end_sink, &done));
+      config.subscribers.push_back(
+        sys.spawn(bench::end_sink, &done, terminal_reason::interrupted));
       // Interrupt once the call is under way: after the step.pre hook (plus 30 ms for the
       // tool case, so the command runs).
       auto stepping = std::make_shared<std::promise<void>>();
