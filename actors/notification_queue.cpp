@@ -130,11 +130,12 @@ void release_notifications(const std::filesystem::path& queue, size_t& offset,
   kept += data.substr(offset);
   if (kept.size() == data.size())
     return; // nothing delivered to drop
-  // Rewritten in place under the lock: writers wait for it, readers see the new content.
+  // Rewritten in place under the lock: writers wait for it, readers see the new content. No
+  // fsync: what is dropped is in the transcript, and an entry that comes back after a crash is
+  // recognised by its id and skipped (the session's loop must not wait on the disk here).
   if (::pwrite(lock.fd(), kept.data(), kept.size(), 0) != static_cast<ssize_t>(kept.size()) ||
       ::ftruncate(lock.fd(), static_cast<off_t>(kept.size())) < 0)
     return;
-  ::fsync(lock.fd());
   offset = new_offset;
 }
 

@@ -183,7 +183,8 @@ void lost_wakeups(const std::string& binary, size_t children, size_t external) {
               percentile(result.in_process_ms, 0.5), percentile(result.in_process_ms, 0.99),
               result.in_process_ms.size(), percentile(result.external_ms, 0.5),
               percentile(result.external_ms, 0.99), result.external_ms.size());
-  std::filesystem::remove_all(root);
+  std::error_code ignored; // the control endpoint may be removing its file meanwhile
+  std::filesystem::remove_all(root, ignored);
 }
 
 // From an interrupt sent to a session (as the CLI's signal thread does) to its terminal event.
@@ -238,7 +239,8 @@ void interrupt_latency(size_t rounds) {
     std::printf("interrupt -> terminal event, mid-%s: p50 %.2f ms p99 %.2f ms (%zu runs)\n",
                 where.c_str(), percentile(ms, 0.5), percentile(ms, 0.99), ms.size());
   }
-  std::filesystem::remove_all(root);
+  std::error_code ignored; // the control endpoint may be removing its file meanwhile
+  std::filesystem::remove_all(root, ignored);
 }
 
 } // namespace
