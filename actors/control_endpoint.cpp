@@ -52,10 +52,10 @@ control_endpoint_actor::behavior_type endpoint(self_ptr self, session_actor sess
     self->quit();
   });
   return {
-    [=](control_atom, const std::string& token, const std::string& command,
+    [=](control_atom, const std::string& given, const std::string& command,
         const std::string& arg) -> caf::result<std::string> {
       auto& st = self->state;
-      if (!same_token(token, st.token))
+      if (!same_token(given, st.token))
         return std::string{"refused: wrong token"};
       auto promise = self->make_response_promise<std::string>();
       self->request(st.session, std::chrono::seconds{5}, control_atom::value, command, arg)

@@ -23,14 +23,6 @@ std::vector<std::string_view> split_lines(std::string_view text) {
   return lines;
 }
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
-    s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
-    s.remove_suffix(1);
-  return s;
-}
-
 // Similarity of two lines from 0 to 1: the longest common subsequence over the longer length,
 // whitespace at the ends ignored (the usual reason a model's old_string does not match).
 double similarity(std::string_view a, std::string_view b) {

@@ -31,14 +31,6 @@ bool wildcard_match(std::string_view pattern, std::string_view text) {
   return p == pattern.size();
 }
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\n'))
-    s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\n'))
-    s.remove_suffix(1);
-  return s;
-}
-
 // The simple commands of a command line, split at ; & | newlines, parentheses and backticks
 // (so a deny rule also sees what runs inside `$(…)`). `complex` is set when the line
 // substitutes commands or redirects, which no allow rule can vouch for.

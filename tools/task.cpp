@@ -2,18 +2,6 @@
 
 namespace troupe {
 
-namespace {
-
-std::string trimmed(std::string_view text) {
-  auto first = text.find_first_not_of(" \t\r\n");
-  if (first == std::string_view::npos)
-    return {};
-  auto last = text.find_last_not_of(" \t\r\n");
-  return std::string{text.substr(first, last - first + 1)};
-}
-
-} // namespace
-
 // Carried out by the session, which owns its subagents (see actors/session_agents.cpp).
 tool_spec task_tool() {
   tool_spec spec;
@@ -50,8 +38,8 @@ tool_spec task_tool() {
   spec.kind = tool_kind::subagent;
   // ```task [background|foreground]\nprompt``` — the first line of the prompt describes it.
   spec.input_from_block = [](std::string_view args, std::string_view body) {
-    auto prompt = trimmed(body);
-    auto mode = trimmed(args);
+    auto prompt = std::string{trim(body)};
+    auto mode = std::string{trim(args)};
     nlohmann::json input = {{"prompt", prompt},
                             {"description", prompt.substr(0, prompt.find('\n')).substr(0, 60)}};
     if (!mode.empty())

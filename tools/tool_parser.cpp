@@ -4,14 +4,6 @@ namespace troupe {
 
 namespace {
 
-std::string_view trim(std::string_view s) {
-  auto first = s.find_first_not_of(" \t\r");
-  if (first == std::string_view::npos)
-    return {};
-  auto last = s.find_last_not_of(" \t\r");
-  return s.substr(first, last - first + 1);
-}
-
 size_t count_backticks(std::string_view line) {
   size_t n = 0;
   while (n < line.size() && line[n] == '`')

@@ -152,4 +152,12 @@ bool cap_output(std::string& text, size_t cap, const std::string& saved_to) {
   return true;
 }
 
+std::string_view trim(std::string_view s) {
+  auto first = s.find_first_not_of(" \t\r\n");
+  if (first == std::string_view::npos)
+    return {};
+  auto last = s.find_last_not_of(" \t\r\n");
+  return s.substr(first, last - first + 1);
+}
+
 } // namespace troupe

@@ -100,6 +100,9 @@ std::optional<std::string> validate_input(const tool_spec& spec, const nlohmann:
 /// Returns an error result with the given message.
 tool_result error_result(std::string message);
 
+/// Returns `s` without leading and trailing spaces, tabs, carriage returns and newlines.
+std::string_view trim(std::string_view s);
+
 /// Resolves a path from tool input against the workspace.
 std::filesystem::path resolve_path(const tool_context& ctx, const std::string& path);
 
