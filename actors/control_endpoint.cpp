@@ -74,7 +74,7 @@ control_endpoint_actor::behavior_type endpoint(self_ptr self, session_actor sess
 expected<control_endpoint_actor> spawn_control_endpoint(caf::actor_system& sys,
                                                         session_actor session,
                                                         const std::filesystem::path& session_dir) {
-  auto token = random_hex(32);
+  auto token = secret_hex(32);
   auto file = session_dir / "control.json";
   auto actor = sys.spawn(endpoint, session, token, file);
   auto port = sys.middleman().publish(actor, 0, "127.0.0.1");

@@ -9,6 +9,9 @@ namespace troupe {
 /// Returns n random lowercase hex digits.
 std::string random_hex(size_t n);
 
+/// Returns n hex digits straight from the kernel's generator: for secrets (control tokens).
+std::string secret_hex(size_t n);
+
 /// Returns a new message id ("msg_" + 16 hex digits).
 std::string new_message_id();
 

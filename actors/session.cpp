@@ -36,6 +36,17 @@ session_actor::behavior_type session_behavior(session_ptr self, session_config c
   self->set_down_handler([=](caf::down_msg& msg) {
     auto& s = self->state;
     if (s.config.parent && msg.source == s.config.parent.address()) {
+      // A parent that ends cleanly has already said what becomes of us: a stop would have
+      // come before this (messages from one sender keep their order), so it let us finish.
+      // A parent that crashed or was killed takes us down.
+      if (msg.reason == caf::exit_reason::normal) {
+        s.config.parent = session_actor{};
+        s.detached = true;
+        publish_notice(self, "detached",
+                       "the parent session ended; this agent finishes on its own and leaves its "
+                       "result in the parent's queue");
+        return;
+      }
       end_session(self, terminal_reason::interrupted,
                   "the parent session stopped: " + self->system().render(msg.reason));
       return;
@@ -74,7 +85,12 @@ session_actor::behavior_type session_behavior(session_ptr self, session_config c
     },
     [=](due_atom, uint64_t serial) {
       auto& s = self->state;
-      if (s.phase == session_phase::idle && s.idle_serial == serial && serial != 0)
+      if (s.phase != session_phase::idle || s.idle_serial != serial || serial == 0)
+        return;
+      // Not idle while background subagents still work: their news is what it waits for.
+      if (waiting_for_children(s))
+        go_idle(self);
+      else
         end_session(self, terminal_reason::completed);
     },
   };

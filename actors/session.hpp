@@ -73,8 +73,13 @@ struct session_config {
   std::shared_ptr<const permission_policy> permissions;
   /// Answers "ask" decisions; null (headless): an ask is a denial.
   permission_asker_actor asker;
-  /// Interactive sessions wait for input when the queue is empty; others end.
+  /// A person drives the session (chat): it waits for input when the queue is empty, a step
+  /// cap, a declined call or an interrupt hands control back instead of ending the run, and an
+  /// interrupt while idle clears the queue.
   bool interactive = false;
+  /// A headless session that stays alive for task notifications when its queue is empty
+  /// (`--wait-notifications`); the terminal states stay those of a non-interactive run.
+  bool wait_for_notifications = false;
   /// Most inputs the prompt queue holds; past it inputs are dropped with a notice.
   size_t queue_cap = 100;
   hook_list hooks;

@@ -104,6 +104,7 @@ bool accept_notification(session_ptr self, task_notification n) {
     }
   }
   auto input = notification_message(n);
+  st.untaken_notifications[n.id] = n;
   spdlog::debug("session {}: notification {} from {} ({} us after it was sent)",
                 st.config.session_id, n.id, n.source,
                 n.sent_at_us > 0 ? now_us() - n.sent_at_us : 0);
@@ -151,6 +152,7 @@ void read_durable_queue(session_ptr self) {
 
 void note_logged(session_ptr self, const message& m) {
   auto& st = self->state;
+  st.untaken_notifications.erase(m.id);
   if (st.queued_from_file.erase(m.id) > 0)
     release_notifications(queue_path(st), st.queue_offset, st.queued_from_file);
 }
@@ -167,13 +169,29 @@ caf::result<tool_result> launch_subagent(session_ptr self, const tool_call& call
   if (auto resume = input.value("resume", std::string{}); !resume.empty()) {
     auto c = st.children.find(resume);
     if (c != st.children.end() && c->second.running) {
-      // Alive: the prompt joins its queue, and its end is reported as usual.
-      caf::anon_send(c->second.actor, submit_atom::value, make_input(prompt, "parent"));
-      c->second.reported = false;
-      return tool_result{"Sent the prompt to agent " + resume +
-                           ", which is still running; you will get a <task-notification> "
-                           "when it ends.",
-                         false, 0, false};
+      // Alive: the prompt joins its queue, and its end is reported as usual. It may have ended
+      // a moment ago, its notification still on the way: the model is told to wait for it.
+      auto promise = self->make_response_promise<tool_result>();
+      auto ended = error_result("agent " + resume + " has just ended; its result is on the way "
+                                "as a <task-notification>. Resume it again after that.");
+      self->request(c->second.actor, std::chrono::seconds{10}, control_atom::value,
+                    std::string{"input"}, prompt)
+        .then(
+          [=](const std::string& answer) mutable {
+            if (answer != "queued") {
+              promise.deliver(ended);
+              return;
+            }
+            if (auto child = self->state.children.find(resume);
+                child != self->state.children.end())
+              child->second.reported = false;
+            promise.deliver(tool_result{"Sent the prompt to agent " + resume +
+                                          ", which is still running; you will get a "
+                                          "<task-notification> when it ends.",
+                                        false, 0, false});
+          },
+          [=](caf::error&) mutable { promise.deliver(ended); });
+      return promise;
     }
     if (!std::filesystem::exists(st.config.session_dir / "agents" / resume / "transcript.jsonl"))
       return error_result("no agent '" + resume + "' in this session (agents: " +
@@ -185,9 +203,9 @@ caf::result<tool_result> launch_subagent(session_ptr self, const tool_call& call
                         std::to_string(st.config.max_depth) +
                         " (raise it with --max-agent-depth); do the work yourself");
   if (running_children(st) >= st.config.max_children)
-    return error_result("cannot launch a subagent: " + std::to_string(st.config.max_children) +
-                        " are already running, the limit (raise it with --max-agents); wait "
-                        "for a <task-notification> first");
+    return error_result("cannot launch a subagent: the limit of " +
+                        std::to_string(st.config.max_children) + " running at once is reached " +
+                        "(raise it with --max-agents); wait for a <task-notification> first");
   subagent_launch launch;
   launch.resume = !input.value("resume", std::string{}).empty();
   launch.agent_id = launch.resume ? input.value("resume", std::string{})
@@ -236,11 +254,15 @@ caf::result<std::string> run_control(session_ptr self, const std::string& comman
     return std::string{"delivered " + std::to_string(st.notification_ids.size() - before) +
                        " notification(s)"};
   }
-  if (command == "interrupt") {
-    if (st.phase != session_phase::stepping && st.phase != session_phase::compacting)
-      return std::string{"nothing to interrupt: the session is idle"};
-    request_interrupt(self);
-    return std::string{"interrupted"};
+  if (command == "interrupt")
+    return request_interrupt(self);
+  if (command == "input") {
+    // From a parent resuming this agent while it runs: the prompt joins the queue, unless the
+    // agent has just ended (the parent then continues it from its transcript).
+    if (st.phase == session_phase::ended)
+      return std::string{"error: the agent has ended"};
+    accept_input(self, make_input(arg, "parent"));
+    return std::string{"queued"};
   }
   if (command == "background" && arg.rfind("agents/", 0) == 0) {
     // A grandchild, named by its path below this session: agents/X/agents/Y goes to X as Y.
@@ -334,17 +356,14 @@ bool finish_agents(session_ptr self, terminal_reason reason, const std::string& 
   for (auto& m : undelivered) {
     if (st.queued_from_file.count(m.id))
       continue; // still in queue.jsonl: it is read again on resume
-    task_notification n;
-    n.id = m.id;
-    n.source = m.meta.value("source", std::string{"external"});
-    n.task_id = m.meta.value("task_id", std::string{});
-    n.status = m.meta.value("status", std::string{});
-    n.text = m.content;
-    if (auto saved = append_notification(queue_path(st), n, SIZE_MAX); !saved)
+    auto original = st.untaken_notifications.find(m.id);
+    if (original == st.untaken_notifications.end())
+      continue; // every notification taken is recorded there until it is logged
+    if (auto saved = append_notification(queue_path(st), original->second, SIZE_MAX); !saved)
       spdlog::error("session {}: a notification is lost: {}", st.config.session_id,
                     saved.error());
   }
-  if (!st.config.parent)
+  if (!st.config.parent && !st.detached)
     return false;
   // A subagent reports its end to its parent; a parent that has ended finds it in its
   // durable queue when it is resumed.
@@ -363,6 +382,10 @@ bool finish_agents(session_ptr self, terminal_reason reason, const std::string& 
     if (auto saved = append_notification(parent_queue, n, SIZE_MAX); !saved)
       spdlog::error("agent {}: its end notification is lost: {}", n.task_id, saved.error());
   };
+  if (st.detached) {
+    write_to_queue(); // the parent has ended: it reads this when it is resumed
+    return false;
+  }
   st.reporting_to_parent = true;
   self->request(st.config.parent, std::chrono::seconds{10}, notify_atom::value, n)
     .then(

@@ -68,6 +68,12 @@ struct session_state {
   std::vector<message> pending_notifications;
   /// Ids of the notifications already taken (logged, queued or pending): never twice.
   std::set<std::string> notification_ids;
+  /// The notifications taken but not yet logged, by id: written back as they came if the
+  /// session ends first.
+  std::map<std::string, task_notification> untaken_notifications;
+  /// A subagent whose parent ended and let it finish: its end goes to the parent's durable
+  /// queue, and its own terminal event says `backgrounded`.
+  bool detached = false;
   /// How far queue.jsonl has been read, and the entries read from it not yet in the log.
   size_t queue_offset = 0;
   std::set<std::string> queued_from_file;
@@ -97,7 +103,11 @@ void end_session(session_ptr self, terminal_reason reason, std::string error = {
                  model_error_kind kind = model_error_kind::none);
 
 /// Forwards an interrupt to the step (or compaction) in flight, and stops foreground subagents.
-void request_interrupt(session_ptr self);
+/// Idle, it clears the queue (interactive) or ends the run `interrupted`. Returns what it did.
+std::string request_interrupt(session_ptr self);
+
+/// Waits for input; with an idle timeout, the session ends `completed` when none comes.
+void go_idle(session_ptr self);
 
 // Shared by the loop (session_turns.cpp) and the subagent and notification handling
 // (session_agents.cpp).

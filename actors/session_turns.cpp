@@ -144,6 +144,9 @@ void end_session(session_ptr self, terminal_reason reason, std::string error,
   if (st.phase == session_phase::ended)
     return;
   st.phase = session_phase::ended;
+  // A subagent left to finish after its parent ended ran in the background, detached.
+  if (st.detached && reason == terminal_reason::completed)
+    reason = terminal_reason::backgrounded;
   drop_queue(self, "the session ended");
   bool wait_for_parent = finish_agents(self, reason, error);
   save_state(self);
@@ -331,7 +334,8 @@ void end_turn(session_ptr self) {
   next_turn(self);
 }
 
-// Waits for input; with an idle timeout, the session ends `completed` when none comes.
+} // namespace
+
 void go_idle(session_ptr self) {
   auto& st = self->state;
   st.phase = session_phase::idle;
@@ -341,18 +345,44 @@ void go_idle(session_ptr self) {
   }
 }
 
+namespace {
+
+// Logs every notification waiting in the queue, in order: news is delivered as a whole the
+// moment a turn starts, never one turn at a time. Returns false once the session has ended.
+bool log_queued_notifications(session_ptr self) {
+  auto& st = self->state;
+  std::deque<message> rest;
+  std::vector<message> news;
+  for (auto& input : st.queue)
+    (input.origin == "task-notification" ? news.emplace_back(std::move(input))
+                                         : rest.emplace_back(std::move(input)));
+  st.queue = std::move(rest);
+  for (auto& note : news)
+    if (!append(self, std::move(note)))
+      return false;
+  return true;
+}
+
 void next_turn(session_ptr self) {
   auto& st = self->state;
-  // Notifications that arrived during the turn start the next one.
-  for (auto it = st.pending_notifications.rbegin(); it != st.pending_notifications.rend(); ++it)
-    st.queue.push_front(std::move(*it));
-  st.pending_notifications.clear();
   st.urgent_pending = false;
   st.idle_serial = 0;
+  // Notifications that arrived during the turn start the next one, all of them at once.
+  if (!st.pending_notifications.empty()) {
+    for (auto& note : std::exchange(st.pending_notifications, {}))
+      if (!append(self, std::move(note)))
+        return;
+    if (!log_queued_notifications(self))
+      return;
+    start_turn(self);
+    return;
+  }
   while (st.phase != session_phase::ended) {
     if (st.queue.empty()) {
-      // A background subagent's news will start the next turn.
-      if (st.config.interactive || waiting_for_children(st)) {
+      // A person, a notification from outside or a background subagent's news will start the
+      // next turn.
+      if (st.config.interactive || st.config.wait_for_notifications ||
+          waiting_for_children(st)) {
         go_idle(self);
         return;
       }
@@ -366,7 +396,10 @@ void next_turn(session_ptr self) {
         return; // the compaction's end resumes the loop
       continue;
     }
+    bool news = input.origin == "task-notification";
     if (!append(self, std::move(input)))
+      return;
+    if (news && !log_queued_notifications(self))
       return;
     start_turn(self);
     return;
@@ -402,7 +435,9 @@ void stop_turn_interrupted(session_ptr self, bool declined) {
   st.state.transition = transition_reason::interrupted;
   message note;
   note.role = role::system;
-  note.content = declined ? "Stopped: the user declined a tool call." : "Interrupted by the user.";
+  note.content = declined           ? "Stopped: the user declined a tool call."
+                 : st.urgent_pending ? "Interrupted by an urgent notification."
+                                     : "Interrupted by the user.";
   note.origin = declined ? "declined" : "interrupt";
   if (!append(self, std::move(note)))
     return;
@@ -518,7 +553,7 @@ void on_step_done(session_ptr self, step_outcome& outcome) {
     st.state.transition = transition_reason::completed;
     save_state(self);
     fire_and_enqueue(self, hook_point::turn_post);
-    if (st.config.interactive)
+    if (st.config.interactive || st.config.wait_for_notifications)
       next_turn(self);
     else
       end_session(self, terminal_reason::completed);
@@ -696,16 +731,28 @@ bool accept_reply(session_ptr self, message reply) {
   return st.phase == session_phase::stepping && !st.interrupt_requested;
 }
 
-void request_interrupt(session_ptr self) {
+std::string request_interrupt(session_ptr self) {
   auto& st = self->state;
-  if ((st.phase != session_phase::stepping && st.phase != session_phase::compacting) ||
-      st.interrupt_requested)
-    return;
+  if (st.phase == session_phase::idle) {
+    if (st.config.interactive) {
+      // At the prompt an interrupt takes back what was queued, never the session.
+      drop_queue(self, "interrupted while idle");
+      return "cleared the queue: the session is idle";
+    }
+    // A headless run waiting (for subagents, for notifications) is stopped: nobody else will.
+    end_session(self, terminal_reason::interrupted, "interrupted while waiting");
+    return "interrupted: the run ended";
+  }
+  if (st.phase != session_phase::stepping && st.phase != session_phase::compacting)
+    return "nothing to interrupt: the session has not started or has ended";
+  if (st.interrupt_requested)
+    return "interrupted";
   interrupt_foreground_children(self);
   st.interrupt_requested = true;
   // Normal priority: a high-priority interrupt could overtake the step request it is meant
   // to stop and reach an idle step, which would then run the whole step.
   self->send(st.step, interrupt_atom::value);
+  return "interrupted";
 }
 
 } // namespace troupe

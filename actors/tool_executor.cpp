@@ -21,6 +21,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/ids.hpp"
+#include "actors/notification_queue.hpp"
 #include "actors/shell_reader.hpp"
 #include "tools/shell.hpp"
 
@@ -53,6 +54,10 @@ struct background_task {
     waiters;
 };
 
+struct tool_executor_state;
+tool_result task_report(const tool_executor_state& st, const std::string& id,
+                        const background_task& task, const std::string& call_id);
+
 struct tool_executor_state {
   std::shared_ptr<const tool_registry> registry;
   tool_context context;
@@ -76,10 +81,13 @@ struct tool_executor_state {
   session_actor session;
 
   ~tool_executor_state() {
-    // Background tasks end with the session; their waiters reap them.
+    // Background tasks end with the session; their waiters reap them. Each one stopped here is
+    // news the session never heard: it goes to the durable queue, read on the next resume.
     for (auto& [id, task] : tasks)
-      if (!task.exit_code)
+      if (!task.exit_code && !task.stopped) {
         ::kill(-task.pid, SIGKILL);
+        report_stopped(id, task);
+      }
     // Never leave a child behind: the shell's group holds every command and background job.
     // Readers are told to stop; each closes its own copy of the pipe.
     for (auto& [id, job] : jobs) {
@@ -91,6 +99,24 @@ struct tool_executor_state {
       caf::anon_send_exit(runner, caf::exit_reason::user_shutdown);
     for (auto& [job, runner] : busy_runners)
       caf::anon_send_exit(runner, caf::exit_reason::user_shutdown);
+  }
+
+  void report_stopped(const std::string& id, const background_task& task) const {
+    if (context.notification_queue.empty())
+      return;
+    task_notification n;
+    n.id = new_message_id();
+    n.source = "shell";
+    n.task_id = id;
+    n.status = "stopped";
+    n.description = task.command;
+    n.text = "[stopped: the session ended while the task was still running]\n" +
+             task_report(*this, id, task, "notification-" + id).output;
+    n.sent_at_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                     std::chrono::system_clock::now().time_since_epoch())
+                     .count();
+    if (auto saved = append_notification(context.notification_queue, n, SIZE_MAX); !saved)
+      spdlog::error("background task {}: its end is lost: {}", id, saved.error());
   }
 };
 

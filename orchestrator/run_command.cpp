@@ -65,14 +65,13 @@ expected<session_actor> spawn_subagent(caf::actor_system& sys,
   }
   if (model.http_model && !setup->engine)
     return failure{"an API model needs the HTTP engine, which this run did not start"};
-  // Its tools: the parent's, or the ones named; no task tool past the depth cap.
+  // Its tools: the parent's, or the ones named. At the depth cap the task tool stays, so that
+  // a launch gets the cap's clear error instead of "unknown tool".
   std::vector<tool_spec> tools;
   for (auto& tool : setup->registry->tools()) {
     bool named = launch.tools.empty() ||
                  std::find(launch.tools.begin(), launch.tools.end(), tool.name) !=
                    launch.tools.end();
-    if (tool.name == "task" && launch.depth >= parent_settings.max_agent_depth)
-      continue;
     if (named)
       tools.push_back(tool);
   }
@@ -117,6 +116,7 @@ expected<session_actor> spawn_subagent(caf::actor_system& sys,
   context.output_cap = parent_settings.max_tool_output;
   context.results_dir = launch.session_dir / "tool-results";
   context.tasks_dir = launch.session_dir / "tasks";
+  context.notification_queue = launch.session_dir / "queue.jsonl";
 
   model_client_actor client;
   if (model.http_model) {
@@ -166,6 +166,7 @@ int execute_run(run_settings settings, std::FILE* out) {
   tools.output_cap = settings.max_tool_output;
   tools.results_dir = session_dir / "tool-results";
   tools.tasks_dir = session_dir / "tasks";
+  tools.notification_queue = session_dir / "queue.jsonl";
 
   session_config session;
   session.session_id = settings.session_id;
@@ -187,7 +188,7 @@ int execute_run(run_settings settings, std::FILE* out) {
   session.max_depth = settings.max_agent_depth;
   session.max_children = settings.max_agents;
   session.stop_children_on_end = !settings.let_agents_finish;
-  session.interactive = settings.wait_notifications;
+  session.wait_for_notifications = settings.wait_notifications;
   session.idle_timeout = settings.idle_timeout;
 
   std::optional<http_engine> engine;

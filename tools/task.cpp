@@ -32,6 +32,8 @@ tool_spec task_tool() {
     {"required", {"prompt"}}};
   spec.block_names = {"task"};
   spec.examples = {{"background", "Find every call site of parse_config and list them."}};
+  // In the text formats the fence line may also name a model or an agent to resume:
+  // ```task background model=openai/gpt-4.1``` or ```task resume=agent_1a2b3c```.
   // The subagent's own calls are checked like this agent's: launching it needs no approval,
   // and several launches of one reply run at once.
   spec.read_only = true;
@@ -39,11 +41,26 @@ tool_spec task_tool() {
   // ```task [background|foreground]\nprompt``` — the first line of the prompt describes it.
   spec.input_from_block = [](std::string_view args, std::string_view body) {
     auto prompt = std::string{trim(body)};
-    auto mode = std::string{trim(args)};
     nlohmann::json input = {{"prompt", prompt},
                             {"description", prompt.substr(0, prompt.find('\n')).substr(0, 60)}};
-    if (!mode.empty())
-      input["mode"] = mode;
+    auto words = std::string{trim(args)};
+    for (size_t start = 0; start < words.size();) {
+      auto end = words.find_first_of(" \t", start);
+      auto word = words.substr(start, end == std::string::npos ? std::string::npos : end - start);
+      start = end == std::string::npos ? words.size() : words.find_first_not_of(" \t", end);
+      auto eq = word.find('=');
+      if (eq == std::string::npos) {
+        input["mode"] = word;
+        continue;
+      }
+      auto key = word.substr(0, eq);
+      auto value = word.substr(eq + 1);
+      if (key == "max_steps" && !value.empty() &&
+          value.find_first_not_of("0123456789") == std::string::npos && value.size() < 9)
+        input[key] = std::stoi(value);
+      else
+        input[key] = value; // unknown keys come back to the model as a schema error
+    }
     return input;
   };
   return spec;

@@ -1,5 +1,7 @@
 #include "tools/tool_spec.hpp"
 
+#include <algorithm>
+
 #include <cctype>
 #include <fstream>
 #include <sstream>
@@ -49,6 +51,14 @@ std::optional<std::string> validate_input(const tool_spec& spec, const nlohmann:
       if (!has_json_type(value, type->get<std::string>()))
         return "argument '" + key + "' of tool '" + spec.name + "' must be of type " +
                type->get<std::string>() + ", got " + value.dump();
+    if (auto allowed = property->find("enum"); allowed != property->end() && allowed->is_array())
+      if (std::find(allowed->begin(), allowed->end(), value) == allowed->end()) {
+        std::string choices;
+        for (auto& choice : *allowed)
+          choices += (choices.empty() ? "" : ", ") + choice.dump();
+        return "argument '" + key + "' of tool '" + spec.name + "' must be one of " + choices +
+               ", got " + value.dump();
+      }
   }
   return std::nullopt;
 }

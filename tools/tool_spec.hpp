@@ -33,6 +33,9 @@ struct tool_context {
   std::filesystem::path results_dir;
   /// Where background tasks write their output; empty: a temporary directory.
   std::filesystem::path tasks_dir;
+  /// The session's durable queue: a background task still running when the session ends is
+  /// stopped and reported there, so a resumed session hears of it. Empty: not reported.
+  std::filesystem::path notification_queue;
   /// The bash the shell tool runs, as an absolute path: searching PATH on every call costs a
   /// failed execve per PATH entry.
   std::string shell_program = "/bin/bash";

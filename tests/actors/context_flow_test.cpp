@@ -34,7 +34,7 @@ TEST_CASE("a block cut at the output limit is joined with its continuation and r
   CHECK(ended.state.max_output_recovery_count == 1);
 }
 
-TEST_CASE("continuations stop after three; a call still cut then is dropped with a note") {
+TEST_CASE("continuations stop after three, a call still cut then is dropped with a note") {
   agent_fixture f;
   json last = cut("y");
   last["tool_calls"] = json::array({{{"name", "shell"}, {"input", {{"command", "echo never"}}}}});
@@ -49,7 +49,7 @@ TEST_CASE("continuations stop after three; a call still cut then is dropped with
                                                    "run") != std::string::npos);
 }
 
-TEST_CASE("compact hooks fire once around a compaction; post-compact messages follow it") {
+TEST_CASE("compact hooks fire once around a compaction, post-compact messages follow it") {
   agent_fixture f;
   auto order = std::make_shared<strings>();
   f.config.hooks.emplace_back(hook_point::pre_compact, [order](const hook_context& ctx) {

@@ -84,7 +84,7 @@ TEST_CASE("a notification during the last step of a turn starts the next turn") 
         strings{"user:prompt", "assistant", "user:task-notification", "assistant"});
 }
 
-TEST_CASE("an urgent notification interrupts the step and starts a turn; the run goes on") {
+TEST_CASE("an urgent notification interrupts the step and starts a turn, the run goes on") {
   for (bool mid_tool : {true, false}) {
     CAPTURE(mid_tool);
     agent_fixture f;
@@ -166,7 +166,7 @@ TEST_CASE("a foreground subagent's answer is the task call's result") {
   CHECK(child_log[0]["origin"] == "parent");
 }
 
-TEST_CASE("background subagents report through notifications; the parent waits for them") {
+TEST_CASE("background subagents report through notifications, the parent waits for them") {
   agent_fixture f;
   f.enable_subagents({{"slow", {slow_text("slow result", 300)}},
                       {"fast", {slow_text("fast result", 50)}}});
@@ -222,12 +222,12 @@ TEST_CASE("the depth and concurrency caps answer with clear errors") {
     auto log = f.transcript();
     CHECK(log[2]["is_error"] == false);
     CHECK(log[3]["is_error"] == true);
-    CHECK(log[3]["content"].get<std::string>().find("1 are already running") !=
+    CHECK(log[3]["content"].get<std::string>().find("the limit of 1 running at once") !=
           std::string::npos);
   }
 }
 
-TEST_CASE("a parent that ends stops its background subagents; their end goes to its queue") {
+TEST_CASE("a parent that ends stops its background subagents, their end goes to its queue") {
   for (bool stop : {true, false}) {
     CAPTURE(stop);
     agent_fixture f;
@@ -287,7 +287,7 @@ TEST_CASE("a notification written to the durable queue is delivered on the next 
   CHECK(has_role(f, "user:task-notification"));
 }
 
-TEST_CASE("a parent that is killed takes its subagents down; they leave word in its queue") {
+TEST_CASE("a parent that is killed takes its subagents down, they leave word in its queue") {
   agent_fixture f;
   f.enable_subagents({{"child", {slow_text("never", 20000)}}});
   auto session = f.start({task_call({{"prompt", "p"}, {"mode", "background"},

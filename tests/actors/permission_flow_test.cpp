@@ -48,7 +48,7 @@ void use_policy(agent_fixture& f, permission_mode mode, std::vector<std::string>
 
 } // namespace
 
-TEST_CASE("headless, an ask is a denial the model reads; giving up ends permission_blocked") {
+TEST_CASE("headless, an ask is a denial the model reads, giving up ends permission_blocked") {
   agent_fixture f;
   use_policy(f, permission_mode::standard);
   auto ended = f.run({tool_reply("shell", {{"command", "rm -rf build"}}),

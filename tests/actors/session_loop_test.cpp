@@ -116,7 +116,7 @@ TEST_CASE("a throwing hook is reported and the loop goes on") {
   CHECK(f.events->notices("hook_error")[0]["text"] == "step.pre hook failed: boom");
 }
 
-TEST_CASE("queued prompts run as turns in order; non-interactive ends when the queue is empty") {
+TEST_CASE("queued prompts run as turns in order, non-interactive ends when the queue is empty") {
   agent_fixture f;
   auto ended = f.run({text_reply("one"), text_reply("two"), text_reply("three")},
                      {"first", "second", "third"});
@@ -130,7 +130,7 @@ TEST_CASE("queued prompts run as turns in order; non-interactive ends when the q
   CHECK(log[5]["content"] == "three");
 }
 
-TEST_CASE("the prompt queue holds 100 inputs; the rest is dropped with a notice") {
+TEST_CASE("the prompt queue holds 100 inputs, the rest is dropped with a notice") {
   agent_fixture f;
   f.config.queue_cap = 100;
   f.config.hooks.emplace_back(hook_point::loop_continue, [fired = false](const hook_context&) mutable {

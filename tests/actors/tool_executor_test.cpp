@@ -232,7 +232,7 @@ int pid_of(const tool_result& started) {
 
 } // namespace
 
-TEST_CASE("a background command returns its task id at once; task_output waits for it") {
+TEST_CASE("a background command returns its task id at once, task_output waits for it") {
   executor_fixture f;
   auto begin = std::chrono::steady_clock::now();
   auto started = f.run("shell", {{"command", "echo first; sleep 0.5; echo second; exit 3"},
@@ -253,7 +253,7 @@ TEST_CASE("a background command returns its task id at once; task_output waits f
   CHECK(f.shell("echo free").output == "free\n");
 }
 
-TEST_CASE("task_output stops waiting after its timeout; task_stop kills the task's group") {
+TEST_CASE("task_output stops waiting after its timeout, task_stop kills the task's group") {
   executor_fixture f;
   auto started = f.run("shell", {{"command", "sleep 30 & echo $! > child.pid; echo up; wait"},
                                  {"run_in_background", true}});

@@ -123,7 +123,7 @@ TEST_CASE("a second prompt-too-long after the reactive compaction ends the run w
   CHECK(count_compactions(server.requests()) == 1);
 }
 
-TEST_CASE("three failed compactions trip the breaker; the loop goes on until the provider refuses") {
+TEST_CASE("three failed compactions trip the breaker, the loop goes on until the provider refuses") {
   // A prompt past the threshold of a 4000-token window: every step wants a compaction.
   std::string prompt(12000, 'x');
   fake_server server{R"([

@@ -46,7 +46,7 @@ std::future<process_result> start_live(cli_fixture& f, std::vector<std::string> 
 
 } // namespace
 
-TEST_CASE("notify to a stopped session queues durably; the resumed session reads it first") {
+TEST_CASE("notify to a stopped session queues durably, the resumed session reads it first") {
   cli_fixture f;
   REQUIRE(f.run({"--model", f.script({text_line("first")}), "--session-id", "s1", "hi"})
             .exit_code == 0);
@@ -167,4 +167,48 @@ TEST_CASE("troupe background moves a foreground subagent to the background") {
   CHECK(log[4]["content"].get<std::string>().find("child result") != std::string::npos);
   auto unknown = run_troupe({"background", "agent_nosuch"}, f.options());
   CHECK(unknown.exit_code == 1);
+}
+
+TEST_CASE("troupe interrupt ends a run that waits for notifications, exit 130") {
+  cli_fixture f;
+  auto run = start_live(f, {"--model", f.script({text_line("first")}), "--wait-notifications",
+                            "hi"},
+                        "waiting");
+  REQUIRE(wait_until([&] {
+    return read_jsonl(session_dir(f, "waiting") / "transcript.jsonl").size() == 2;
+  }));
+  auto r = run_troupe({"interrupt", "waiting"}, f.options());
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("interrupted: the run ended") != std::string::npos);
+  CHECK(run.get().exit_code == 130);
+}
+
+TEST_CASE("waiting for notifications keeps a run's exit codes") {
+  cli_fixture f;
+  auto capped = f.run({"--model", f.script({text_line("```shell\ntrue\n```"), text_line("x")}),
+                       "--wait-notifications", "--max-steps", "1", "go"});
+  CHECK(capped.exit_code == 3);
+}
+
+TEST_CASE("past the depth cap the task tool answers with the cap, not an unknown tool") {
+  cli_fixture f;
+  // The child (depth 1, the cap) tries to launch a grandchild.
+  write_script(f.dir / "work/child.jsonl",
+               {{{"tool_calls", json::array({{{"name", "task"},
+                                              {"input", {{"prompt", "deeper"},
+                                                         {"model", "scripted:child.jsonl"}}}}})}},
+                text_line("could not go deeper")});
+  auto parent = f.script(
+    {{{"tool_calls", json::array({{{"name", "task"},
+                                   {"input", {{"prompt", "go deep"},
+                                              {"model", "scripted:child.jsonl"}}}}})}},
+     text_line("done")});
+  auto r = f.run({"--model", parent, "--max-agent-depth", "1", "--session-id", "deep", "go"});
+  CHECK(r.exit_code == 0);
+  auto agents = session_dir(f, "deep") / "agents";
+  auto child = std::filesystem::directory_iterator(agents)->path();
+  auto log = read_jsonl(child / "transcript.jsonl");
+  REQUIRE(log.size() == 4);
+  CHECK(log[2]["is_error"] == true);
+  CHECK(log[2]["content"].get<std::string>().find("the limit is 1") != std::string::npos);
 }

@@ -17,6 +17,8 @@ struct agent_fixture {
   temp_dir dir;
   actor_system_fixture actors;
   std::shared_ptr<recording> events = std::make_shared<recording>();
+  /// When set, every subagent's events are recorded here too.
+  std::shared_ptr<recording> child_events;
   session_config config;
   tool_context tools;
   std::vector<std::shared_ptr<subagent_factory>> factories;
@@ -29,6 +31,7 @@ struct agent_fixture {
     config.registry = std::make_shared<const tool_registry>(make_builtin_registry());
     std::filesystem::create_directories(config.cwd);
     tools.cwd = config.cwd;
+    tools.notification_queue = config.session_dir / "queue.jsonl";
   }
 
   /// Lets the agent launch subagents: a task call's "model" names one of these scripts
@@ -39,7 +42,9 @@ struct agent_fixture {
     auto base = config;
     auto tool_ctx = tools;
     auto factory = std::make_shared<subagent_factory>();
-    *factory = [shared, base, tool_ctx, weak = std::weak_ptr<subagent_factory>(factory)](
+    auto recorder = child_events;
+    *factory = [shared, base, tool_ctx, recorder,
+                weak = std::weak_ptr<subagent_factory>(factory)](
                  caf::actor_system& sys, const subagent_launch& launch,
                  session_actor parent) -> expected<session_actor> {
       auto name = launch.model.rfind("scripted:", 0) == 0 ? launch.model.substr(9) : "";
@@ -51,8 +56,12 @@ struct agent_fixture {
       child.session_dir = launch.session_dir;
       child.initial_inputs = {make_input(launch.prompt, "parent")};
       child.subscribers.clear();
+      if (recorder)
+        child.subscribers.push_back(spawn_recorder(sys, recorder));
       child.hooks.clear();
       child.interactive = false;
+      child.wait_for_notifications = false;
+      child.idle_timeout = {};
       child.depth = launch.depth;
       child.parent = parent;
       child.parent_queue = launch.session_dir.parent_path().parent_path() / "queue.jsonl";
@@ -65,7 +74,9 @@ struct agent_fixture {
         child.history = std::move(loaded->messages);
       }
       auto model = spawn_scripted_model(sys, make_script(lines->second));
-      return spawn_agent(sys, child, tool_ctx, model);
+      auto child_tools = tool_ctx;
+      child_tools.notification_queue = launch.session_dir / "queue.jsonl";
+      return spawn_agent(sys, child, child_tools, model);
     };
     config.spawn_subagent = *factory;
     factories.push_back(factory);

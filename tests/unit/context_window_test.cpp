@@ -91,7 +91,7 @@ TEST_CASE("the projection counts fixed tokens and messages, and calibration scal
   CHECK(w.over_threshold());
 }
 
-TEST_CASE("old large tool results are elided past their budget; the current step's never are") {
+TEST_CASE("old large tool results are elided past their budget, the current step's never are") {
   context_window w{window_of(4000)}; // tool result budget: 1300 tokens
   w.append(make(role::user, "task"));
   w.append(make(role::assistant, "step 1"));

@@ -40,7 +40,7 @@ TEST_CASE("the queue appends whole lines and reads what is new from an offset") 
   CHECK((*second)[0].id == "c");
 }
 
-TEST_CASE("a half-written last line is left for the next read; bad lines are counted") {
+TEST_CASE("a half-written last line is left for the next read, bad lines are counted") {
   temp_dir dir;
   auto queue = dir / "queue.jsonl";
   write_file(queue, "not json\n{\"id\":\"x\",\"text\":\"t\"}\n{\"id\":\"y\"");
@@ -124,4 +124,25 @@ TEST_CASE("a ```task block is a task call: the fence's word is the mode") {
   CHECK(!spec.input_from_block("", "x").contains("mode"));
   CHECK(validate_input(spec, input) == std::nullopt);
   CHECK(validate_input(spec, {{"mode", "background"}}).has_value()); // no prompt
+}
+
+TEST_CASE("a task block's fence names the mode, a model and an agent to resume") {
+  auto spec = task_tool();
+  auto input = spec.input_from_block("background model=scripted:child.jsonl max_steps=4",
+                                     "Write the tests.");
+  CHECK(input["mode"] == "background");
+  CHECK(input["model"] == "scripted:child.jsonl");
+  CHECK(input["max_steps"] == 4);
+  CHECK(validate_input(spec, input) == std::nullopt);
+  CHECK(spec.input_from_block("resume=agent_1a2b3c", "go on")["resume"] == "agent_1a2b3c");
+  auto unknown = spec.input_from_block("colour=blue", "x");
+  REQUIRE(validate_input(spec, unknown).has_value());
+  CHECK(validate_input(spec, unknown)->find("no argument 'colour'") != std::string::npos);
+}
+
+TEST_CASE("a mode outside the schema's choices is refused with the choices") {
+  auto spec = task_tool();
+  auto problem = validate_input(spec, {{"prompt", "p"}, {"mode", "bogus"}});
+  REQUIRE(problem.has_value());
+  CHECK(problem->find("must be one of \"foreground\", \"background\"") != std::string::npos);
 }

@@ -131,7 +131,7 @@ TEST_CASE("path rules: relative to the workspace, ./, absolute and ~/") {
   CHECK(f.writing("etc/hosts") == allow);
 }
 
-TEST_CASE("a bare deny removes the tool; always rules name the call") {
+TEST_CASE("a bare deny removes the tool, always rules name the call") {
   policy_fixture f;
   f.policy.rules.deny = {rule("shell"), rule("write(x)")};
   CHECK(f.policy.removes_tool("shell"));

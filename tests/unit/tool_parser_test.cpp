@@ -111,7 +111,7 @@ TEST_CASE("unterminated or unknown xml elements are not runnable") {
   CHECK(parse_xml_calls("no tools <here>", registry()).empty());
 }
 
-TEST_CASE("rendered xml calls parse back; each format parses only its own syntax") {
+TEST_CASE("rendered xml calls parse back, each format parses only its own syntax") {
   auto text = render_xml_call("save", "dir/\"q\".txt", "line\n<b>bold</b>\n");
   auto calls = parse_xml_calls(text, registry());
   REQUIRE(calls.size() == 1);
