@@ -3,12 +3,15 @@
 #include <caf/actor_system.hpp>
 #include <caf/send.hpp>
 
+#include "actors/disk_io.hpp"
 #include "actors/tool_executor.hpp"
 
 namespace troupe {
 
 session_actor spawn_agent(caf::actor_system& sys, session_config session, tool_context tools,
                           model_client_actor model) {
+  if (!session.disk)
+    session.disk = spawn_disk_io(sys);
   auto executor = spawn_tool_executor(sys, session.registry, std::move(tools));
   auto agent = spawn_session(sys, std::move(session), std::move(model), executor);
   caf::anon_send(executor, subscribe_atom::value, agent);

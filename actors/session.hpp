@@ -108,6 +108,9 @@ struct session_config {
   /// An interactive session (or one waiting for notifications) ends `completed` after this
   /// long with nothing to do; 0: it waits for ever.
   std::chrono::milliseconds idle_timeout{0};
+  /// Does the blocking file work (durable queues, fsync); shared by the sessions of a process.
+  /// Unset: spawn_agent starts one for this agent.
+  disk_io_actor disk;
 };
 
 /// Spawns a session and its step actor. The session drives `model` and `executor` through

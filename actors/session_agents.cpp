@@ -9,7 +9,6 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/ids.hpp"
-#include "actors/notification_queue.hpp"
 #include "actors/session_state.hpp"
 #include "tools/tool_spec.hpp"
 
@@ -109,9 +108,14 @@ bool accept_notification(session_ptr self, task_notification n) {
                 st.config.session_id, n.id, n.source,
                 n.sent_at_us > 0 ? now_us() - n.sent_at_us : 0);
   switch (st.phase) {
-    case session_phase::created:
-      st.queue.push_back(std::move(input));
+    case session_phase::created: {
+      // News goes ahead of the prompts queued before the start, after earlier news.
+      auto first_prompt = std::find_if(st.queue.begin(), st.queue.end(), [](const message& m) {
+        return m.origin != "task-notification";
+      });
+      st.queue.insert(first_prompt, std::move(input));
       break;
+    }
     case session_phase::idle:
       enqueue_first(self, std::move(input));
       break;
@@ -128,33 +132,56 @@ bool accept_notification(session_ptr self, task_notification n) {
   return true;
 }
 
-void read_durable_queue(session_ptr self) {
+void read_durable_queue(session_ptr self, bool from_start, std::function<void(size_t)> done) {
   auto& st = self->state;
-  size_t bad = 0;
-  auto read = read_notifications(queue_path(st), st.queue_offset, &bad);
-  if (!read) {
-    publish_notice(self, "warning", read.error());
-    return;
-  }
-  if (bad > 0)
-    publish_notice(self, "warning",
-                   std::to_string(bad) + " unreadable line(s) in " + queue_path(st).string() +
-                     " skipped");
-  for (auto& n : *read) {
-    if (n.id.empty())
-      n.id = new_message_id();
-    if (!st.notification_ids.count(n.id))
-      st.queued_from_file.insert(n.id);
-    accept_notification(self, std::move(n));
-  }
-  release_notifications(queue_path(st), st.queue_offset, st.queued_from_file);
+  auto path = queue_path(st).string();
+  self->request(st.config.disk, caf::infinite, read_atom::value, path, from_start)
+    .then(
+      [=](queue_read& read) {
+        auto& s = self->state;
+        if (!read.error.empty())
+          publish_notice(self, "warning", read.error);
+        if (read.bad_lines > 0)
+          publish_notice(self, "warning",
+                         std::to_string(read.bad_lines) + " unreadable line(s) in " + path +
+                           " skipped");
+        size_t taken = 0;
+        std::vector<std::string> known;
+        for (auto& n : read.entries) {
+          if (n.id.empty())
+            n.id = new_message_id();
+          if (s.notification_ids.count(n.id) || s.phase == session_phase::ended) {
+            known.push_back(n.id); // delivered before; an ended session leaves the rest
+            continue;
+          }
+          s.queued_from_file.insert(n.id);
+          accept_notification(self, std::move(n));
+          ++taken;
+        }
+        if (s.phase == session_phase::ended)
+          known.clear(); // undelivered: they stay for the next resume
+        else
+          for (auto& id : known)
+            s.queued_from_file.erase(id);
+        if (!known.empty())
+          self->send(s.config.disk, release_atom::value, path, known);
+        if (done)
+          done(taken);
+      },
+      [=](caf::error& err) {
+        publish_notice(self, "warning",
+                       "cannot read " + path + ": " + self->system().render(err));
+        if (done)
+          done(0);
+      });
 }
 
 void note_logged(session_ptr self, const message& m) {
   auto& st = self->state;
   st.untaken_notifications.erase(m.id);
   if (st.queued_from_file.erase(m.id) > 0)
-    release_notifications(queue_path(st), st.queue_offset, st.queued_from_file);
+    self->send(st.config.disk, release_atom::value, queue_path(st).string(),
+               std::vector<std::string>{m.id});
 }
 
 caf::result<tool_result> launch_subagent(session_ptr self, const tool_call& call) {
@@ -249,10 +276,11 @@ caf::result<std::string> run_control(session_ptr self, const std::string& comman
                                      const std::string& arg) {
   auto& st = self->state;
   if (command == "poke" || command == "urgent") {
-    auto before = st.notification_ids.size();
-    read_durable_queue(self);
-    return std::string{"delivered " + std::to_string(st.notification_ids.size() - before) +
-                       " notification(s)"};
+    auto promise = self->make_response_promise<std::string>();
+    read_durable_queue(self, false, [=](size_t taken) mutable {
+      promise.deliver("delivered " + std::to_string(taken) + " notification(s)");
+    });
+    return promise;
   }
   if (command == "interrupt")
     return request_interrupt(self);
@@ -359,9 +387,7 @@ bool finish_agents(session_ptr self, terminal_reason reason, const std::string& 
     auto original = st.untaken_notifications.find(m.id);
     if (original == st.untaken_notifications.end())
       continue; // every notification taken is recorded there until it is logged
-    if (auto saved = append_notification(queue_path(st), original->second, SIZE_MAX); !saved)
-      spdlog::error("session {}: a notification is lost: {}", st.config.session_id,
-                    saved.error());
+    self->send(st.config.disk, append_atom::value, queue_path(st).string(), original->second);
   }
   if (!st.config.parent && !st.detached)
     return false;
@@ -377,10 +403,9 @@ bool finish_agents(session_ptr self, terminal_reason reason, const std::string& 
              : st.last_assistant_text + (error.empty() ? "" : "\n[" + error + "]");
   n.usage = st.usage;
   n.sent_at_us = now_us();
-  auto parent_queue = st.config.parent_queue;
   auto write_to_queue = [=] {
-    if (auto saved = append_notification(parent_queue, n, SIZE_MAX); !saved)
-      spdlog::error("agent {}: its end notification is lost: {}", n.task_id, saved.error());
+    self->send(self->state.config.disk, append_atom::value, self->state.config.parent_queue.string(),
+               n);
   };
   if (st.detached) {
     write_to_queue(); // the parent has ended: it reads this when it is resumed

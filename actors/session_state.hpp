@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <deque>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -52,6 +53,8 @@ struct session_state {
   /// The raw token estimate of the request in flight, to calibrate against the reported usage.
   int64_t sent_estimate = 0;
   session_phase phase = session_phase::created;
+  /// start_atom was taken: set-up runs once.
+  bool begun = false;
   bool interrupt_requested = false;
   token_usage usage;
   std::string last_assistant_text;
@@ -74,8 +77,7 @@ struct session_state {
   /// A subagent whose parent ended and let it finish: its end goes to the parent's durable
   /// queue, and its own terminal event says `backgrounded`.
   bool detached = false;
-  /// How far queue.jsonl has been read, and the entries read from it not yet in the log.
-  size_t queue_offset = 0;
+  /// The entries read from queue.jsonl not yet in the log (the disk actor keeps the offset).
   std::set<std::string> queued_from_file;
   /// An urgent notification interrupted the step: the turn it starts must not be dropped.
   bool urgent_pending = false;
@@ -128,8 +130,9 @@ message notification_message(const task_notification& n);
 /// Takes a notification by the delivery rules. Returns false once the session has ended.
 bool accept_notification(session_ptr self, task_notification n);
 
-/// Reads what is new in queue.jsonl and takes each notification in it.
-void read_durable_queue(session_ptr self);
+/// Has the disk actor read what is new in queue.jsonl (all of it when `from_start`), takes
+/// each notification in it, then calls `done` with how many were new.
+void read_durable_queue(session_ptr self, bool from_start, std::function<void(size_t)> done);
 
 /// A message reached the log: a notification read from queue.jsonl is now delivered, and the
 /// file is emptied once all of them are.

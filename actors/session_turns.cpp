@@ -150,7 +150,10 @@ void end_session(session_ptr self, terminal_reason reason, std::string error,
   drop_queue(self, "the session ended");
   bool wait_for_parent = finish_agents(self, reason, error);
   save_state(self);
-  st.transcript.sync();
+  // The terminal state is made durable off this thread: an fsync takes milliseconds, and a
+  // scheduler thread blocked in one holds up every actor queued behind it.
+  if (auto fd = st.transcript.duplicate_descriptor(); fd >= 0)
+    self->send(st.config.disk, sync_atom::value, static_cast<int32_t>(fd));
   fire(self, hook_point::session_end);
   auto elapsed = std::chrono::steady_clock::now() - st.started_at;
   session_ended_event ended;
@@ -639,8 +642,9 @@ void send_step(session_ptr self, bool may_compact) {
 
 void begin_session(session_ptr self) {
   auto& st = self->state;
-  if (st.phase != session_phase::created)
+  if (st.begun)
     return;
+  st.begun = true;
   auto transcript_path = st.config.session_dir / "transcript.jsonl";
   auto writer = transcript_writer::open(transcript_path);
   st.window = context_window{st.config.budget};
@@ -678,7 +682,6 @@ void begin_session(session_ptr self) {
   for (auto& m : st.log)
     if (m->origin == "task-notification")
       st.notification_ids.insert(m->id);
-  st.phase = session_phase::idle;
   for (auto& m : fire(self, hook_point::session_start))
     if (!append(self, std::move(m)))
       return;
@@ -692,15 +695,21 @@ void begin_session(session_ptr self) {
   // A compaction in the middle of a turn leaves the boundary last: look past it.
   auto last = std::find_if(st.log.rbegin(), st.log.rend(),
                            [](const message_ptr& m) { return !is_compact_boundary(*m); });
-  // Notifications that came while the session was not running are inputs like any other.
-  read_durable_queue(self);
-  if (st.phase != session_phase::idle)
-    return; // one of them started a turn
-  if (last != st.log.rend() && ((*last)->role == role::user || (*last)->role == role::tool)) {
-    start_turn(self);
-    return;
-  }
-  next_turn(self);
+  bool unanswered =
+    last != st.log.rend() && ((*last)->role == role::user || (*last)->role == role::tool);
+  // Notifications that came while the session was not running are inputs like any other, read
+  // first. Until they are in, the session stays `created`: inputs and news queue up.
+  read_durable_queue(self, true, [=](size_t) {
+    auto& s = self->state;
+    if (s.phase != session_phase::created)
+      return; // ended meanwhile
+    s.phase = session_phase::idle;
+    bool news_first = !s.queue.empty() && s.queue.front().origin == "task-notification";
+    if (unanswered && !news_first)
+      start_turn(self); // the turn the process died in is answered before any new input
+    else
+      next_turn(self); // news starts the turn; an unanswered message is in its context too
+  });
 }
 
 void enqueue_first(session_ptr self, message input) {

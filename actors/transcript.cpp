@@ -70,6 +70,10 @@ void transcript_writer::sync() {
     ::fsync(fd_.get());
 }
 
+int transcript_writer::duplicate_descriptor() const {
+  return fd_ ? ::fcntl(fd_.get(), F_DUPFD_CLOEXEC, 0) : -1;
+}
+
 expected<loaded_transcript> load_transcript(const std::filesystem::path& path) {
   std::ifstream in{path, std::ios::binary};
   if (!in)

@@ -42,6 +42,10 @@ public:
   /// Forces everything written so far to disk.
   void sync();
 
+  /// Returns a duplicate of the descriptor (the caller closes it), -1 when not open: for an
+  /// fsync on another thread.
+  int duplicate_descriptor() const;
+
 private:
   file_handle fd_;
   std::filesystem::path path_;

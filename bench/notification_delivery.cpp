@@ -18,6 +18,7 @@
 #include <caf/actor_system_config.hpp>
 
 #include "actors/control_endpoint.hpp"
+#include "actors/disk_io.hpp"
 #include "actors/ids.hpp"
 #include "actors/runtime.hpp"
 #include "bench_support.hpp"
@@ -126,6 +127,7 @@ void lost_wakeups(const std::string& binary, size_t children, size_t external) {
   config.interactive = true;
   config.max_children = children;
   config.initial_inputs.push_back(make_input("launch them all"));
+  config.disk = spawn_disk_io(sys); // one for the process, as troupe run has
   tool_context tools;
   tools.cwd = config.cwd;
   auto factory = [&](caf::actor_system& system, const subagent_launch& l,
@@ -142,6 +144,7 @@ void lost_wakeups(const std::string& binary, size_t children, size_t external) {
     child.depth = l.depth;
     child.parent = parent_actor;
     child.parent_queue = config.session_dir / "queue.jsonl";
+    child.disk = config.disk;
     child.initial_inputs.push_back(make_input(l.prompt, "parent"));
     return spawn_agent(system, std::move(child), tools, spawn_scripted_model(system, lines));
   };

@@ -13,6 +13,7 @@
 
 #include "actors/agent.hpp"
 #include "actors/control_endpoint.hpp"
+#include "actors/disk_io.hpp"
 #include "actors/http_engine.hpp"
 #include "actors/transcript.hpp"
 #include "actors/http_model.hpp"
@@ -38,6 +39,7 @@ struct subagent_setup {
   std::shared_ptr<const tool_registry> registry;
   std::shared_ptr<const permission_policy> permissions;
   std::optional<http_engine> engine;
+  disk_io_actor disk;
   subagent_factory factory; // itself: subagents launch subagents
 };
 
@@ -108,6 +110,7 @@ expected<session_actor> spawn_subagent(caf::actor_system& sys,
   child.parent = parent;
   child.parent_queue = launch.session_dir.parent_path().parent_path() / "queue.jsonl";
   child.stop_children_on_end = !parent_settings.let_agents_finish;
+  child.disk = setup->disk;
 
   tool_context context;
   context.cwd = parent_settings.cwd;
@@ -190,6 +193,7 @@ int execute_run(run_settings settings, std::FILE* out) {
   session.stop_children_on_end = !settings.let_agents_finish;
   session.wait_for_notifications = settings.wait_notifications;
   session.idle_timeout = settings.idle_timeout;
+  session.disk = spawn_disk_io(sys);
 
   std::optional<http_engine> engine;
   model_client_actor model;
@@ -208,6 +212,7 @@ int execute_run(run_settings settings, std::FILE* out) {
   setup->registry = registry;
   setup->permissions = session.permissions;
   setup->engine = engine;
+  setup->disk = session.disk;
   {
     run_settings shared = settings;
     shared.history.clear();

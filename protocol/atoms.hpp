@@ -22,5 +22,9 @@ using compact_atom = caf::atom_constant<caf::atom("compact")>;
 using notify_atom = caf::atom_constant<caf::atom("notify")>;
 using launch_atom = caf::atom_constant<caf::atom("launch")>;
 using control_atom = caf::atom_constant<caf::atom("control")>;
+using read_atom = caf::atom_constant<caf::atom("read")>;
+using release_atom = caf::atom_constant<caf::atom("release")>;
+using append_atom = caf::atom_constant<caf::atom("append")>;
+using sync_atom = caf::atom_constant<caf::atom("sync")>;
 
 } // namespace troupe

@@ -118,6 +118,21 @@ using control_endpoint_actor = caf::typed_actor<
   // (token, command, argument): "poke", "urgent", "interrupt", "background AGENT_ID".
   caf::replies_to<control_atom, std::string, std::string, std::string>::with<std::string>>;
 
+/// Does the process's blocking file work on a thread of its own: the durable queues (read,
+/// release, append, each under the queue's lock) and fsyncs. No session handler ever waits on a
+/// lock held by `troupe notify` or on a disk flush. Queues are named by path; it keeps how far
+/// each has been read.
+using disk_io_actor = caf::typed_actor<
+  // Read what is new in a queue (from its start when the flag is set, as a session that starts
+  // does). The entries read stay in the file until released.
+  caf::replies_to<read_atom, std::string, bool>::with<queue_read>,
+  // These entries of a queue are delivered (in the transcript): drop them from the file.
+  caf::reacts_to<release_atom, std::string, std::vector<std::string>>,
+  // Append a notification to a queue (no cap: a write-back that must not be lost), with fsync.
+  caf::reacts_to<append_atom, std::string, task_notification>,
+  // fsync this descriptor, which the actor now owns, then close it.
+  caf::reacts_to<sync_atom, int32_t>>;
+
 /// Receives the HTTP engine's answers to its requests.
 using http_client_actor = caf::typed_actor<
   // Status and headers, before any body byte.

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <caf/meta/type_name.hpp>
 #include <nlohmann/json_fwd.hpp>
@@ -37,6 +38,20 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, task_notification& x) {
   return f(caf::meta::type_name("task_notification"), x.id, x.source, x.task_id, x.status,
            x.description, x.text, x.usage, x.urgent, x.sent_at_us);
+}
+
+/// What a read of a durable queue found: the entries not read before, in order.
+struct queue_read {
+  std::vector<task_notification> entries;
+  /// Lines that were not notifications (skipped).
+  int32_t bad_lines = 0;
+  /// Set when the file could not be read at all.
+  std::string error;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, queue_read& x) {
+  return f(caf::meta::type_name("queue_read"), x.entries, x.bad_lines, x.error);
 }
 
 /// The text the model reads for a notification.

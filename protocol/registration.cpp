@@ -28,7 +28,8 @@ void register_protocol_types(caf::actor_system_config& cfg) {
     .add_message_type<http_response_head>("troupe::http_response_head")
     .add_message_type<http_body_chunk>("troupe::http_body_chunk")
     .add_message_type<http_transfer_done>("troupe::http_transfer_done")
-    .add_message_type<task_notification>("troupe::task_notification");
+    .add_message_type<task_notification>("troupe::task_notification")
+    .add_message_type<queue_read>("troupe::queue_read");
 }
 
 } // namespace troupe
