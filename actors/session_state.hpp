@@ -56,6 +56,8 @@ struct session_state {
   /// start_atom was taken: set-up runs once.
   bool begun = false;
   bool interrupt_requested = false;
+  /// An interrupt came before the first turn could start: it stops that turn.
+  bool interrupt_before_start = false;
   token_usage usage;
   std::string last_assistant_text;
   /// Every call the permission check refused, for the session_ended event.

@@ -709,6 +709,9 @@ void begin_session(session_ptr self) {
       start_turn(self); // the turn the process died in is answered before any new input
     else
       next_turn(self); // news starts the turn; an unanswered message is in its context too
+    // An interrupt that came while the session was starting stops what it started.
+    if (std::exchange(s.interrupt_before_start, false) && s.phase != session_phase::ended)
+      request_interrupt(self);
   });
 }
 
@@ -752,8 +755,12 @@ std::string request_interrupt(session_ptr self) {
     end_session(self, terminal_reason::interrupted, "interrupted while waiting");
     return "interrupted: the run ended";
   }
+  if (st.phase == session_phase::created) {
+    st.interrupt_before_start = true;
+    return "interrupted: the session is starting";
+  }
   if (st.phase != session_phase::stepping && st.phase != session_phase::compacting)
-    return "nothing to interrupt: the session has not started or has ended";
+    return "nothing to interrupt: the session has ended";
   if (st.interrupt_requested)
     return "interrupted";
   interrupt_foreground_children(self);
