@@ -16,6 +16,7 @@
 #include "protocol/expected.hpp"
 #include "protocol/hooks.hpp"
 #include "protocol/interfaces.hpp"
+#include "protocol/session_info.hpp"
 #include "tools/permissions.hpp"
 #include "tools/registry.hpp"
 #include "tools/tool_parser.hpp"
@@ -108,6 +109,9 @@ struct session_config {
   /// An interactive session (or one waiting for notifications) ends `completed` after this
   /// long with nothing to do; 0: it waits for ever.
   std::chrono::milliseconds idle_timeout{0};
+  /// What session.json starts from: the name, creation time and fork origin of a resumed or
+  /// forked session (the session fills in the rest).
+  session_info info;
   /// Does the blocking file work (durable queues, fsync); shared by the sessions of a process.
   /// Unset: spawn_agent starts one for this agent.
   disk_io_actor disk;

@@ -87,6 +87,7 @@ bool accept_notification(session_ptr self, task_notification n) {
       auto& child = c->second;
       child.running = false;
       child.status = n.status;
+      st.info.cost_usd += n.cost_usd;
       if (n.description.empty())
         n.description = child.description;
       if (child.waiting) {
@@ -402,6 +403,7 @@ bool finish_agents(session_ptr self, terminal_reason reason, const std::string& 
              ? (st.last_assistant_text.empty() ? error : st.last_assistant_text)
              : st.last_assistant_text + (error.empty() ? "" : "\n[" + error + "]");
   n.usage = st.usage;
+  n.cost_usd = st.info.cost_usd;
   n.sent_at_us = now_us();
   auto write_to_queue = [=] {
     self->send(self->state.config.disk, append_atom::value, self->state.config.parent_queue.string(),

@@ -13,6 +13,7 @@
 
 #include "actors/session.hpp"
 #include "actors/transcript.hpp"
+#include "context/compaction.hpp"
 #include "context/context_window.hpp"
 
 namespace troupe {
@@ -43,7 +44,10 @@ struct session_state {
   std::deque<message> queue;
   loop_state state;
   transcript_writer transcript;
-  loop_state_file state_file;
+  json_file state_file;
+  /// session.json: what `troupe ls` shows; rewritten at the start, after each turn, at the end.
+  session_info info;
+  json_file info_file;
   std::vector<event_sink_actor> subscribers;
   step_actor step;
   model_client_actor model;
@@ -116,9 +120,60 @@ void go_idle(session_ptr self);
 // Shared by the loop (session_turns.cpp) and the subagent and notification handling
 // (session_agents.cpp).
 
+/// Sends an event to every subscriber.
+template <class Event>
+void publish(session_ptr self, const Event& event) {
+  for (auto& sink : self->state.subscribers)
+    self->send(sink, event);
+}
+
+/// Drops the queued inputs (each named in an `input_dropped` notice); notifications stay.
+void drop_queue(session_ptr self, const std::string& why);
+
+/// Queues an input; past the cap it is dropped with a `queue_overflow` notice.
+void enqueue(session_ptr self, message input);
+
+/// Rewrites state.json with the loop state (a failure is a warning notice).
+void save_state(session_ptr self);
+
+/// Runs the in-process hooks of a point in order and returns the messages they made (origin
+/// "hook"); a hook that throws is reported and skipped.
+std::vector<message> fire(session_ptr self, hook_point point);
+
+/// Fires a point's in-process hooks and queues their messages as inputs.
+void fire_and_enqueue(session_ptr self, hook_point point);
+
+/// Takes the next input: a slash command runs, anything else starts a turn; with nothing
+/// queued the session waits (interactive, waiting for news) or ends.
+void next_turn(session_ptr self);
+
+/// Runs a slash command. Returns false for ordinary text. A command that starts a compaction
+/// leaves the session compacting; the loop resumes when it is done.
+bool run_command(session_ptr self, const message& input);
+
+/// Failed compactions in a row after which auto-compaction stays off for the session.
+inline constexpr int32_t compaction_breaker = 3;
+
+enum class compaction_status { done, failed, interrupted };
+using compaction_done = std::function<void(compaction_status, const std::string& why)>;
+
+/// True once the circuit breaker tripped.
+bool auto_compaction_off(const session_state& st);
+
+/// Has the model summarise the older part of the context, logs the boundary (the summary) and
+/// calls `done`, always later, from a message handler. Returns false, without calling `done`,
+/// when there is nothing to compact. The session stays responsive: the step waits for the model.
+bool compact(session_ptr self, compaction_trigger trigger, compaction_done done);
+
 /// Appends a message to the log: on disk first, then in memory, then to the subscribers.
 /// Returns false when the write failed (the session has then ended).
 bool append_message(session_ptr self, message msg);
+
+/// Counts a model call's usage into the session's usage and cost.
+void count_usage(session_ptr self, const token_usage& usage);
+
+/// Rewrites session.json with the session's state now.
+void save_info(session_ptr self);
 
 /// Publishes a notice to the subscribers.
 void publish_notice(session_ptr self, std::string kind, std::string text);

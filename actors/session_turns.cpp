@@ -18,15 +18,11 @@ namespace {
 
 void run_next_step(session_ptr self);
 void send_step(session_ptr self, bool may_compact);
-void next_turn(session_ptr self);
-
-// Failed compactions in a row after which auto-compaction stays off for the session.
-constexpr int32_t compaction_breaker = 3;
 
 // The calls of the last assistant message that no tool message answers.
 std::vector<tool_call> unanswered_calls(const std::vector<message_ptr>& log) {
-  auto last = std::find_if(log.rbegin(), log.rend(),
-                           [](auto& m) { return m->role == role::assistant; });
+  auto last =
+      std::find_if(log.rbegin(), log.rend(), [](auto& m) { return m->role == role::assistant; });
   if (last == log.rend())
     return {};
   std::vector<tool_call> open = (*last)->tool_calls;
@@ -36,285 +32,6 @@ std::vector<tool_call> unanswered_calls(const std::vector<message_ptr>& log) {
                                 [&](auto& c) { return c.id == (*it)->tool_call_id; }),
                  open.end());
   return open;
-}
-
-template <class Event>
-void publish(session_ptr self, const Event& event) {
-  for (auto& sink : self->state.subscribers)
-    self->send(sink, event);
-}
-
-void notice(session_ptr self, std::string kind, std::string text) {
-  spdlog::debug("session {}: {}: {}", self->state.config.session_id, kind, text);
-  publish(self, notice_event{self->state.config.session_id, std::move(kind), std::move(text)});
-}
-
-// Inputs are never dropped silently: each one lost is named in a notice.
-// Notifications are news, not queued work: they stay (and are written back at the end).
-void drop_queue(session_ptr self, const std::string& why) {
-  auto& st = self->state;
-  std::deque<message> kept;
-  for (auto& input : st.queue) {
-    if (input.origin == "task-notification") {
-      kept.push_back(std::move(input));
-      continue;
-    }
-    notice(self, "input_dropped",
-           why + "; dropped a queued input from " + (input.origin.empty() ? "?" : input.origin) +
-             ": " + input.content.substr(0, 80));
-  }
-  st.queue = std::move(kept);
-}
-
-// Every message goes to disk before anyone hears of it; a failed write ends the session.
-bool append(session_ptr self, message msg) {
-  auto& st = self->state;
-  if (msg.id.empty())
-    msg.id = new_message_id();
-  if (msg.timestamp_ms == 0)
-    msg.timestamp_ms = now_ms();
-  if (auto written = st.transcript.append(msg); !written) {
-    end_session(self, terminal_reason::error, written.error());
-    return false;
-  }
-  if (msg.role == role::assistant)
-    st.last_assistant_text = msg.content;
-  auto ptr = std::make_shared<const message>(std::move(msg));
-  st.log.push_back(ptr);
-  st.window.append(ptr);
-  st.state.messages_count = static_cast<int64_t>(st.log.size());
-  publish(self, message_event{st.config.session_id, *ptr});
-  if (ptr->origin == "task-notification")
-    note_logged(self, *ptr);
-  return true;
-}
-
-void save_state(session_ptr self) {
-  auto& st = self->state;
-  if (auto written = st.state_file.write(st.state); !written)
-    notice(self, "warning", written.error());
-}
-
-void enqueue(session_ptr self, message input) {
-  auto& st = self->state;
-  if (st.queue.size() >= st.config.queue_cap) {
-    notice(self, "queue_overflow",
-           "prompt queue is full (" + std::to_string(st.config.queue_cap) +
-             " inputs); dropped a message from " + (input.origin.empty() ? "?" : input.origin) +
-             ": " + input.content.substr(0, 80));
-    return;
-  }
-  st.queue.push_back(std::move(input));
-}
-
-// Hooks run in order; a throwing hook is reported and skipped, never fatal.
-std::vector<message> fire(session_ptr self, hook_point point) {
-  auto& st = self->state;
-  std::vector<message> produced;
-  for (auto& [at, hook] : st.config.hooks) {
-    if (at != point)
-      continue;
-    try {
-      hook_context ctx{point, st.config.session_id, st.state, st.log};
-      for (auto& m : hook(ctx))
-        produced.push_back(std::move(m));
-    } catch (const std::exception& e) {
-      notice(self, "hook_error", std::string{to_string(point)} + " hook failed: " + e.what());
-    }
-  }
-  for (auto& m : produced) {
-    if (m.origin.empty())
-      m.origin = "hook";
-    if (m.id.empty())
-      m.id = new_message_id();
-  }
-  return produced;
-}
-
-void fire_and_enqueue(session_ptr self, hook_point point) {
-  for (auto& m : fire(self, point))
-    enqueue(self, std::move(m));
-}
-
-} // namespace
-
-void end_session(session_ptr self, terminal_reason reason, std::string error,
-                 model_error_kind kind) {
-  auto& st = self->state;
-  if (st.phase == session_phase::ended)
-    return;
-  st.phase = session_phase::ended;
-  // A subagent left to finish after its parent ended ran in the background, detached.
-  if (st.detached && reason == terminal_reason::completed)
-    reason = terminal_reason::backgrounded;
-  drop_queue(self, "the session ended");
-  bool wait_for_parent = finish_agents(self, reason, error);
-  save_state(self);
-  // The terminal state is made durable off this thread: an fsync takes milliseconds, and a
-  // scheduler thread blocked in one holds up every actor queued behind it.
-  if (auto fd = st.transcript.duplicate_descriptor(); fd >= 0)
-    self->send(st.config.disk, sync_atom::value, static_cast<int32_t>(fd));
-  fire(self, hook_point::session_end);
-  auto elapsed = std::chrono::steady_clock::now() - st.started_at;
-  session_ended_event ended;
-  ended.session_id = st.config.session_id;
-  ended.reason = reason;
-  ended.error_message = std::move(error);
-  ended.error_kind = kind;
-  ended.result_text = st.last_assistant_text;
-  ended.state = st.state;
-  ended.usage = st.usage;
-  ended.duration_ms = std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count();
-  ended.permission_denials = st.permission_denials;
-  if (reason == terminal_reason::error)
-    spdlog::error("session {} ended with an error: {}", st.config.session_id,
-                  ended.error_message);
-  publish(self, ended);
-  for (auto peer : {caf::actor_cast<caf::actor>(st.step), caf::actor_cast<caf::actor>(st.model),
-                    caf::actor_cast<caf::actor>(st.executor)})
-    self->send_exit(peer, caf::exit_reason::user_shutdown);
-  if (!wait_for_parent)
-    self->quit();
-}
-
-bool append_message(session_ptr self, message msg) { return append(self, std::move(msg)); }
-
-void publish_notice(session_ptr self, std::string kind, std::string text) {
-  notice(self, std::move(kind), std::move(text));
-}
-
-namespace {
-
-enum class compaction_status { done, failed, interrupted };
-using compaction_done = std::function<void(compaction_status, const std::string& why)>;
-
-bool auto_compaction_off(const session_state& st) {
-  return st.state.auto_compact.consecutive_failures >= compaction_breaker;
-}
-
-void compaction_failed(session_ptr self, const std::string& why, const compaction_done& done) {
-  auto& st = self->state;
-  auto& tracking = st.state.auto_compact;
-  ++tracking.consecutive_failures;
-  notice(self, "compact_failed", "compaction failed: " + why);
-  if (tracking.consecutive_failures == compaction_breaker)
-    notice(self, "compact_disabled",
-           "auto-compaction is off for this session after " +
-             std::to_string(compaction_breaker) +
-             " failed compactions in a row; the conversation goes on uncompacted until the "
-             "provider refuses it (/compact still works)");
-  save_state(self);
-  done(compaction_status::failed, why);
-}
-
-// Has the model summarise the older part of the context, logs the boundary (the summary) and
-// calls `done`, always later, from a message handler. Returns false, without calling `done`,
-// when there is nothing to compact. The session stays responsive: the step waits for the model.
-bool compact(session_ptr self, compaction_trigger trigger, compaction_done done) {
-  auto& st = self->state;
-  auto plan = st.window.plan_compaction();
-  if (plan.empty()) {
-    notice(self, "compact", "nothing to compact: no message since the last compaction");
-    return false;
-  }
-  for (auto& extra : fire(self, hook_point::pre_compact))
-    trigger.instructions += (trigger.instructions.empty() ? "" : "\n") + extra.content;
-  auto before = st.window.projected_tokens();
-  auto request = compaction_request(plan, trigger, st.window.budget());
-  st.phase = session_phase::compacting;
-  notice(self, "compacting",
-         "summarising " + std::to_string(plan.to_summarize.size()) + " older messages (~" +
-           std::to_string(before) + " tokens in the context; " + trigger.kind +
-           (trigger.reactive ? ", after a prompt-too-long answer" : "") + ")");
-  auto on_reply = [=](model_reply& reply) {
-    auto& s = self->state;
-    if (s.phase == session_phase::ended)
-      return;
-    s.usage += reply.usage;
-    bool interrupted = reply.error == model_error_kind::interrupted || s.interrupt_requested;
-    s.interrupt_requested = false;
-    if (interrupted) {
-      done(compaction_status::interrupted, "interrupted");
-      return;
-    }
-    if (!reply.ok()) {
-      compaction_failed(self, reply.error_message, done);
-      return;
-    }
-    auto summary = reply.assistant.content;
-    if (summary.find_first_not_of(" \t\r\n") == std::string::npos) {
-      compaction_failed(self, "the model answered with an empty summary", done);
-      return;
-    }
-    compaction_record record;
-    record.trigger = trigger;
-    record.summary = std::move(summary);
-    record.tokens_before = before;
-    record.summarized_messages = static_cast<int64_t>(plan.to_summarize.size());
-    record.preserved_from = plan.preserved_from;
-    auto boundary = make_boundary(record);
-    record.tokens_after = s.window.project(s.window.estimated_after(boundary, plan));
-    boundary.meta["post_tokens"] = record.tokens_after;
-    if (!append(self, std::move(boundary)))
-      return;
-    auto& tracking = s.state.auto_compact;
-    tracking.compacted = true;
-    tracking.turns_since_compact = 0;
-    tracking.consecutive_failures = 0;
-    for (auto& m : fire(self, hook_point::post_compact))
-      if (!append(self, std::move(m)))
-        return;
-    save_state(self);
-    done(compaction_status::done, {});
-  };
-  self->request(st.step, caf::infinite, compact_atom::value, std::move(request))
-    .then(on_reply, [=](caf::error& err) {
-      model_reply failed;
-      failed.error = model_error_kind::transport;
-      failed.error_message = "step failed: " + self->system().render(err);
-      on_reply(failed);
-    });
-  return true;
-}
-
-// Slash commands act on the session and never reach the model. Returns false for ordinary text.
-// A command that starts a compaction leaves the session compacting; the loop resumes after it.
-bool run_command(session_ptr self, const message& input) {
-  const auto& text = input.content;
-  if (input.role != role::user || text.size() < 2 || text[0] != '/')
-    return false;
-  auto name = text.substr(1, text.find_first_of(" \t\n") - 1);
-  if (name.find('/') != std::string::npos)
-    return false; // a path such as /usr/bin/env, not a command
-  if (name == "exit" || name == "quit") {
-    end_session(self, terminal_reason::completed);
-  } else if (name == "compact") {
-    auto space = text.find_first_of(" \t\n");
-    auto instructions = space == std::string::npos ? std::string{} : text.substr(space + 1);
-    instructions.erase(0, instructions.find_first_not_of(" \t\n"));
-    compact(self, compaction_trigger{"manual", false, std::move(instructions)},
-            [=](compaction_status status, const std::string&) {
-              auto& st = self->state;
-              if (st.phase == session_phase::ended)
-                return;
-              st.phase = session_phase::idle;
-              if (status == compaction_status::interrupted) {
-                if (!st.config.interactive) {
-                  end_session(self, terminal_reason::interrupted);
-                  return;
-                }
-                drop_queue(self, "interrupted");
-              }
-              next_turn(self);
-            });
-  } else if (name == "help") {
-    notice(self, "command",
-           "commands: /help (this list), /compact [instructions] (summarise the conversation "
-           "so far to free the context), /exit (end the session)");
-  } else {
-    notice(self, "unknown_command", "unknown command /" + name + "; /help lists the commands");
-  }
-  return true;
 }
 
 void start_turn(session_ptr self) {
@@ -342,6 +59,7 @@ void end_turn(session_ptr self) {
 void go_idle(session_ptr self) {
   auto& st = self->state;
   st.phase = session_phase::idle;
+  save_info(self);
   if (st.config.idle_timeout.count() > 0) {
     st.idle_serial = ++st.idle_timers;
     self->delayed_send(self, st.config.idle_timeout, due_atom::value, st.idle_serial);
@@ -361,10 +79,12 @@ bool log_queued_notifications(session_ptr self) {
                                          : rest.emplace_back(std::move(input)));
   st.queue = std::move(rest);
   for (auto& note : news)
-    if (!append(self, std::move(note)))
+    if (!append_message(self, std::move(note)))
       return false;
   return true;
 }
+
+} // namespace
 
 void next_turn(session_ptr self) {
   auto& st = self->state;
@@ -373,7 +93,7 @@ void next_turn(session_ptr self) {
   // Notifications that arrived during the turn start the next one, all of them at once.
   if (!st.pending_notifications.empty()) {
     for (auto& note : std::exchange(st.pending_notifications, {}))
-      if (!append(self, std::move(note)))
+      if (!append_message(self, std::move(note)))
         return;
     if (!log_queued_notifications(self))
       return;
@@ -384,8 +104,7 @@ void next_turn(session_ptr self) {
     if (st.queue.empty()) {
       // A person, a notification from outside or a background subagent's news will start the
       // next turn.
-      if (st.config.interactive || st.config.wait_for_notifications ||
-          waiting_for_children(st)) {
+      if (st.config.interactive || st.config.wait_for_notifications || waiting_for_children(st)) {
         go_idle(self);
         return;
       }
@@ -400,7 +119,7 @@ void next_turn(session_ptr self) {
       continue;
     }
     bool news = input.origin == "task-notification";
-    if (!append(self, std::move(input)))
+    if (!append_message(self, std::move(input)))
       return;
     if (news && !log_queued_notifications(self))
       return;
@@ -408,6 +127,8 @@ void next_turn(session_ptr self) {
     return;
   }
 }
+
+namespace {
 
 // Applies what successful calls of the todo and complete tools change in the loop. Returns
 // the summary when the model called complete.
@@ -425,7 +146,7 @@ std::optional<std::string> apply_loop_effects(session_ptr self, const step_outco
     for (auto& call : outcome.reply.tool_calls)
       if (call.id == result.tool_call_id) {
         st.state.todos = call.input.at("todos");
-        notice(self, "todos", result.content);
+        publish_notice(self, "todos", result.content);
       }
   }
   return summary;
@@ -438,11 +159,11 @@ void stop_turn_interrupted(session_ptr self, bool declined) {
   st.state.transition = transition_reason::interrupted;
   message note;
   note.role = role::system;
-  note.content = declined           ? "Stopped: the user declined a tool call."
+  note.content = declined            ? "Stopped: the user declined a tool call."
                  : st.urgent_pending ? "Interrupted by an urgent notification."
                                      : "Interrupted by the user.";
   note.origin = declined ? "declined" : "interrupt";
-  if (!append(self, std::move(note)))
+  if (!append_message(self, std::move(note)))
     return;
   save_state(self);
   fire_and_enqueue(self, hook_point::turn_post);
@@ -451,8 +172,8 @@ void stop_turn_interrupted(session_ptr self, bool declined) {
     return;
   }
   if (!st.config.interactive) {
-    end_session(self, declined ? terminal_reason::permission_blocked
-                               : terminal_reason::interrupted);
+    end_session(self,
+                declined ? terminal_reason::permission_blocked : terminal_reason::interrupted);
     return;
   }
   drop_queue(self, "interrupted"); // the user stopped the work queued behind this turn too
@@ -471,42 +192,44 @@ void on_step_failed(session_ptr self, const step_outcome& outcome) {
   if (st.state.has_attempted_reactive_compact) {
     end_session(self, terminal_reason::error,
                 "the conversation is still too long for the model's context window after a "
-                "compaction (" + outcome.error_message +
-                  "); start a new session or lower what the tools return",
+                "compaction (" +
+                    outcome.error_message + "); start a new session or lower what the tools return",
                 outcome.error);
     return;
   }
   if (auto_compaction_off(st)) {
     end_session(self, terminal_reason::error,
                 "the conversation is too long for the model's context window and "
-                "auto-compaction is off after " + std::to_string(compaction_breaker) +
-                  " failed compactions (" + outcome.error_message + ")",
+                "auto-compaction is off after " +
+                    std::to_string(compaction_breaker) + " failed compactions (" +
+                    outcome.error_message + ")",
                 outcome.error);
     return;
   }
   st.state.has_attempted_reactive_compact = true;
   save_state(self);
   auto refused = outcome.error_message;
-  bool started = compact(self, compaction_trigger{"auto", true, ""},
-          [=](compaction_status status, const std::string& why) {
-            auto& s = self->state;
-            if (s.phase == session_phase::ended)
-              return;
-            if (status == compaction_status::done) {
-              send_step(self, false); // the same step again, on the compacted context
-            } else if (status == compaction_status::interrupted) {
-              stop_turn_interrupted(self, false);
-            } else {
-              end_session(self, terminal_reason::error,
-                          "the conversation is too long for the model's context window (" +
-                            refused + ") and compacting it failed: " + why,
-                          model_error_kind::prompt_too_long);
-            }
-          });
+  bool started =
+      compact(self, compaction_trigger{"auto", true, ""},
+              [=](compaction_status status, const std::string& why) {
+                auto& s = self->state;
+                if (s.phase == session_phase::ended)
+                  return;
+                if (status == compaction_status::done) {
+                  send_step(self, false); // the same step again, on the compacted context
+                } else if (status == compaction_status::interrupted) {
+                  stop_turn_interrupted(self, false);
+                } else {
+                  end_session(self, terminal_reason::error,
+                              "the conversation is too long for the model's context window (" +
+                                  refused + ") and compacting it failed: " + why,
+                              model_error_kind::prompt_too_long);
+                }
+              });
   if (!started)
     end_session(self, terminal_reason::error,
                 "the conversation is too long for the model's context window (" + refused +
-                  ") and there is nothing left to compact",
+                    ") and there is nothing left to compact",
                 outcome.error);
 }
 
@@ -514,9 +237,9 @@ void on_step_done(session_ptr self, step_outcome& outcome) {
   auto& st = self->state;
   if (st.phase == session_phase::ended)
     return;
-  st.usage += outcome.usage;
+  count_usage(self, outcome.usage);
   for (auto& result : outcome.tool_messages)
-    if (!append(self, result))
+    if (!append_message(self, result))
       return;
   st.permission_denials.insert(st.permission_denials.end(), outcome.denials.begin(),
                                outcome.denials.end());
@@ -537,17 +260,16 @@ void on_step_done(session_ptr self, step_outcome& outcome) {
   st.state.max_output_recovery_count = outcome.continuations;
   if (outcome.continuations == 0)
     st.window.calibrate(st.sent_estimate, outcome.usage.input_tokens +
-                                            outcome.usage.cache_read_tokens +
-                                            outcome.usage.cache_write_tokens);
+                                              outcome.usage.cache_read_tokens +
+                                              outcome.usage.cache_write_tokens);
   if (!outcome.unfinished_call.empty()) {
     message note;
     note.role = role::system;
     note.origin = "max_output";
-    note.content = "The reply was cut at the output token limit " +
-                   std::to_string(outcome.continuations + 1) +
-                   " times; its unfinished call to the " + outcome.unfinished_call +
-                   " tool was not run.";
-    if (!append(self, std::move(note)))
+    note.content =
+        "The reply was cut at the output token limit " + std::to_string(outcome.continuations + 1) +
+        " times; its unfinished call to the " + outcome.unfinished_call + " tool was not run.";
+    if (!append_message(self, std::move(note)))
       return;
   }
   if (auto summary = apply_loop_effects(self, outcome)) {
@@ -586,7 +308,7 @@ void run_next_step(session_ptr self) {
     cap.origin = "max_steps";
     cap.content = "Stopped: reached the maximum of " + std::to_string(st.config.max_steps) +
                   " steps for this turn (raise it with --max-steps or TROUPE_MAX_STEPS).";
-    if (!append(self, std::move(cap)))
+    if (!append_message(self, std::move(cap)))
       return;
     save_state(self);
     if (st.config.interactive) {
@@ -609,7 +331,7 @@ void send_step(session_ptr self, bool may_compact) {
   auto& st = self->state;
   // Notifications that arrived while the step before ran go in before this model call.
   for (auto& note : std::exchange(st.pending_notifications, {}))
-    if (!append(self, std::move(note)))
+    if (!append_message(self, std::move(note)))
       return;
   if (may_compact && st.window.over_threshold() && !auto_compaction_off(st) &&
       compact(self, compaction_trigger{"auto", false, ""},
@@ -627,15 +349,14 @@ void send_step(session_ptr self, bool may_compact) {
   spdlog::debug("session {}: step {}: ~{} tokens projected ({} messages, {} results elided; "
                 "compaction at {})",
                 st.config.session_id, st.state.step_count, st.window.projected_tokens(),
-                st.window.size(), st.window.elided_count(),
-                st.window.budget().compact_threshold());
+                st.window.size(), st.window.elided_count(), st.window.budget().compact_threshold());
   step_request request{st.window.snapshot(), st.state.step_count};
   self->request(st.step, caf::infinite, step_atom::value, std::move(request))
-    .then([=](step_outcome& outcome) { on_step_done(self, outcome); },
-          [=](caf::error& err) {
-            end_session(self, terminal_reason::error,
-                        "step failed: " + self->system().render(err));
-          });
+      .then([=](step_outcome& outcome) { on_step_done(self, outcome); },
+            [=](caf::error& err) {
+              end_session(self, terminal_reason::error,
+                          "step failed: " + self->system().render(err));
+            });
 }
 
 } // namespace
@@ -668,35 +389,48 @@ void begin_session(session_ptr self) {
       st.last_assistant_text = (*it)->content;
       break;
     }
-  publish(self, session_started_event{st.config.session_id, st.config.cwd.string(),
-                                      st.config.model_name, st.config.registry->names(),
-                                      transcript_path.string(),
-                                      static_cast<int64_t>(st.log.size())});
-  auto state_file = loop_state_file::open(st.config.session_dir / "state.json");
-  if (!writer || !state_file) {
-    end_session(self, terminal_reason::error, !writer ? writer.error() : state_file.error());
+  publish(self,
+          session_started_event{st.config.session_id, st.config.cwd.string(), st.config.model_name,
+                                st.config.registry->names(), transcript_path.string(),
+                                static_cast<int64_t>(st.log.size())});
+  auto state_file = json_file::open(st.config.session_dir / "state.json");
+  auto info_file = json_file::open(st.config.session_dir / "session.json");
+  if (!writer || !state_file || !info_file) {
+    end_session(self, terminal_reason::error,
+                !writer       ? writer.error()
+                : !state_file ? state_file.error()
+                              : info_file.error());
     return;
   }
   st.transcript = std::move(*writer);
   st.state_file = std::move(*state_file);
+  st.info_file = std::move(*info_file);
+  st.info = st.config.info;
+  st.info.id = st.config.session_id;
+  st.info.cwd = st.config.cwd.string();
+  st.info.state = "running";
+  if (st.info.created_ms == 0)
+    st.info.created_ms = now_ms();
+  save_info(self);
   for (auto& m : st.log)
     if (m->origin == "task-notification")
       st.notification_ids.insert(m->id);
   for (auto& m : fire(self, hook_point::session_start))
-    if (!append(self, std::move(m)))
+    if (!append_message(self, std::move(m)))
       return;
   // Crash recovery: calls of the last reply that never got a result are answered as lost
   // (a provider rejects an unanswered call), and a transcript ending with the user's message
   // or with tool results is answered before any new input.
   for (auto& lost : unanswered_calls(st.log))
-    if (!append(self, make_tool_message(lost, error_result("[no result: the session stopped "
-                                                           "before this call finished]"))))
+    if (!append_message(self,
+                        make_tool_message(lost, error_result("[no result: the session stopped "
+                                                             "before this call finished]"))))
       return;
   // A compaction in the middle of a turn leaves the boundary last: look past it.
   auto last = std::find_if(st.log.rbegin(), st.log.rend(),
                            [](const message_ptr& m) { return !is_compact_boundary(*m); });
   bool unanswered =
-    last != st.log.rend() && ((*last)->role == role::user || (*last)->role == role::tool);
+      last != st.log.rend() && ((*last)->role == role::user || (*last)->role == role::tool);
   // Notifications that came while the session was not running are inputs like any other, read
   // first. Until they are in, the session stays `created`: inputs and news queue up.
   read_durable_queue(self, true, [=](size_t) {
@@ -737,7 +471,7 @@ bool accept_reply(session_ptr self, message reply) {
   auto& st = self->state;
   if (st.phase != session_phase::stepping)
     return false;
-  if (!append(self, std::move(reply)))
+  if (!append_message(self, std::move(reply)))
     return false;
   fire_and_enqueue(self, hook_point::generation_post);
   return st.phase == session_phase::stepping && !st.interrupt_requested;

@@ -130,23 +130,23 @@ expected<loaded_transcript> load_transcript(const std::filesystem::path& path) {
   return result;
 }
 
-expected<loop_state_file> loop_state_file::open(const std::filesystem::path& path) {
+expected<json_file> json_file::open(const std::filesystem::path& path) {
   std::error_code ec;
   std::filesystem::create_directories(path.parent_path(), ec);
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
   if (fd < 0)
     return failure{"cannot open " + path.string() + ": " + std::strerror(errno)};
-  loop_state_file file;
+  json_file file;
   file.fd_ = file_handle{fd};
   file.size_ = std::filesystem::file_size(path, ec);
   file.path_ = path;
   return file;
 }
 
-expected<bool> loop_state_file::write(const loop_state& state) {
+expected<bool> json_file::write(const nlohmann::json& value) {
   if (!fd_)
-    return failure{"state file is not open"};
-  auto text = nlohmann::json(state).dump(2) + "\n";
+    return failure{path_.string() + " is not open"};
+  auto text = value.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   // Padding to the old size (JSON allows trailing whitespace) keeps it one write: no
   // truncate, so no moment at which the file holds a mix of two states.
   if (text.size() < size_)

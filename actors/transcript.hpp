@@ -6,6 +6,8 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "protocol/expected.hpp"
 #include "protocol/loop_state.hpp"
 #include "protocol/message.hpp"
@@ -63,17 +65,18 @@ struct loaded_transcript {
 /// is an error naming its number, and the file is left as it is.
 expected<loaded_transcript> load_transcript(const std::filesystem::path& path);
 
-/// Keeps state.json up to date: the loop state is rewritten in place after every step.
-/// One pwrite(2) per update, no rename: a rename over an existing file costs ~0.4 ms on ext4
-/// (it forces the old data out), more than the rest of a step together. A crashing process
-/// cannot tear a single write; a reader racing a write may have to read again.
-class loop_state_file {
+/// Keeps a small JSON file up to date (state.json after every step, session.json after every
+/// turn): rewritten in place, one pwrite(2) per update, no rename: a rename over an existing
+/// file costs ~0.4 ms on ext4 (it forces the old data out), more than the rest of a step
+/// together. A crashing process cannot tear a single write; a reader racing a write may have
+/// to read again.
+class json_file {
 public:
-  /// Opens (creating if needed) the state file at path.
-  static expected<loop_state_file> open(const std::filesystem::path& path);
+  /// Opens (creating if needed) the file at path.
+  static expected<json_file> open(const std::filesystem::path& path);
 
-  /// Replaces the file's content with the given state.
-  expected<bool> write(const loop_state& state);
+  /// Replaces the file's content with the given value.
+  expected<bool> write(const nlohmann::json& value);
 
 private:
   file_handle fd_;
@@ -81,7 +84,7 @@ private:
   std::filesystem::path path_;
 };
 
-/// Reads a state file written by loop_state_file.
+/// Reads a state file (state.json).
 expected<loop_state> read_loop_state(const std::filesystem::path& path);
 
 } // namespace troupe

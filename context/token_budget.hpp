@@ -2,6 +2,7 @@
 // How big a model's context is, how many tokens a message takes, and where the thresholds lie.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -20,6 +21,21 @@ struct model_limits {
 /// The built-in table: the limits of a model by its name ("claude-sonnet-4-5", "gpt-4.1",
 /// "llama3.1:8b", …); an unknown model gets 128k/8k.
 model_limits limits_for_model(std::string_view model);
+
+/// List prices of a model, in US dollars per million tokens.
+struct model_prices {
+  double input = 0;
+  double output = 0;
+  double cache_read = 0;
+  double cache_write = 0;
+};
+
+/// The built-in price table by model name; nothing for a model it does not know. Local models
+/// (`ollama/…`) and the scripted provider cost nothing.
+std::optional<model_prices> prices_for_model(std::string_view model);
+
+/// What `usage` cost with `model`, in US dollars; nothing when the price is unknown.
+std::optional<double> cost_usd(std::string_view model, const token_usage& usage);
 
 /// Fast token estimate of a text: one token per four bytes, rounded up.
 int64_t estimate_tokens(std::string_view text);

@@ -23,7 +23,8 @@ std::string notification_text(const task_notification& n) {
 void to_json(nlohmann::json& j, const task_notification& x) {
   j = {{"id", x.id},         {"source", x.source},           {"task_id", x.task_id},
        {"status", x.status}, {"description", x.description}, {"text", x.text},
-       {"usage", x.usage},   {"urgent", x.urgent},           {"sent_at_us", x.sent_at_us}};
+       {"usage", x.usage},   {"cost_usd", x.cost_usd},       {"urgent", x.urgent},
+       {"sent_at_us", x.sent_at_us}};
 }
 
 void from_json(const nlohmann::json& j, task_notification& x) {
@@ -36,6 +37,7 @@ void from_json(const nlohmann::json& j, task_notification& x) {
   x.text = j.value("text", std::string{});
   if (auto u = j.find("usage"); u != j.end() && u->is_object())
     u->get_to(x.usage);
+  x.cost_usd = j.value("cost_usd", 0.0);
   x.urgent = j.value("urgent", false);
   x.sent_at_us = j.value("sent_at_us", int64_t{0});
 }

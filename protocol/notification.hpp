@@ -28,6 +28,8 @@ struct task_notification {
   /// The subagent's final text, the task's exit summary, or the external message.
   std::string text;
   token_usage usage;
+  /// What a subagent (and its own subagents) cost, in US dollars.
+  double cost_usd = 0;
   /// Interrupts the current step and starts a turn with this message.
   bool urgent = false;
   /// When it was sent, in microseconds since the epoch (for latency measurements).
@@ -37,7 +39,7 @@ struct task_notification {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, task_notification& x) {
   return f(caf::meta::type_name("task_notification"), x.id, x.source, x.task_id, x.status,
-           x.description, x.text, x.usage, x.urgent, x.sent_at_us);
+           x.description, x.text, x.usage, x.cost_usd, x.urgent, x.sent_at_us);
 }
 
 /// What a read of a durable queue found: the entries not read before, in order.

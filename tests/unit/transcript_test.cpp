@@ -80,7 +80,7 @@ TEST_CASE("a corrupt line before the end is an error naming the line") {
 
 TEST_CASE("the state file always holds exactly the last state written") {
   temp_dir dir;
-  auto file = loop_state_file::open(dir / "s/state.json");
+  auto file = json_file::open(dir / "s/state.json");
   REQUIRE(file);
   loop_state big;
   big.messages_count = 123456789;
@@ -96,7 +96,7 @@ TEST_CASE("the state file always holds exactly the last state written") {
   CHECK(std::filesystem::file_size(dir / "s/state.json") == big_size);
   CHECK(nlohmann::json::parse(read_file(dir / "s/state.json")).get<loop_state>() == small);
   // Reopening keeps the content until the next write.
-  auto again = loop_state_file::open(dir / "s/state.json");
+  auto again = json_file::open(dir / "s/state.json");
   REQUIRE(again);
   CHECK(*read_loop_state(dir / "s/state.json") == small);
   CHECK_FALSE(read_loop_state(dir / "missing.json"));

@@ -1,0 +1,104 @@
+// Compaction: the model summarises the older part of the context and a boundary message
+// replaces it, with a circuit breaker for compactions that keep failing.
+
+#include <caf/actor_system.hpp>
+
+#include "actors/session_state.hpp"
+#include "context/compaction.hpp"
+
+namespace troupe {
+
+bool auto_compaction_off(const session_state& st) {
+  return st.state.auto_compact.consecutive_failures >= compaction_breaker;
+}
+
+namespace {
+
+void compaction_failed(session_ptr self, const std::string& why, const compaction_done& done) {
+  auto& st = self->state;
+  auto& tracking = st.state.auto_compact;
+  ++tracking.consecutive_failures;
+  publish_notice(self, "compact_failed", "compaction failed: " + why);
+  if (tracking.consecutive_failures == compaction_breaker)
+    publish_notice(
+        self, "compact_disabled",
+        "auto-compaction is off for this session after " + std::to_string(compaction_breaker) +
+            " failed compactions in a row; the conversation goes on uncompacted until the "
+            "provider refuses it (/compact still works)");
+  save_state(self);
+  done(compaction_status::failed, why);
+}
+
+} // namespace
+
+// Has the model summarise the older part of the context, logs the boundary (the summary) and
+// calls `done`, always later, from a message handler. Returns false, without calling `done`,
+// when there is nothing to compact. The session stays responsive: the step waits for the model.
+bool compact(session_ptr self, compaction_trigger trigger, compaction_done done) {
+  auto& st = self->state;
+  auto plan = st.window.plan_compaction();
+  if (plan.empty()) {
+    publish_notice(self, "compact", "nothing to compact: no message since the last compaction");
+    return false;
+  }
+  for (auto& extra : fire(self, hook_point::pre_compact))
+    trigger.instructions += (trigger.instructions.empty() ? "" : "\n") + extra.content;
+  auto before = st.window.projected_tokens();
+  auto request = compaction_request(plan, trigger, st.window.budget());
+  st.phase = session_phase::compacting;
+  publish_notice(self, "compacting",
+                 "summarising " + std::to_string(plan.to_summarize.size()) + " older messages (~" +
+                     std::to_string(before) + " tokens in the context; " + trigger.kind +
+                     (trigger.reactive ? ", after a prompt-too-long answer" : "") + ")");
+  auto on_reply = [=](model_reply& reply) {
+    auto& s = self->state;
+    if (s.phase == session_phase::ended)
+      return;
+    count_usage(self, reply.usage);
+    bool interrupted = reply.error == model_error_kind::interrupted || s.interrupt_requested;
+    s.interrupt_requested = false;
+    if (interrupted) {
+      done(compaction_status::interrupted, "interrupted");
+      return;
+    }
+    if (!reply.ok()) {
+      compaction_failed(self, reply.error_message, done);
+      return;
+    }
+    auto summary = reply.assistant.content;
+    if (summary.find_first_not_of(" \t\r\n") == std::string::npos) {
+      compaction_failed(self, "the model answered with an empty summary", done);
+      return;
+    }
+    compaction_record record;
+    record.trigger = trigger;
+    record.summary = std::move(summary);
+    record.tokens_before = before;
+    record.summarized_messages = static_cast<int64_t>(plan.to_summarize.size());
+    record.preserved_from = plan.preserved_from;
+    auto boundary = make_boundary(record);
+    record.tokens_after = s.window.project(s.window.estimated_after(boundary, plan));
+    boundary.meta["post_tokens"] = record.tokens_after;
+    if (!append_message(self, std::move(boundary)))
+      return;
+    auto& tracking = s.state.auto_compact;
+    tracking.compacted = true;
+    tracking.turns_since_compact = 0;
+    tracking.consecutive_failures = 0;
+    for (auto& m : fire(self, hook_point::post_compact))
+      if (!append_message(self, std::move(m)))
+        return;
+    save_state(self);
+    done(compaction_status::done, {});
+  };
+  self->request(st.step, caf::infinite, compact_atom::value, std::move(request))
+      .then(on_reply, [=](caf::error& err) {
+        model_reply failed;
+        failed.error = model_error_kind::transport;
+        failed.error_message = "step failed: " + self->system().render(err);
+        on_reply(failed);
+      });
+  return true;
+}
+
+} // namespace troupe

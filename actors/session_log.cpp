@@ -1,0 +1,171 @@
+// The session's record: the log (transcript first, then memory, then subscribers), the state
+// and info files, the prompt queue, in-process hooks, and the terminal state.
+
+#include <caf/actor_system.hpp>
+#include <caf/send.hpp>
+#include <spdlog/spdlog.h>
+
+#include "actors/ids.hpp"
+#include "actors/session_state.hpp"
+
+namespace troupe {
+
+void publish_notice(session_ptr self, std::string kind, std::string text) {
+  spdlog::debug("session {}: {}: {}", self->state.config.session_id, kind, text);
+  publish(self, notice_event{self->state.config.session_id, std::move(kind), std::move(text)});
+}
+
+// Inputs are never dropped silently: each one lost is named in a notice.
+// Notifications are news, not queued work: they stay (and are written back at the end).
+void drop_queue(session_ptr self, const std::string& why) {
+  auto& st = self->state;
+  std::deque<message> kept;
+  for (auto& input : st.queue) {
+    if (input.origin == "task-notification") {
+      kept.push_back(std::move(input));
+      continue;
+    }
+    publish_notice(self, "input_dropped",
+                   why + "; dropped a queued input from " +
+                       (input.origin.empty() ? "?" : input.origin) + ": " +
+                       input.content.substr(0, 80));
+  }
+  st.queue = std::move(kept);
+}
+
+// Every message goes to disk before anyone hears of it; a failed write ends the session.
+bool append_message(session_ptr self, message msg) {
+  auto& st = self->state;
+  if (msg.id.empty())
+    msg.id = new_message_id();
+  if (msg.timestamp_ms == 0)
+    msg.timestamp_ms = now_ms();
+  if (auto written = st.transcript.append(msg); !written) {
+    end_session(self, terminal_reason::error, written.error());
+    return false;
+  }
+  if (msg.role == role::assistant)
+    st.last_assistant_text = msg.content;
+  if (msg.role == role::user && msg.origin == "prompt" && st.info.first_prompt.empty())
+    st.info.first_prompt = msg.content.substr(0, 200);
+  auto ptr = std::make_shared<const message>(std::move(msg));
+  st.log.push_back(ptr);
+  st.window.append(ptr);
+  st.state.messages_count = static_cast<int64_t>(st.log.size());
+  publish(self, message_event{st.config.session_id, *ptr});
+  if (ptr->origin == "task-notification")
+    note_logged(self, *ptr);
+  return true;
+}
+
+void save_state(session_ptr self) {
+  auto& st = self->state;
+  if (auto written = st.state_file.write(nlohmann::json(st.state)); !written)
+    publish_notice(self, "warning", written.error());
+}
+
+void enqueue(session_ptr self, message input) {
+  auto& st = self->state;
+  if (st.queue.size() >= st.config.queue_cap) {
+    publish_notice(self, "queue_overflow",
+                   "prompt queue is full (" + std::to_string(st.config.queue_cap) +
+                       " inputs); dropped a message from " +
+                       (input.origin.empty() ? "?" : input.origin) + ": " +
+                       input.content.substr(0, 80));
+    return;
+  }
+  st.queue.push_back(std::move(input));
+}
+
+// Hooks run in order; a throwing hook is reported and skipped, never fatal.
+std::vector<message> fire(session_ptr self, hook_point point) {
+  auto& st = self->state;
+  std::vector<message> produced;
+  for (auto& [at, hook] : st.config.hooks) {
+    if (at != point)
+      continue;
+    try {
+      hook_context ctx{point, st.config.session_id, st.state, st.log};
+      for (auto& m : hook(ctx))
+        produced.push_back(std::move(m));
+    } catch (const std::exception& e) {
+      publish_notice(self, "hook_error",
+                     std::string{to_string(point)} + " hook failed: " + e.what());
+    }
+  }
+  for (auto& m : produced) {
+    if (m.origin.empty())
+      m.origin = "hook";
+    if (m.id.empty())
+      m.id = new_message_id();
+  }
+  return produced;
+}
+
+void fire_and_enqueue(session_ptr self, hook_point point) {
+  for (auto& m : fire(self, point))
+    enqueue(self, std::move(m));
+}
+
+void end_session(session_ptr self, terminal_reason reason, std::string error,
+                 model_error_kind kind) {
+  auto& st = self->state;
+  if (st.phase == session_phase::ended)
+    return;
+  st.phase = session_phase::ended;
+  // A subagent left to finish after its parent ended ran in the background, detached.
+  if (st.detached && reason == terminal_reason::completed)
+    reason = terminal_reason::backgrounded;
+  drop_queue(self, "the session ended");
+  bool wait_for_parent = finish_agents(self, reason, error);
+  save_state(self);
+  st.info.state = to_string(reason);
+  save_info(self);
+  // The terminal state is made durable off this thread: an fsync takes milliseconds, and a
+  // scheduler thread blocked in one holds up every actor queued behind it.
+  if (auto fd = st.transcript.duplicate_descriptor(); fd >= 0)
+    self->send(st.config.disk, sync_atom::value, static_cast<int32_t>(fd));
+  fire(self, hook_point::session_end);
+  auto elapsed = std::chrono::steady_clock::now() - st.started_at;
+  session_ended_event ended;
+  ended.session_id = st.config.session_id;
+  ended.reason = reason;
+  ended.error_message = std::move(error);
+  ended.error_kind = kind;
+  ended.result_text = st.last_assistant_text;
+  ended.state = st.state;
+  ended.usage = st.usage;
+  ended.duration_ms = std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count();
+  ended.permission_denials = st.permission_denials;
+  if (reason == terminal_reason::error)
+    spdlog::error("session {} ended with an error: {}", st.config.session_id, ended.error_message);
+  publish(self, ended);
+  for (auto peer : {caf::actor_cast<caf::actor>(st.step), caf::actor_cast<caf::actor>(st.model),
+                    caf::actor_cast<caf::actor>(st.executor)})
+    self->send_exit(peer, caf::exit_reason::user_shutdown);
+  if (!wait_for_parent)
+    self->quit();
+}
+
+void count_usage(session_ptr self, const token_usage& usage) {
+  auto& st = self->state;
+  st.usage += usage;
+  // Priced per call: a /model switch changes the price from then on.
+  if (auto cost = cost_usd(st.config.model_name, usage))
+    st.info.cost_usd += *cost;
+  else
+    st.info.cost_known = false;
+}
+
+void save_info(session_ptr self) {
+  auto& st = self->state;
+  st.info.updated_ms = now_ms();
+  st.info.model = st.config.model_name;
+  st.info.turns = st.state.turn_count;
+  st.info.steps = st.state.total_steps;
+  st.info.usage = st.usage;
+  if (auto written = st.info_file.write(nlohmann::json(st.info)); !written)
+    spdlog::warn("session {}: {}", st.config.session_id, written.error());
+}
+
+} // namespace troupe

@@ -1,0 +1,44 @@
+#pragma once
+// What `troupe ls` shows of a session: <session>/session.json, written by the session at its
+// start, after every turn and at its end.
+
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "protocol/model.hpp"
+
+namespace troupe {
+
+struct session_info {
+  std::string id;
+  /// A few words naming the session: from the namer (source "model"), /rename ("user") or the
+  /// first prompt ("prompt"); empty until one of them gives it.
+  std::string name;
+  std::string name_source;
+  /// The workspace it runs in (`--continue` picks the newest session of a directory).
+  std::string cwd;
+  std::string model;
+  /// "running" while it runs, then its terminal state ("completed", "interrupted", …).
+  std::string state = "running";
+  int64_t created_ms = 0;
+  int64_t updated_ms = 0;
+  int64_t turns = 0;
+  int64_t steps = 0;
+  /// This agent's own usage; its subagents' is in their own session.json.
+  token_usage usage;
+  /// What this agent and its subagents cost, in US dollars; `cost_known` is false when a
+  /// model's price is not in the table.
+  double cost_usd = 0;
+  bool cost_known = true;
+  /// The first prompt, cut to 200 bytes.
+  std::string first_prompt;
+  /// The session this one was forked from (`--fork`), if any.
+  std::string forked_from;
+};
+
+void to_json(nlohmann::json& j, const session_info& x);
+void from_json(const nlohmann::json& j, session_info& x);
+
+} // namespace troupe
