@@ -168,4 +168,20 @@ void save_info(session_ptr self) {
     spdlog::warn("session {}: {}", st.config.session_id, written.error());
 }
 
+void publish_status(session_ptr self, bool busy) {
+  auto& st = self->state;
+  session_status_event status;
+  status.session_id = st.config.session_id;
+  status.busy = busy;
+  status.model = st.config.model_name;
+  status.name = st.info.name;
+  status.turn_count = st.state.turn_count;
+  status.usage = st.usage;
+  status.cost_usd = st.info.cost_usd;
+  status.cost_known = st.info.cost_known;
+  status.context_tokens = st.window.projected_tokens();
+  status.context_window = st.window.budget().limits.context_window;
+  publish(self, status);
+}
+
 } // namespace troupe

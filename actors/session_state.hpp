@@ -175,6 +175,9 @@ void count_usage(session_ptr self, const token_usage& usage);
 /// Rewrites session.json with the session's state now.
 void save_info(session_ptr self);
 
+/// Tells the subscribers whether the session works or waits, with its model, name and usage.
+void publish_status(session_ptr self, bool busy);
+
 /// Publishes a notice to the subscribers.
 void publish_notice(session_ptr self, std::string kind, std::string text);
 

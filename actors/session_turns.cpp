@@ -41,6 +41,7 @@ void start_turn(session_ptr self) {
   st.state.transition = transition_reason::next_turn;
   if (st.state.auto_compact.compacted)
     st.state.auto_compact.turns_since_compact++;
+  publish_status(self, true);
   fire_and_enqueue(self, hook_point::turn_pre);
   run_next_step(self);
 }
@@ -60,6 +61,7 @@ void go_idle(session_ptr self) {
   auto& st = self->state;
   st.phase = session_phase::idle;
   save_info(self);
+  publish_status(self, false);
   if (st.config.idle_timeout.count() > 0) {
     st.idle_serial = ++st.idle_timers;
     self->delayed_send(self, st.config.idle_timeout, due_atom::value, st.idle_serial);

@@ -1,5 +1,9 @@
 #include "orchestrator/output_format.hpp"
 
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
 #include <sstream>
 
 #include "context/context_window.hpp"
@@ -28,6 +32,20 @@ std::string indent(const std::string& text, const std::string& prefix) {
 }
 
 } // namespace
+
+text_style text_style::make(bool on) {
+  if (!on)
+    return {};
+  return {"\033[1m", "\033[2m", "\033[31m", "\033[32m", "\033[33m", "\033[36m", "\033[35m",
+          "\033[0m"};
+}
+
+bool colour_wanted(int fd) {
+  const char* no_color = std::getenv("NO_COLOR");
+  const char* term = std::getenv("TERM");
+  return ::isatty(fd) != 0 && (no_color == nullptr || *no_color == '\0') &&
+         (term == nullptr || std::strcmp(term, "dumb") != 0);
+}
 
 const char* result_subtype(terminal_reason r) {
   switch (r) {
@@ -87,6 +105,23 @@ nlohmann::json to_stream_json(const notice_event& e) {
           {"session_id", e.session_id}};
 }
 
+nlohmann::json to_stream_json(const hook_run_event& e) {
+  nlohmann::json line = {{"type", "system"},
+                         {"subtype", e.finished ? "hook_response" : "hook_started"},
+                         {"hook_id", e.hook_id},
+                         {"hook_name", e.command},
+                         {"hook_event", e.event},
+                         {"session_id", e.session_id}};
+  if (e.finished) {
+    line["exit_code"] = e.exit_code;
+    line["outcome"] = e.outcome;
+    line["stdout"] = e.stdout_text;
+    line["stderr"] = e.stderr_text;
+    line["duration_ms"] = e.duration_ms;
+  }
+  return line;
+}
+
 nlohmann::json to_stream_json(const session_ended_event& e) {
   bool failed = e.reason != terminal_reason::completed &&
                 e.reason != terminal_reason::backgrounded;
@@ -108,11 +143,14 @@ nlohmann::json to_stream_json(const session_ended_event& e) {
   return line;
 }
 
-std::string to_text(const session_started_event& e) {
-  return "● session " + e.session_id + " · " + e.model + " · " + e.cwd + "\n";
+std::string to_text(const session_started_event& e, const text_style& style) {
+  return style.dim + "● session " + e.session_id + " · " + e.model + " · " + e.cwd +
+         (e.loaded_messages > 0 ? " · " + std::to_string(e.loaded_messages) + " messages loaded"
+                                : "") +
+         style.reset + "\n";
 }
 
-std::string to_text(const message_event& e, bool streamed) {
+std::string to_text(const message_event& e, bool streamed, const text_style& style) {
   const auto& m = e.msg;
   switch (m.role) {
     case role::user:
@@ -120,17 +158,22 @@ std::string to_text(const message_event& e, bool streamed) {
         auto source = m.meta.value("source", std::string{});
         auto id = m.meta.value("task_id", std::string{});
         auto status = m.meta.value("status", std::string{});
-        return "\n◆ task notification: " + source + (id.empty() ? "" : " " + id) +
-               (status.empty() ? "" : " " + status) + "\n" + indent(m.content, "  │ ");
+        return "\n" + style.magenta + "◆ task notification: " + source +
+               (id.empty() ? "" : " " + id) + (status.empty() ? "" : " " + status) + style.reset +
+               "\n" + style.dim + indent(m.content, "  │ ") + style.reset;
       }
-      return "\n> " + m.content + (m.content.empty() || m.content.back() != '\n' ? "\n" : "");
+      if (m.origin == "hook")
+        return style.dim + "⚙ hook: " + m.content + style.reset +
+               (m.content.empty() || m.content.back() != '\n' ? "\n" : "");
+      return "\n" + style.bold + "> " + m.content + style.reset +
+             (m.content.empty() || m.content.back() != '\n' ? "\n" : "");
     case role::assistant: {
       std::string out = streamed ? "" : "\n" + m.content;
       if (!m.content.empty() && m.content.back() != '\n')
         out += "\n";
       for (auto& call : m.tool_calls)
         if (call.format == call_format::native)
-          out += "→ " + call.name + " " + call.input.dump() + "\n";
+          out += style.cyan + "→ " + call.name + " " + call.input.dump() + style.reset + "\n";
       return out;
     }
     case role::tool: {
@@ -139,14 +182,17 @@ std::string to_text(const message_event& e, bool streamed) {
         head += " (exit " + std::to_string(m.exit_code) + ")";
       if (m.is_error)
         head += " [error]";
-      return head + "\n" + indent(m.content, "  │ ");
+      return (m.is_error ? style.red : style.cyan) + head + style.reset + "\n" + style.dim +
+             indent(m.content, "  │ ") + style.reset;
     }
     case role::system:
       if (is_compact_boundary(m) && m.meta.is_object())
-        return "● compacted the conversation (" + m.meta.value("trigger", std::string{"auto"}) +
-               "): ~" + std::to_string(m.meta.value("pre_tokens", int64_t{0})) + " → ~" +
-               std::to_string(m.meta.value("post_tokens", int64_t{0})) + " tokens\n";
-      return "[system] " + m.content + "\n";
+        return style.dim + "● compacted the conversation (" +
+               m.meta.value("trigger", std::string{"auto"}) + "): ~" +
+               std::to_string(m.meta.value("pre_tokens", int64_t{0})) + " → ~" +
+               std::to_string(m.meta.value("post_tokens", int64_t{0})) + " tokens" +
+               style.reset + "\n";
+      return style.yellow + "[system] " + m.content + style.reset + "\n";
   }
   return {};
 }
@@ -164,23 +210,42 @@ nlohmann::json to_stream_json(const generation_progress& e, bool include_partial
           {"session_id", e.session_id}};
 }
 
-std::string to_text(const generation_progress& e) {
+std::string to_text(const generation_progress& e, const text_style& style) {
   if (e.kind == progress_kind::text_delta)
     return e.text;
-  return "! api_retry: attempt " + std::to_string(e.attempt) + "/" +
+  return style.yellow + "! api_retry: attempt " + std::to_string(e.attempt) + "/" +
          std::to_string(e.max_retries) + " in " + std::to_string(e.delay_ms) + " ms (" +
-         e.error + ")\n";
+         e.error + ")" + style.reset + "\n";
 }
 
-std::string to_text(const notice_event& e) { return "! " + e.kind + ": " + e.text + "\n"; }
+std::string to_text(const notice_event& e, const text_style& style) {
+  // A command's answer is what the user asked for: plain text, not a warning.
+  if (e.kind == "command")
+    return e.text + (e.text.empty() || e.text.back() != '\n' ? "\n" : "");
+  return style.yellow + "! " + e.kind + ": " + e.text + style.reset + "\n";
+}
 
-std::string to_text(const session_ended_event& e) {
-  std::string out = "\n● " + std::string{to_string(e.reason)} + " · " +
+std::string to_text(const hook_run_event& e, const text_style& style) {
+  if (!e.finished || e.outcome == "success")
+    return {};
+  auto why = e.outcome == "timeout" ? std::string{"timed out"}
+             : e.outcome == "blocked" ? "blocked"
+                                      : "failed (exit " + std::to_string(e.exit_code) + ")";
+  auto detail = !e.stderr_text.empty() ? e.stderr_text : e.stdout_text;
+  while (!detail.empty() && (detail.back() == '\n' || detail.back() == ' '))
+    detail.pop_back();
+  return (e.outcome == "blocked" ? style.yellow : style.red) + "⚙ " + e.event + " hook " + why +
+         ": " + e.command + style.reset + (detail.empty() ? "" : "\n" + indent(detail, "  │ ")) +
+         (detail.empty() ? "\n" : "");
+}
+
+std::string to_text(const session_ended_event& e, const text_style& style) {
+  std::string out = "\n" + style.dim + "● " + std::string{to_string(e.reason)} + " · " +
                     std::to_string(e.state.turn_count) + " turn(s) · " +
                     std::to_string(e.state.total_steps) + " step(s) · " +
-                    std::to_string(e.duration_ms) + " ms\n";
+                    std::to_string(e.duration_ms) + " ms" + style.reset + "\n";
   if (!e.error_message.empty())
-    out += "error: " + e.error_message + "\n";
+    out += style.red + "error: " + e.error_message + style.reset + "\n";
   for (auto& denial : e.permission_denials)
     out += "denied: " + denial.tool_name + " " + denial.tool_input.dump() + " (" + denial.reason +
            ")\n";

@@ -11,23 +11,38 @@ namespace troupe {
 
 enum class output_format { text, stream_json };
 
+/// ANSI colours for the text format; all empty when colour is off.
+struct text_style {
+  std::string bold, dim, red, green, yellow, cyan, magenta, reset;
+
+  /// Colours when `on`, else none.
+  static text_style make(bool on);
+};
+
+/// True when text written to `fd` may carry colour: a terminal, NO_COLOR unset, TERM not dumb.
+bool colour_wanted(int fd);
+
 /// Returns the stream-json line for an event ({"type":"system","subtype":"init",…}, …),
 /// or null for events stream-json does not show.
 nlohmann::json to_stream_json(const session_started_event& e);
 nlohmann::json to_stream_json(const message_event& e);
 nlohmann::json to_stream_json(const notice_event& e);
 nlohmann::json to_stream_json(const session_ended_event& e);
+/// `{"type":"system","subtype":"hook_started"|"hook_response",…}`.
+nlohmann::json to_stream_json(const hook_run_event& e);
 /// Text deltas become `stream_event` lines only when partial messages were asked for;
 /// retries are always `{"type":"system","subtype":"api_retry",…}`.
 nlohmann::json to_stream_json(const generation_progress& e, bool include_partial_messages);
 
-/// Returns the readable text for an event (may be empty).
-std::string to_text(const session_started_event& e);
+/// Returns the readable text for an event (may be empty), coloured by `style`.
+std::string to_text(const session_started_event& e, const text_style& style = {});
 /// `streamed` says the reply's text was already printed as it arrived.
-std::string to_text(const message_event& e, bool streamed = false);
-std::string to_text(const generation_progress& e);
-std::string to_text(const notice_event& e);
-std::string to_text(const session_ended_event& e);
+std::string to_text(const message_event& e, bool streamed = false, const text_style& style = {});
+std::string to_text(const generation_progress& e, const text_style& style = {});
+std::string to_text(const notice_event& e, const text_style& style = {});
+std::string to_text(const session_ended_event& e, const text_style& style = {});
+/// Only hooks that blocked, failed or timed out are shown.
+std::string to_text(const hook_run_event& e, const text_style& style = {});
 
 /// Returns the stream-json `result` subtype for a terminal reason.
 const char* result_subtype(terminal_reason r);

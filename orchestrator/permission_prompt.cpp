@@ -36,7 +36,9 @@ bool read_line(int fd, std::string& line) {
   }
 }
 
-std::string describe(const tool_call& call) {
+} // namespace
+
+std::string describe_call(const tool_call& call) {
   if (auto command = call.input.find("command"); command != call.input.end() && command->is_string())
     return call.name + ": " + command->get<std::string>();
   if (auto path = call.input.find("path"); path != call.input.end() && path->is_string())
@@ -44,25 +46,29 @@ std::string describe(const tool_call& call) {
   return call.name + " " + call.input.dump();
 }
 
-} // namespace
+std::string parse_permission_answer(const std::string& line) {
+  std::string answer;
+  for (char c : line)
+    if (std::isspace(static_cast<unsigned char>(c)) == 0)
+      answer += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (answer == "y" || answer == "yes")
+    return "yes";
+  if (answer == "n" || answer == "no")
+    return "no";
+  if (answer == "a" || answer == "always")
+    return "always";
+  return {};
+}
 
 std::string ask_permission(int in_fd, int out_fd, const tool_call& call, const std::string& reason) {
-  write_all(out_fd, "\n[troupe] " + reason + "\n  " + describe(call) + "\n");
+  write_all(out_fd, "\n[troupe] " + reason + "\n  " + describe_call(call) + "\n");
   for (;;) {
     write_all(out_fd, "Allow? [y]es / [n]o / [a]lways for this session: ");
     std::string line;
     if (!read_line(in_fd, line))
       return "no";
-    std::string answer;
-    for (char c : line)
-      if (std::isspace(static_cast<unsigned char>(c)) == 0)
-        answer += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    if (answer == "y" || answer == "yes")
-      return "yes";
-    if (answer == "n" || answer == "no")
-      return "no";
-    if (answer == "a" || answer == "always")
-      return "always";
+    if (auto answer = parse_permission_answer(line); !answer.empty())
+      return answer;
   }
 }
 

@@ -13,6 +13,12 @@ namespace troupe {
 /// /dev/tty, so stdout stays the run's output.
 permission_asker_actor spawn_terminal_asker(caf::actor_system& sys);
 
+/// A call as the question shows it: "shell: ls -la", "write src/a.cpp", …
+std::string describe_call(const tool_call& call);
+
+/// Reads an answer to the question: "yes", "no", "always", or empty when it is none of them.
+std::string parse_permission_answer(const std::string& line);
+
 /// One question and its answer over the given descriptors: "yes", "no" or "always". End of
 /// input or an unreadable answer is "no".
 std::string ask_permission(int in_fd, int out_fd, const tool_call& call, const std::string& reason);

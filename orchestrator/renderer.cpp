@@ -11,11 +11,11 @@ namespace {
 
 struct renderer_state {
   render_options options;
+  text_style style;
   /// The current reply's text was printed as it streamed in.
   bool streamed = false;
-  std::FILE* out = nullptr;
+  render_sink sink;
   session_actor session;
-  std::function<void(const session_ended_event&)> on_end;
   bool output_closed = false;
   bool ended = false;
 };
@@ -35,19 +35,21 @@ std::string text_of(renderer_state& st, const generation_progress& e) {
   if (e.kind == progress_kind::text_delta) {
     auto prefix = st.streamed ? "" : "\n";
     st.streamed = true;
-    return prefix + to_text(e);
+    return prefix + to_text(e, st.style);
   }
-  return to_text(e);
+  return to_text(e, st.style);
 }
 
 std::string text_of(renderer_state& st, const message_event& e) {
+  if (!st.options.echo_prompts && e.msg.role == role::user && e.msg.origin == "prompt")
+    return {};
   bool streamed = e.msg.role == role::assistant && std::exchange(st.streamed, false);
-  return to_text(e, streamed);
+  return to_text(e, streamed, st.style);
 }
 
 template <class Event>
-std::string text_of(renderer_state&, const Event& e) {
-  return to_text(e);
+std::string text_of(renderer_state& st, const Event& e) {
+  return to_text(e, st.style);
 }
 
 template <class Event>
@@ -62,9 +64,9 @@ void print(self_ptr self, const Event& event) {
   } else {
     text = text_of(st, event);
   }
-  if (st.output_closed)
+  if (st.output_closed || text.empty())
     return;
-  if (std::fwrite(text.data(), 1, text.size(), st.out) != text.size() || std::fflush(st.out) != 0) {
+  if (!st.sink.write(text)) {
     st.output_closed = true;
     self->send<caf::message_priority::high>(st.session, interrupt_atom::value);
   }
@@ -76,18 +78,17 @@ void finish(self_ptr self, const session_ended_event& e) {
     return;
   st.ended = true;
   print(self, e);
-  if (st.on_end)
-    st.on_end(e);
+  if (st.sink.on_end)
+    st.sink.on_end(e);
   self->quit();
 }
 
-event_sink_actor::behavior_type renderer(self_ptr self, render_options options, std::FILE* out,
-                                         session_actor session,
-                                         std::function<void(const session_ended_event&)> on_end) {
+event_sink_actor::behavior_type renderer(self_ptr self, render_options options, render_sink sink,
+                                         session_actor session) {
   self->state.options = options;
-  self->state.out = out;
+  self->state.style = text_style::make(options.colour);
+  self->state.sink = std::move(sink);
   self->state.session = session;
-  self->state.on_end = std::move(on_end);
   self->monitor(session);
   self->set_down_handler([=](caf::down_msg& down) {
     session_ended_event lost;
@@ -101,16 +102,29 @@ event_sink_actor::behavior_type renderer(self_ptr self, render_options options, 
     [=](const message_event& e) { print(self, e); },
     [=](const notice_event& e) { print(self, e); },
     [=](const generation_progress& e) { print(self, e); },
+    [=](const session_status_event& e) {
+      if (self->state.sink.on_status)
+        self->state.sink.on_status(e);
+    },
+    [=](const hook_run_event& e) { print(self, e); },
     [=](const session_ended_event& e) { finish(self, e); },
   };
 }
 
 } // namespace
 
-event_sink_actor spawn_renderer(caf::actor_system& sys, render_options options, std::FILE* out,
-                                session_actor session,
-                                std::function<void(const session_ended_event&)> on_end) {
-  return sys.spawn(renderer, options, out, std::move(session), std::move(on_end));
+render_sink stream_sink(std::FILE* out, std::function<void(const session_ended_event&)> on_end) {
+  render_sink sink;
+  sink.write = [out](std::string_view text) {
+    return std::fwrite(text.data(), 1, text.size(), out) == text.size() && std::fflush(out) == 0;
+  };
+  sink.on_end = std::move(on_end);
+  return sink;
+}
+
+event_sink_actor spawn_renderer(caf::actor_system& sys, render_options options, render_sink sink,
+                                session_actor session) {
+  return sys.spawn(renderer, options, std::move(sink), std::move(session));
 }
 
 } // namespace troupe

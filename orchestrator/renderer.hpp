@@ -1,8 +1,9 @@
 #pragma once
-// The CLI's subscriber: prints a session's events to a stream as text or stream-json.
+// The CLI's subscriber: prints a session's events as text or stream-json.
 
 #include <cstdio>
 #include <functional>
+#include <string_view>
 
 #include "orchestrator/output_format.hpp"
 #include "protocol/interfaces.hpp"
@@ -18,14 +19,30 @@ struct render_options {
   output_format format = output_format::text;
   /// stream-json: add `stream_event` lines with the text deltas.
   bool include_partial_messages = false;
+  /// Text: ANSI colours (see colour_wanted).
+  bool colour = false;
+  /// Text: show the user's own prompts (a chat has them on the screen already).
+  bool echo_prompts = true;
 };
 
-/// Spawns a renderer of `session`'s events writing to `out` (subscribe it to the session).
-/// After the session_ended event it calls `on_end` (from the renderer's thread) and quits. A
-/// session that goes down without that event ends the rendering as an error. When `out` is
-/// closed by its reader (a broken pipe) the session is interrupted: nobody is listening.
-event_sink_actor spawn_renderer(caf::actor_system& sys, render_options options, std::FILE* out,
-                                session_actor session,
-                                std::function<void(const session_ended_event&)> on_end);
+/// Where rendered output goes, called from the renderer's thread.
+struct render_sink {
+  /// Writes text; false once the reader has gone (a broken pipe).
+  std::function<bool(std::string_view)> write;
+  /// The session's status changed (idle, busy, model, name, usage); may be empty.
+  std::function<void(const session_status_event&)> on_status;
+  /// The terminal event arrived (it has been written).
+  std::function<void(const session_ended_event&)> on_end;
+};
+
+/// A sink that writes to a stdio stream, flushing after every event.
+render_sink stream_sink(std::FILE* out, std::function<void(const session_ended_event&)> on_end);
+
+/// Spawns a renderer of `session`'s events (subscribe it to the session). After the
+/// session_ended event it calls `on_end` and quits; a session that goes down without that event
+/// ends the rendering as an error. When a write fails (a broken pipe) the session is
+/// interrupted: nobody is listening.
+event_sink_actor spawn_renderer(caf::actor_system& sys, render_options options, render_sink sink,
+                                session_actor session);
 
 } // namespace troupe

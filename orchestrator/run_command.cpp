@@ -6,6 +6,8 @@
 #include <chrono>
 #include <future>
 
+#include <unistd.h>
+
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
 #include <caf/send.hpp>
@@ -134,14 +136,8 @@ expected<session_actor> spawn_subagent(caf::actor_system& sys,
 
 } // namespace
 
-int execute_run(run_settings settings, std::FILE* out) {
-  block_termination_signals();
-  if (settings.http_model)
-    http_engine::warm_up();
-  caf::actor_system_config cfg;
-  configure_actor_system(cfg);
-  caf::actor_system sys{cfg};
-
+expected<launched_agent> launch_agent(caf::actor_system& sys, run_settings& settings,
+                                      permission_asker_actor asker) {
   // A tool denied by a bare rule is not offered at all.
   std::vector<tool_spec> offered;
   auto builtin = make_builtin_registry();
@@ -184,26 +180,27 @@ int execute_run(run_settings settings, std::FILE* out) {
   session.max_parallel_tools = settings.max_parallel_tools;
   session.history = std::move(settings.history);
   session.resumed_state = settings.resumed_state;
-  session.initial_inputs.push_back(make_input(std::move(settings.prompt)));
+  session.info = settings.info;
+  if (!settings.prompt.empty())
+    session.initial_inputs.push_back(make_input(std::move(settings.prompt)));
   session.permissions = std::make_shared<const permission_policy>(settings.permissions);
-  if (settings.ask_on_terminal)
-    session.asker = spawn_terminal_asker(sys);
+  session.asker = std::move(asker);
   session.max_depth = settings.max_agent_depth;
   session.max_children = settings.max_agents;
   session.stop_children_on_end = !settings.let_agents_finish;
+  session.interactive = settings.interactive;
   session.wait_for_notifications = settings.wait_notifications;
   session.idle_timeout = settings.idle_timeout;
   session.disk = spawn_disk_io(sys);
 
-  std::optional<http_engine> engine;
+  launched_agent launched;
+  launched.session_dir = session_dir;
   model_client_actor model;
   if (settings.http_model) {
     auto started = http_engine::start(sys);
-    if (!started) {
-      std::fprintf(stderr, "troupe: %s\n", started.error().c_str());
-      return 2;
-    }
-    engine = std::move(*started);
+    if (!started)
+      return failure{started.error()};
+    launched.engine = std::move(*started);
     // The reply may take what the context budget keeps free for it.
     settings.http_model->provider.max_tokens =
       static_cast<int32_t>(settings.budget.output_reserve());
@@ -211,7 +208,7 @@ int execute_run(run_settings settings, std::FILE* out) {
   auto setup = std::make_shared<subagent_setup>();
   setup->registry = registry;
   setup->permissions = session.permissions;
-  setup->engine = engine;
+  setup->engine = launched.engine;
   setup->disk = session.disk;
   {
     run_settings shared = settings;
@@ -230,19 +227,42 @@ int execute_run(run_settings settings, std::FILE* out) {
   };
   session.spawn_subagent = setup->factory;
   if (settings.http_model)
-    model = spawn_http_model(sys, std::move(*settings.http_model), *engine);
+    model = spawn_http_model(sys, std::move(*settings.http_model), *launched.engine);
   else
     model = spawn_scripted_model(sys, std::move(*settings.model_script));
-  auto agent = spawn_agent(sys, std::move(session), std::move(tools), std::move(model));
+  launched.agent = spawn_agent(sys, std::move(session), std::move(tools), std::move(model));
+  launched.keep_alive = setup;
   // Other processes reach the session here (`troupe notify`, `interrupt`, `background`).
-  if (auto endpoint = spawn_control_endpoint(sys, agent, session_dir); !endpoint)
+  if (auto endpoint = spawn_control_endpoint(sys, launched.agent, session_dir); !endpoint)
     spdlog::warn("{}; troupe notify will queue messages for the next resume", endpoint.error());
+  return launched;
+}
+
+int execute_run(run_settings settings, std::FILE* out) {
+  block_termination_signals();
+  if (settings.http_model)
+    http_engine::warm_up();
+  caf::actor_system_config cfg;
+  configure_actor_system(cfg);
+  caf::actor_system sys{cfg};
+  permission_asker_actor asker;
+  if (settings.ask_on_terminal)
+    asker = spawn_terminal_asker(sys);
+  auto launched = launch_agent(sys, settings, asker);
+  if (!launched) {
+    std::fprintf(stderr, "troupe: %s\n", launched.error().c_str());
+    return 2;
+  }
+  auto agent = launched->agent;
 
   // Shared with the renderer's thread, which may still be inside set_value when we return.
   auto ended = std::make_shared<std::promise<session_ended_event>>();
   auto ended_future = ended->get_future();
-  auto renderer = spawn_renderer(sys, settings.render, out, agent,
-                                 [ended](const session_ended_event& e) { ended->set_value(e); });
+  settings.render.colour = settings.render.format == output_format::text && out == stdout &&
+                           colour_wanted(STDOUT_FILENO);
+  auto renderer = spawn_renderer(
+    sys, settings.render,
+    stream_sink(out, [ended](const session_ended_event& e) { ended->set_value(e); }), agent);
 
   std::atomic<int> signals_seen{0};
   signal_forwarder forwarder{[&](int sig) {
@@ -268,8 +288,8 @@ int execute_run(run_settings settings, std::FILE* out) {
       code = exit_code_for(terminal_reason::interrupted);
     }
   }
-  if (engine)
-    engine->stop();
+  if (launched->engine)
+    launched->engine->stop();
   return code;
 }
 

@@ -5,18 +5,25 @@
 #include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <memory>
 #include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "actors/http_engine.hpp"
 #include "actors/http_model.hpp"
 #include "context/token_budget.hpp"
 #include "orchestrator/renderer.hpp"
 #include "protocol/loop_state.hpp"
 #include "protocol/message.hpp"
+#include "protocol/session_info.hpp"
 #include "providers/scripted_script.hpp"
 #include "tools/permissions.hpp"
+
+namespace caf {
+class actor_system;
+}
 
 namespace troupe {
 
@@ -50,6 +57,12 @@ struct run_settings {
   /// Absolute path of the bash the shell tool runs.
   std::string shell_program = "/bin/bash";
   std::string session_id;
+  /// What session.json starts from (name, creation time, fork origin, cost so far).
+  session_info info;
+  /// The model a resumed session ran with: used when --model names none.
+  std::string recorded_model;
+  /// A person drives the session (troupe chat).
+  bool interactive = false;
   /// Messages of an existing session with this id (empty for a new one).
   std::vector<message> history;
   /// The loop state that session left behind, when state.json could be read.
@@ -71,6 +84,22 @@ struct run_settings {
   bool wait_notifications = false;
   std::chrono::milliseconds idle_timeout{0};
 };
+
+/// An agent spawned from checked settings, not started yet (send start_atom).
+struct launched_agent {
+  session_actor agent;
+  std::filesystem::path session_dir;
+  /// The HTTP engine of an API model; stop it when the agent has ended.
+  std::optional<http_engine> engine;
+  /// What the agent's subagent factory refers to, kept for as long as the agent runs.
+  std::shared_ptr<void> keep_alive;
+};
+
+/// Spawns the agent `settings` describe — its tools, model, session, subagent factory and
+/// control endpoint — with `asker` answering permission questions (none: headless). Consumes
+/// the settings' history and prompt.
+expected<launched_agent> launch_agent(caf::actor_system& sys, run_settings& settings,
+                                      permission_asker_actor asker);
 
 /// Runs one agent to its terminal state, printing its events to `out`. SIGINT interrupts the
 /// run (a second one stops it at once). Returns the exit code of the terminal state.

@@ -87,4 +87,49 @@ void from_json(const nlohmann::json& j, session_ended_event& x) {
     denials->get_to(x.permission_denials);
 }
 
+void to_json(nlohmann::json& j, const session_status_event& x) {
+  j = {{"event", "status"},          {"session_id", x.session_id},
+       {"busy", x.busy},             {"model", x.model},
+       {"name", x.name},             {"turn_count", x.turn_count},
+       {"usage", x.usage},           {"cost_usd", x.cost_usd},
+       {"cost_known", x.cost_known}, {"context_tokens", x.context_tokens},
+       {"context_window", x.context_window}};
+}
+
+void from_json(const nlohmann::json& j, session_status_event& x) {
+  x = session_status_event{};
+  x.session_id = j.value("session_id", std::string{});
+  x.busy = j.value("busy", false);
+  x.model = j.value("model", std::string{});
+  x.name = j.value("name", std::string{});
+  x.turn_count = j.value("turn_count", int64_t{0});
+  if (auto u = j.find("usage"); u != j.end())
+    u->get_to(x.usage);
+  x.cost_usd = j.value("cost_usd", 0.0);
+  x.cost_known = j.value("cost_known", true);
+  x.context_tokens = j.value("context_tokens", int64_t{0});
+  x.context_window = j.value("context_window", int64_t{0});
+}
+
+void to_json(nlohmann::json& j, const hook_run_event& x) {
+  j = {{"event", "hook"},          {"session_id", x.session_id}, {"hook_id", x.hook_id},
+       {"hook_event", x.event},    {"command", x.command},       {"finished", x.finished},
+       {"exit_code", x.exit_code}, {"outcome", x.outcome},       {"stdout", x.stdout_text},
+       {"stderr", x.stderr_text},  {"duration_ms", x.duration_ms}};
+}
+
+void from_json(const nlohmann::json& j, hook_run_event& x) {
+  x = hook_run_event{};
+  x.session_id = j.value("session_id", std::string{});
+  x.hook_id = j.value("hook_id", std::string{});
+  x.event = j.value("hook_event", std::string{});
+  x.command = j.value("command", std::string{});
+  x.finished = j.value("finished", false);
+  x.exit_code = j.value("exit_code", 0);
+  x.outcome = j.value("outcome", std::string{});
+  x.stdout_text = j.value("stdout", std::string{});
+  x.stderr_text = j.value("stderr", std::string{});
+  x.duration_ms = j.value("duration_ms", int64_t{0});
+}
+
 } // namespace troupe

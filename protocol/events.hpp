@@ -102,6 +102,57 @@ typename Inspector::result_type inspect(Inspector& f, generation_progress& x) {
            x.max_retries, x.delay_ms, x.status, x.error);
 }
 
+/// Where a session stands, for a front end: published when it starts waiting for input (busy
+/// false), when a turn starts (busy true), and when its model or name changes.
+struct session_status_event {
+  std::string session_id;
+  bool busy = false;
+  std::string model;
+  std::string name;
+  int64_t turn_count = 0;
+  /// This run's usage; the cost is the session's whole (subagents included).
+  token_usage usage;
+  double cost_usd = 0;
+  bool cost_known = true;
+  /// The projected size of the next request, and the model's window.
+  int64_t context_tokens = 0;
+  int64_t context_window = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, session_status_event& x) {
+  return f(caf::meta::type_name("session_status_event"), x.session_id, x.busy, x.model, x.name,
+           x.turn_count, x.usage, x.cost_usd, x.cost_known, x.context_tokens, x.context_window);
+}
+
+/// An external hook command started (`finished` false) or ended.
+struct hook_run_event {
+  std::string session_id;
+  /// Unique per run of one command; the started and the finished event share it.
+  std::string hook_id;
+  /// The settings' event name: "PreToolUse", "Stop", …
+  std::string event;
+  std::string command;
+  bool finished = false;
+  int32_t exit_code = 0;
+  /// "success", "blocked" (a decision or exit 2), "error" (another exit code, not JSON) or
+  /// "timeout".
+  std::string outcome;
+  std::string stdout_text;
+  std::string stderr_text;
+  int64_t duration_ms = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, hook_run_event& x) {
+  return f(caf::meta::type_name("hook_run_event"), x.session_id, x.hook_id, x.event, x.command,
+           x.finished, x.exit_code, x.outcome, x.stdout_text, x.stderr_text, x.duration_ms);
+}
+
+void to_json(nlohmann::json& j, const session_status_event& x);
+void from_json(const nlohmann::json& j, session_status_event& x);
+void to_json(nlohmann::json& j, const hook_run_event& x);
+void from_json(const nlohmann::json& j, hook_run_event& x);
 void to_json(nlohmann::json& j, const generation_progress& x);
 void from_json(const nlohmann::json& j, generation_progress& x);
 void to_json(nlohmann::json& j, const session_started_event& x);

@@ -27,6 +27,10 @@ using event_sink_actor = caf::typed_actor<
   caf::reacts_to<notice_event>,
   // Text arriving from the model, retries (for live rendering).
   caf::reacts_to<generation_progress>,
+  // Idle or busy, model, name, usage and cost (for a front end's prompt and status line).
+  caf::reacts_to<session_status_event>,
+  // An external hook command started or ended.
+  caf::reacts_to<hook_run_event>,
   // Last event of a session.
   caf::reacts_to<session_ended_event>>;
 

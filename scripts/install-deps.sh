@@ -5,7 +5,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build ccache pkg-config
   libcaf-dev libcurl4-openssl-dev nlohmann-json3-dev libspdlog-dev
-  doctest-dev libcli11-dev libbenchmark-dev python3
+  doctest-dev libcli11-dev libbenchmark-dev libedit-dev python3 tmux
 )
 
 missing=()

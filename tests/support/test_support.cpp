@@ -247,6 +247,8 @@ event_sink_actor::behavior_type recorder(event_sink_actor::pointer self,
     [=](const message_event& e) { into->add(e); },
     [=](const notice_event& e) { into->add(e); },
     [=](const generation_progress& e) { into->add(e); },
+    [=](const session_status_event& e) { into->add(e); },
+    [=](const hook_run_event& e) { into->add(e); },
     [=](const session_ended_event& e) {
       into->finish(e);
       self->quit();

@@ -1,0 +1,463 @@
+#include "orchestrator/chat_command.hpp"
+
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <cinttypes>
+#include <cstdio>
+#include <deque>
+#include <future>
+#include <mutex>
+
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/blocking_actor.hpp>
+#include <caf/send.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+#include "actors/runtime.hpp"
+#include "actors/session.hpp"
+#include "orchestrator/line_editor.hpp"
+#include "orchestrator/permission_prompt.hpp"
+#include "orchestrator/renderer.hpp"
+#include "orchestrator/signals.hpp"
+
+namespace troupe {
+
+namespace {
+
+// What the actors hand to the chat's main thread, which alone writes to the terminal.
+struct chat_item {
+  enum class kind { text, status, ended, ask, signal } what = kind::text;
+  std::string text;
+  session_status_event status;
+  session_ended_event ended;
+  /// For an ask: where the answer goes ("yes", "no", "always").
+  std::shared_ptr<std::promise<std::string>> answer;
+  int signal = 0;
+};
+
+// A queue from any thread to the main thread, with an eventfd to wake its poll().
+class chat_mailbox {
+public:
+  chat_mailbox() : wake_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
+  chat_mailbox(const chat_mailbox&) = delete;
+  chat_mailbox& operator=(const chat_mailbox&) = delete;
+  ~chat_mailbox() { ::close(wake_); }
+
+  void push(chat_item item) {
+    {
+      std::lock_guard<std::mutex> guard{mutex_};
+      items_.push_back(std::move(item));
+    }
+    uint64_t one = 1;
+    [[maybe_unused]] auto n = ::write(wake_, &one, sizeof one);
+  }
+
+  std::deque<chat_item> take() {
+    uint64_t count = 0;
+    [[maybe_unused]] auto n = ::read(wake_, &count, sizeof count);
+    std::lock_guard<std::mutex> guard{mutex_};
+    return std::exchange(items_, {});
+  }
+
+  int fd() const { return wake_; }
+
+  /// The chat is over: questions still coming are answered "no".
+  void close() { closed_.store(true); }
+  bool closed() const { return closed_.load(); }
+
+private:
+  int wake_;
+  std::mutex mutex_;
+  std::deque<chat_item> items_;
+  std::atomic<bool> closed_{false};
+};
+
+// Asks at the chat's prompt: the question goes to the main thread, and this actor, on a thread
+// of its own, waits for the answer.
+permission_asker_actor spawn_chat_asker(caf::actor_system& sys,
+                                        std::shared_ptr<chat_mailbox> box) {
+  return sys.spawn<caf::detached>(
+    [box](permission_asker_actor::pointer) -> permission_asker_actor::behavior_type {
+      return {
+        [box](ask_atom, const tool_call& call, const std::string& reason) {
+          auto answer = std::make_shared<std::promise<std::string>>();
+          auto future = answer->get_future();
+          chat_item item;
+          item.what = chat_item::kind::ask;
+          item.text = reason + "\n  " + describe_call(call);
+          item.answer = answer;
+          box->push(std::move(item));
+          using namespace std::chrono_literals;
+          while (future.wait_for(100ms) != std::future_status::ready)
+            if (box->closed())
+              return std::string{"no"};
+          return future.get();
+        },
+      };
+    });
+}
+
+std::string thousands(int64_t tokens) {
+  char text[32];
+  if (tokens >= 1000)
+    std::snprintf(text, sizeof text, "%.1fk", static_cast<double>(tokens) / 1000.0);
+  else
+    std::snprintf(text, sizeof text, "%" PRId64, tokens);
+  return text;
+}
+
+// The line above the prompt: model, turns, tokens, context, cost.
+std::string status_line(const session_status_event& s) {
+  std::string line = s.model;
+  if (!s.name.empty())
+    line += " · " + s.name;
+  line += " · " + std::to_string(s.turn_count) + " turn" + (s.turn_count == 1 ? "" : "s");
+  line += " · " + thousands(s.usage.input_tokens + s.usage.cache_read_tokens +
+                            s.usage.cache_write_tokens) +
+          " in / " + thousands(s.usage.output_tokens) + " out";
+  if (s.context_window > 0)
+    line += " · context " + thousands(s.context_tokens) + "/" + thousands(s.context_window);
+  if (s.cost_known) {
+    char cost[32];
+    std::snprintf(cost, sizeof cost, " · $%.4f", s.cost_usd);
+    line += cost;
+  }
+  return line;
+}
+
+// The main thread's loop: it owns the terminal, shows the prompt when the session waits for
+// input and hands every line typed to the session.
+class chat_front {
+public:
+  chat_front(session_actor session, std::shared_ptr<chat_mailbox> box, bool terminal,
+             text_style style, const std::filesystem::path& history)
+    : session_(std::move(session)), box_(std::move(box)), terminal_(terminal),
+      style_(std::move(style)) {
+    if (terminal_) {
+      editor_.emplace(history.string());
+      editor_->quiet_terminal();
+    }
+  }
+
+  int run() {
+    while (!ended_) {
+      pollfd fds[2] = {{box_->fd(), POLLIN, 0}, {STDIN_FILENO, POLLIN, 0}};
+      bool read_stdin = terminal_ ? (editor_->prompting()) : (!input_closed_ && waiting_);
+      int n = ::poll(fds, read_stdin ? 2 : 1, -1);
+      if (n < 0 && errno != EINTR)
+        break;
+      if (fds[0].revents != 0)
+        for (auto& item : box_->take())
+          handle(std::move(item));
+      if (read_stdin && !ended_ && (fds[1].revents & (POLLIN | POLLHUP)) != 0)
+        terminal_ ? editor_->read_input() : read_piped();
+    }
+    box_->close();
+    for (auto& item : box_->take())
+      if (item.what == chat_item::kind::ask)
+        item.answer->set_value("no");
+    if (pending_answer_)
+      pending_answer_->set_value("no");
+    return exit_code_;
+  }
+
+private:
+  void write(const std::string& text) {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
+  }
+
+  // Output goes above the prompt: the prompt leaves the screen and comes back under it.
+  void print(const std::string& text) {
+    bool shown = editor_ && editor_->prompting();
+    if (shown)
+      editor_->hide();
+    write(text);
+    if (shown) {
+      if (!text.empty() && text.back() != '\n')
+        write("\n");
+      editor_->show();
+    }
+  }
+
+  void handle(chat_item item) {
+    switch (item.what) {
+      case chat_item::kind::text:
+        print(item.text);
+        break;
+      case chat_item::kind::status:
+        on_status(item.status);
+        break;
+      case chat_item::kind::ended:
+        if (editor_)
+          editor_->stop();
+        exit_code_ = exit_code_for(item.ended.reason);
+        ended_ = true;
+        break;
+      case chat_item::kind::ask:
+        ask(item.text, std::move(item.answer));
+        break;
+      case chat_item::kind::signal:
+        on_signal(item.signal);
+        break;
+    }
+  }
+
+  void on_status(const session_status_event& s) {
+    last_status_ = s;
+    if (s.busy) {
+      waiting_ = false;
+      if (editor_ && editor_->prompting() && !pending_answer_) {
+        editor_->stop(); // a notification started a turn: what was typed waits
+        editor_->quiet_terminal();
+      }
+      return;
+    }
+    if (waiting_)
+      return; // a name or model change while the prompt is up
+    waiting_ = true;
+    empty_interrupts_ = 0;
+    if (s.turn_count != shown_turns_ || !status_shown_) {
+      write(style_.dim + status_line(s) + style_.reset + "\n");
+      shown_turns_ = s.turn_count;
+      status_shown_ = true;
+    }
+    if (terminal_)
+      show_prompt();
+    else
+      send_piped();
+  }
+
+  void show_prompt() {
+    auto mark = continued_.empty() ? std::string{"› "} : std::string{"… "};
+    // \001 and \002 tell libedit the colour codes take no room on the screen.
+    auto prompt = style_.bold.empty() ? mark
+                                      : "\001" + style_.bold + "\002" + mark.substr(0, mark.size() - 1) +
+                                          "\001" + style_.reset + "\002 ";
+    editor_->prompt(prompt, [this](std::optional<std::string> line) { on_line(std::move(line)); });
+  }
+
+  void submit(const std::string& text) {
+    waiting_ = false;
+    caf::anon_send(session_, submit_atom::value, make_input(text));
+  }
+
+  void on_line(std::optional<std::string> line) {
+    if (!line) {
+      write("\n");
+      submit("/exit"); // Ctrl+D
+      return;
+    }
+    // A line ending in a backslash goes on on the next one.
+    if (!line->empty() && line->back() == '\\') {
+      continued_ += line->substr(0, line->size() - 1) + "\n";
+      show_prompt();
+      return;
+    }
+    auto text = continued_ + *line;
+    continued_.clear();
+    if (text.find_first_not_of(" \t\n") == std::string::npos) {
+      show_prompt();
+      return;
+    }
+    editor_->remember(text);
+    editor_->quiet_terminal();
+    submit(text);
+  }
+
+  void ask(const std::string& question, std::shared_ptr<std::promise<std::string>> answer) {
+    if (!terminal_) {
+      answer->set_value("no"); // nobody to ask: a headless ask is a denial
+      return;
+    }
+    if (pending_answer_)
+      pending_answer_->set_value("no");
+    pending_answer_ = std::move(answer);
+    if (editor_->prompting())
+      editor_->stop();
+    write("\n" + style_.yellow + "[troupe] " + question + style_.reset + "\n");
+    ask_again();
+  }
+
+  void ask_again() {
+    editor_->prompt("Allow? [y]es / [n]o / [a]lways for this session: ",
+                    [this](std::optional<std::string> line) {
+                      auto reply = line ? parse_permission_answer(*line) : std::string{"no"};
+                      if (reply.empty()) {
+                        ask_again();
+                        return;
+                      }
+                      answer(reply);
+                    });
+  }
+
+  void answer(const std::string& reply) {
+    if (!pending_answer_)
+      return;
+    pending_answer_->set_value(reply);
+    pending_answer_.reset();
+    editor_->quiet_terminal();
+  }
+
+  void on_signal(int sig) {
+    if (sig != SIGINT) {
+      // SIGTERM, or SIGHUP (the terminal went away): the session ends, and with it the chat.
+      caf::anon_send_exit(session_, caf::exit_reason::user_shutdown);
+      return;
+    }
+    if (pending_answer_) {
+      if (editor_->prompting())
+        editor_->stop();
+      write("\n");
+      answer("no");
+      caf::anon_send<caf::message_priority::high>(session_, interrupt_atom::value);
+      return;
+    }
+    if (!waiting_) {
+      // The agent works: the step in flight stops, every call issued is answered.
+      write("\n" + style_.dim + "(interrupting)" + style_.reset + "\n");
+      caf::anon_send<caf::message_priority::high>(session_, interrupt_atom::value);
+      return;
+    }
+    // At the prompt: the session drops what it had queued, the line typed is cleared, and a
+    // second Ctrl+C in a row on an empty prompt ends the chat.
+    caf::anon_send<caf::message_priority::high>(session_, interrupt_atom::value);
+    bool typed = (editor_ && !editor_->current_line().empty()) || !continued_.empty();
+    continued_.clear();
+    if (typed) {
+      empty_interrupts_ = 0;
+      if (editor_)
+        editor_->clear_line();
+      return;
+    }
+    if (++empty_interrupts_ >= 2) {
+      if (editor_)
+        editor_->stop();
+      write("\n");
+      submit("/exit");
+      return;
+    }
+    print("\n" + style_.dim + "(press Ctrl+C again to exit, or Ctrl+D)" + style_.reset + "\n");
+  }
+
+  // stdin is not a terminal: each line is one message, sent when the session waits.
+  void read_piped() {
+    char buffer[4096];
+    auto n = ::read(STDIN_FILENO, buffer, sizeof buffer);
+    if (n <= 0) {
+      input_closed_ = true;
+    } else {
+      piped_.append(buffer, static_cast<size_t>(n));
+    }
+    send_piped();
+  }
+
+  void send_piped() {
+    if (!waiting_)
+      return;
+    auto end = piped_.find('\n');
+    if (end == std::string::npos && !input_closed_)
+      return;
+    if (end == std::string::npos && piped_.empty()) {
+      submit("/exit"); // end of input
+      return;
+    }
+    auto line = piped_.substr(0, end);
+    piped_.erase(0, end == std::string::npos ? std::string::npos : end + 1);
+    if (line.find_first_not_of(" \t\r") == std::string::npos) {
+      send_piped();
+      return;
+    }
+    write(style_.bold + "› " + line + style_.reset + "\n");
+    submit(line);
+  }
+
+  session_actor session_;
+  std::shared_ptr<chat_mailbox> box_;
+  bool terminal_;
+  text_style style_;
+  std::optional<line_editor> editor_;
+  session_status_event last_status_;
+  /// The status line is shown before the first prompt and after each turn, not after commands.
+  int64_t shown_turns_ = 0;
+  bool status_shown_ = false;
+  /// The session waits for input (its last status said so, and nothing was sent since).
+  bool waiting_ = false;
+  bool ended_ = false;
+  int exit_code_ = 0;
+  int empty_interrupts_ = 0;
+  std::string continued_;
+  std::shared_ptr<std::promise<std::string>> pending_answer_;
+  std::string piped_;
+  bool input_closed_ = false;
+};
+
+} // namespace
+
+int execute_chat(run_settings settings) {
+  block_termination_signals();
+  if (settings.http_model)
+    http_engine::warm_up();
+  bool terminal = ::isatty(STDIN_FILENO) != 0 && ::isatty(STDOUT_FILENO) != 0;
+  caf::actor_system_config cfg;
+  configure_actor_system(cfg);
+  caf::actor_system sys{cfg};
+  auto box = std::make_shared<chat_mailbox>();
+  settings.interactive = true;
+  auto first_prompt = settings.prompt;
+  auto launched = launch_agent(sys, settings, spawn_chat_asker(sys, box));
+  if (!launched) {
+    std::fprintf(stderr, "troupe: %s\n", launched.error().c_str());
+    return 2;
+  }
+  auto agent = launched->agent;
+  render_options options;
+  options.colour = colour_wanted(STDOUT_FILENO);
+  options.echo_prompts = false; // what the person typed is on the screen already
+  render_sink sink;
+  sink.write = [box](std::string_view text) {
+    chat_item item;
+    item.text = std::string{text};
+    box->push(std::move(item));
+    return true;
+  };
+  sink.on_status = [box](const session_status_event& status) {
+    chat_item item;
+    item.what = chat_item::kind::status;
+    item.status = status;
+    box->push(std::move(item));
+  };
+  sink.on_end = [box](const session_ended_event& ended) {
+    chat_item item;
+    item.what = chat_item::kind::ended;
+    item.ended = ended;
+    box->push(std::move(item));
+  };
+  auto renderer = spawn_renderer(sys, options, std::move(sink), agent);
+  signal_forwarder forwarder{[box](int sig) {
+    chat_item item;
+    item.what = chat_item::kind::signal;
+    item.signal = sig;
+    box->push(std::move(item));
+  }};
+  auto style = text_style::make(options.colour);
+  if (!first_prompt.empty())
+    std::printf("%s› %s%s\n", style.bold.c_str(), first_prompt.c_str(), style.reset.c_str());
+  caf::anon_send(agent, subscribe_atom::value, renderer);
+  caf::anon_send(agent, start_atom::value);
+  int code = 0;
+  {
+    chat_front front{agent, box, terminal, style, settings.troupe_home / "history"};
+    code = front.run();
+  }
+  if (launched->engine)
+    launched->engine->stop();
+  return code;
+}
+
+} // namespace troupe

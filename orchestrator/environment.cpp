@@ -1,0 +1,55 @@
+#include "orchestrator/environment.hpp"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+namespace troupe {
+
+int fail(const std::string& message) {
+  std::fprintf(stderr, "troupe: %s\n", message.c_str());
+  return usage_error;
+}
+
+int fail_at_runtime(const std::string& message) {
+  std::fprintf(stderr, "troupe: %s\n", message.c_str());
+  return runtime_error_exit;
+}
+
+std::string env_or(const char* name, std::string fallback) {
+  const char* value = std::getenv(name);
+  return value != nullptr && *value != '\0' ? std::string{value} : fallback;
+}
+
+std::filesystem::path home_dir() { return env_or("HOME", "/tmp"); }
+
+// The first executable bash on PATH, resolved once per run.
+std::string find_bash() {
+  auto path = env_or("PATH", "/usr/bin:/bin");
+  for (size_t start = 0; start <= path.size();) {
+    auto end = path.find(':', start);
+    auto dir = path.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    auto candidate = (dir.empty() ? std::string{"."} : dir) + "/bash";
+    if (::access(candidate.c_str(), X_OK) == 0)
+      return candidate;
+    if (end == std::string::npos)
+      break;
+    start = end + 1;
+  }
+  return "/bin/bash";
+}
+
+std::filesystem::path troupe_home() {
+  auto configured = env_or("TROUPE_HOME");
+  return configured.empty() ? home_dir() / ".local/share/troupe"
+                            : std::filesystem::path{configured};
+}
+
+std::filesystem::path config_home() {
+  auto xdg = env_or("XDG_CONFIG_HOME");
+  return xdg.empty() ? home_dir() / ".config" : std::filesystem::path{xdg};
+}
+
+
+} // namespace troupe

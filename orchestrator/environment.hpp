@@ -1,0 +1,35 @@
+#pragma once
+// What the CLI reads from its environment, and how it reports errors. Only orchestrator/ reads
+// the environment.
+
+#include <filesystem>
+#include <string>
+
+namespace troupe {
+
+/// Exit code of a usage or configuration error, and of a runtime error.
+inline constexpr int usage_error = 2;
+inline constexpr int runtime_error_exit = 1;
+
+/// Prints "troupe: MESSAGE" on stderr and returns usage_error.
+int fail(const std::string& message);
+
+/// Prints "troupe: MESSAGE" on stderr and returns runtime_error_exit.
+int fail_at_runtime(const std::string& message);
+
+/// Returns the variable's value, or `fallback` when it is unset or empty.
+std::string env_or(const char* name, std::string fallback = {});
+
+/// $HOME (or /tmp).
+std::filesystem::path home_dir();
+
+/// $XDG_CONFIG_HOME, else ~/.config.
+std::filesystem::path config_home();
+
+/// $TROUPE_HOME, else ~/.local/share/troupe.
+std::filesystem::path troupe_home();
+
+/// The first executable bash on PATH.
+std::string find_bash();
+
+} // namespace troupe

@@ -1,0 +1,117 @@
+#include "orchestrator/remote_commands.hpp"
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
+
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+
+#include "actors/control_endpoint.hpp"
+#include "actors/ids.hpp"
+#include "actors/notification_queue.hpp"
+#include "actors/runtime.hpp"
+#include "orchestrator/environment.hpp"
+#include "orchestrator/session_store.hpp"
+
+namespace troupe {
+
+namespace {
+
+int64_t epoch_us() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+           std::chrono::system_clock::now().time_since_epoch())
+    .count();
+}
+
+// A client actor system: the middleman, no more threads than needed.
+struct client_system {
+  caf::actor_system_config cfg;
+  std::unique_ptr<caf::actor_system> sys;
+  client_system() {
+    configure_actor_system(cfg);
+    cfg.set("scheduler.max-threads", size_t{1});
+    sys = std::make_unique<caf::actor_system>(cfg);
+  }
+};
+
+} // namespace
+
+int run_notify(const std::string& session_id, const std::string& text, bool urgent) {
+  auto dir = existing_session(session_id);
+  if (!dir)
+    return fail_at_runtime(dir.error());
+  if (text.empty())
+    return fail(std::string{"no message: give it as arguments or on stdin"});
+  task_notification n;
+  n.id = "ntf_" + random_hex(12);
+  n.source = "external";
+  n.text = text;
+  n.urgent = urgent;
+  n.sent_at_us = epoch_us();
+  // Durable first: once this returns the message survives anything.
+  if (auto queued = append_notification(*dir / "queue.jsonl", n); !queued)
+    return fail_at_runtime(queued.error());
+  client_system client;
+  auto answer = send_control(*client.sys, *dir, urgent ? "urgent" : "poke", "");
+  if (answer && answer->rfind("error", 0) != 0 && answer->rfind("refused", 0) != 0)
+    std::printf("notification %s delivered to the running session %s\n", n.id.c_str(),
+                session_id.c_str());
+  else
+    std::printf("notification %s queued for session %s (%s); it is read when the session runs "
+                "again\n",
+                n.id.c_str(), session_id.c_str(),
+                answer ? answer->c_str() : answer.error().c_str());
+  return 0;
+}
+
+int run_remote_command(const std::string& session_id, const std::string& command,
+                       const std::string& arg) {
+  auto dir = existing_session(session_id);
+  if (!dir)
+    return fail_at_runtime(dir.error());
+  client_system client;
+  auto answer = send_control(*client.sys, *dir, command, arg);
+  if (!answer)
+    return fail_at_runtime("session " + session_id + " is not running: " + answer.error());
+  if (answer->rfind("error", 0) == 0 || answer->rfind("refused", 0) == 0)
+    return fail_at_runtime(*answer);
+  std::printf("%s\n", answer->c_str());
+  return 0;
+}
+
+// Finds the session that launched an agent: <home>/sessions/<id>[/agents/<id>…]/agents/<agent>.
+int run_background(const std::string& agent_id) {
+  if (!is_valid_session_id(agent_id))
+    return fail_at_runtime("invalid agent id '" + agent_id + "'");
+  std::error_code ec;
+  auto sessions = troupe_home() / "sessions";
+  for (auto it = std::filesystem::recursive_directory_iterator(sessions, ec);
+       it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+    if (ec)
+      break;
+    const auto& path = it->path();
+    if (path.filename() != agent_id || path.parent_path().filename() != "agents")
+      continue;
+    // The top-level session holds the control endpoint; the parent is named in the path.
+    auto parent_dir = path.parent_path().parent_path();
+    auto top = parent_dir;
+    while (top.parent_path().filename() == "agents")
+      top = top.parent_path().parent_path();
+    client_system client;
+    auto answer = send_control(*client.sys, top, "background",
+                               parent_dir == top ? agent_id
+                                                 : std::filesystem::relative(path, top).string());
+    if (!answer)
+      return fail_at_runtime("the session that launched " + agent_id +
+                             " is not running: " + answer.error());
+    if (answer->rfind("error", 0) == 0 || answer->rfind("refused", 0) == 0)
+      return fail_at_runtime(*answer);
+    std::printf("%s\n", answer->c_str());
+    return 0;
+  }
+  return fail_at_runtime("unknown agent '" + agent_id + "' (no sessions/…/agents/" + agent_id +
+                         " under " + sessions.string() + ")");
+}
+
+} // namespace troupe

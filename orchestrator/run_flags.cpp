@@ -1,0 +1,598 @@
+#include "orchestrator/run_flags.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <iostream>
+#include <iterator>
+#include <string_view>
+
+#include <CLI/CLI.hpp>
+#include <spdlog/sinks/basic_file_sink.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "actors/http_engine.hpp"
+#include "actors/ids.hpp"
+#include "actors/transcript.hpp"
+#include "context/context_window.hpp"
+#include "orchestrator/environment.hpp"
+#include "orchestrator/session_store.hpp"
+#include "tools/tool_spec.hpp"
+
+namespace troupe {
+
+namespace {
+
+// Parses a flag's or variable's value as a whole number in [low, high], naming where it came
+// from and what it counts when it is not one.
+expected<long> parse_count(const std::string& text, const std::string& where, long low, long high,
+                           const char* what) {
+  char* end = nullptr;
+  errno = 0;
+  long value = std::strtol(text.c_str(), &end, 10);
+  if (text.empty() || end == text.c_str() || *end != '\0' || errno != 0 || value < low ||
+      value > high)
+    return failure{"invalid " + where + " '" + text + "': expected a whole number of " + what +
+                   " from " + std::to_string(low) + " to " + std::to_string(high)};
+  return value;
+}
+
+// The flag when given, else the environment variable, else the default.
+expected<long> count_setting(const std::string& flag_value, const char* flag, const char* variable,
+                             long fallback, long low, long high, const char* what) {
+  if (!flag_value.empty())
+    return parse_count(flag_value, flag, low, high, what);
+  if (auto text = env_or(variable); !text.empty())
+    return parse_count(text, variable, low, high, what);
+  return fallback;
+}
+
+bool valid_port(std::string_view port) {
+  if (port.empty() || port.size() > 5 ||
+      !std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return false;
+  auto number = std::stoi(std::string{port});
+  return number >= 1 && number <= 65535;
+}
+
+// True for HOST or HOST:PORT, HOST a name, an IPv4 address or a bracketed IPv6 address.
+bool valid_authority(std::string_view authority) {
+  auto all_of = [](std::string_view text, auto allowed) {
+    return std::all_of(text.begin(), text.end(),
+                       [&](char c) { return allowed(static_cast<unsigned char>(c)); });
+  };
+  if (!authority.empty() && authority.front() == '[') {
+    auto close = authority.find(']');
+    if (close == std::string_view::npos || close == 1 ||
+        !all_of(authority.substr(1, close - 1),
+                [](unsigned char c) { return std::isxdigit(c) != 0 || c == ':' || c == '.'; }))
+      return false;
+    auto rest = authority.substr(close + 1);
+    return rest.empty() || (rest.front() == ':' && valid_port(rest.substr(1)));
+  }
+  auto host = authority;
+  if (auto colon = authority.rfind(':'); colon != std::string_view::npos) {
+    host = authority.substr(0, colon);
+    if (!valid_port(authority.substr(colon + 1)))
+      return false;
+  }
+  return !host.empty() && all_of(host, [](unsigned char c) {
+    return std::isalnum(c) != 0 || c == '-' || c == '.' || c == '_';
+  });
+}
+
+// Checks a base URL before any request: scheme http(s), a host, an optional port and path.
+// (Checked here, not by libcurl, so that libcurl can load while the run starts.)
+expected<std::string> check_base_url(const std::string& url, const char* source) {
+  std::string_view rest = url;
+  bool http = false;
+  for (std::string_view scheme : {"http://", "https://"})
+    if (rest.substr(0, scheme.size()) == scheme) {
+      rest.remove_prefix(scheme.size());
+      http = true;
+    }
+  auto authority = rest.substr(0, rest.find_first_of("/?#"));
+  bool printable = std::all_of(url.begin(), url.end(), [](char c) {
+    return static_cast<unsigned char>(c) > 0x20 && static_cast<unsigned char>(c) < 0x7f;
+  });
+  if (!http || !printable || authority.find('@') != std::string_view::npos ||
+      !valid_authority(authority))
+    return failure{std::string{"invalid "} + source + " '" + url +
+                   "': expected http://HOST[:PORT][/PATH] or https://…"};
+  return url;
+}
+
+std::string ollama_base_url(std::string host) {
+  if (host.find("://") == std::string::npos)
+    host = "http://" + host;
+  auto path_start = host.find('/', host.find("://") + 3);
+  if (path_start == std::string::npos)
+    host += "/v1";
+  return host;
+}
+
+const char* no_model_help =
+  "no model configured: pass --model openai/MODEL (with OPENAI_API_KEY), anthropic/MODEL "
+  "(with ANTHROPIC_API_KEY), ollama/MODEL or scripted:PATH, or set TROUPE_MODEL "
+  "(`troupe demo` runs offline)";
+
+// Resolves one model spec: the provider, its endpoint and key from the environment, and the
+// tool format (the flag's, or the provider's default).
+} // namespace
+
+expected<model_choice> resolve_model_spec(const std::string& model, const run_flags& flags) {
+  model_choice choice;
+  constexpr std::string_view scripted = "scripted:";
+  if (model.rfind(scripted, 0) == 0) {
+    auto path = model.substr(scripted.size());
+    if (path.empty())
+      return failure{"--model scripted: needs a script path, e.g. --model scripted:replies.jsonl"};
+    auto lines = load_script(path);
+    if (!lines)
+      return failure{lines.error()};
+    choice.model_script = std::move(*lines);
+    choice.format = flags.tool_format == "tool"  ? tool_format::tool
+                    : flags.tool_format == "xml" ? tool_format::xml
+                                                 : tool_format::markdown;
+    return choice;
+  }
+  auto slash = model.find('/');
+  auto provider = model.substr(0, slash);
+  auto name = slash == std::string::npos ? std::string{} : model.substr(slash + 1);
+  if (slash == std::string::npos || name.empty() ||
+      (provider != "openai" && provider != "anthropic" && provider != "ollama"))
+    return failure{"unknown model '" + model + "': use openai/MODEL, anthropic/MODEL, " +
+                   "ollama/MODEL or scripted:PATH"};
+  http_model_config http;
+  http.provider.model = name;
+  expected<std::string> base = std::string{};
+  if (provider == "anthropic") {
+    http.provider.kind = provider_kind::anthropic;
+    http.provider.api_key = env_or("ANTHROPIC_API_KEY");
+    if (http.provider.api_key.empty())
+      return failure{"anthropic/" + name + " needs an API key: set ANTHROPIC_API_KEY"};
+    base = check_base_url(env_or("ANTHROPIC_BASE_URL", "https://api.anthropic.com"),
+                          "ANTHROPIC_BASE_URL");
+  } else if (provider == "openai") {
+    http.provider.api_key = env_or("OPENAI_API_KEY");
+    if (http.provider.api_key.empty())
+      return failure{"openai/" + name + " needs an API key: set OPENAI_API_KEY"};
+    base = check_base_url(env_or("OPENAI_BASE_URL", "https://api.openai.com/v1"),
+                          "OPENAI_BASE_URL");
+  } else {
+    base = check_base_url(ollama_base_url(env_or("OLLAMA_HOST", "http://127.0.0.1:11434/v1")),
+                          "OLLAMA_HOST");
+  }
+  if (!base)
+    return failure{base.error()};
+  http.provider.base_url = *base;
+  http.provider.stream = !flags.no_stream;
+  http.provider.format = flags.tool_format == "markdown" ? tool_format::markdown
+                         : flags.tool_format == "xml"    ? tool_format::xml
+                                                         : tool_format::tool;
+  http.max_retries = flags.max_retries;
+  http.idle_timeout_ms = flags.stream_idle_timeout_s * 1000;
+  choice.format = http.provider.format;
+  choice.http_model = std::move(http);
+  return choice;
+}
+
+namespace {
+
+// Picks the provider and its settings from --model/TROUPE_MODEL and the environment.
+expected<bool> resolve_model(const run_flags& flags, run_settings& settings) {
+  // A resumed session keeps its model unless --model names another.
+  bool recorded = flags.model.empty() && !settings.recorded_model.empty();
+  auto model = !flags.model.empty() ? flags.model
+               : recorded           ? settings.recorded_model
+                                    : env_or("TROUPE_MODEL");
+  if (model.empty()) {
+    // A key alone is enough: it names the provider, and each has a sensible default model.
+    if (!env_or("ANTHROPIC_API_KEY").empty())
+      model = "anthropic/claude-sonnet-4-5";
+    else if (!env_or("OPENAI_API_KEY").empty())
+      model = "openai/gpt-4.1";
+    else
+      return failure{no_model_help};
+  }
+  settings.model_name = model;
+  auto choice = resolve_model_spec(model, flags);
+  if (!choice)
+    return failure{recorded ? "the session's model " + model + " (give --model for another): " +
+                                choice.error()
+                            : choice.error()};
+  settings.model_script = std::move(choice->model_script);
+  settings.http_model = std::move(choice->http_model);
+  settings.format = choice->format;
+  settings.resolve_model = [flags](const std::string& spec) {
+    return resolve_model_spec(spec, flags);
+  };
+  return true;
+}
+
+} // namespace
+
+std::string join_words(const std::vector<std::string>& words) {
+  std::string text;
+  for (auto& w : words)
+    text += (text.empty() ? "" : " ") + w;
+  return text;
+}
+
+namespace {
+
+// The session a run continues or starts: --resume or --continue (into a new id with --fork),
+// --session-id (continued when it exists), or a new one; its transcript and state are loaded.
+// Returns true when its last message was never answered: crash recovery answers it, so the
+// run needs no prompt.
+expected<bool> resolve_session(const run_flags& flags, run_settings& settings) {
+  if (!flags.resume.empty() && flags.continue_last)
+    return failure{"--resume and --continue cannot be combined (--continue picks the newest "
+                   "session of the workspace)"};
+  if (flags.fork && flags.resume.empty() && !flags.continue_last)
+    return failure{"--fork needs --resume ID|NAME or --continue"};
+  if (!flags.session_id.empty() && !is_valid_session_id(flags.session_id))
+    return failure{"invalid --session-id '" + flags.session_id +
+                   "': use letters, digits, '.', '_' and '-'"};
+  std::optional<stored_session> from;
+  if (!flags.resume.empty()) {
+    auto found = find_session(flags.resume);
+    if (!found)
+      return failure{"--resume: " + found.error()};
+    from = *found;
+  } else if (flags.continue_last) {
+    auto found = newest_session_in(settings.cwd);
+    if (!found)
+      return failure{"--continue: " + found.error()};
+    from = *found;
+  }
+  if (from && !flags.fork && from->live)
+    return failure{"session " + from->info.id +
+                   " is running in another process; send it a message with troupe notify " +
+                   from->info.id + ", or --fork it"};
+  if (from && !flags.session_id.empty() && !flags.fork)
+    return failure{"--session-id names the new session of a --fork; --resume already names "
+                   "the session to continue"};
+  if (from) {
+    settings.recorded_model = from->info.model;
+    // A resumed session goes on in its own workspace unless --cwd names another.
+    std::error_code cwd_ec;
+    if (flags.cwd.empty() && !from->info.cwd.empty() &&
+        std::filesystem::is_directory(from->info.cwd, cwd_ec))
+      settings.cwd = from->info.cwd;
+    if (flags.fork) {
+      settings.session_id = flags.session_id.empty() ? new_session_id() : flags.session_id;
+      auto forked = fork_session(*from, settings.session_id);
+      if (!forked)
+        return failure{forked.error()};
+      settings.info.forked_from = from->info.id;
+      settings.info.first_prompt = from->info.first_prompt;
+      if (!from->info.name.empty()) {
+        settings.info.name = from->info.name + " (fork)";
+        settings.info.name_source = from->info.name_source;
+      }
+    } else {
+      settings.session_id = from->info.id;
+      settings.info = from->info;
+    }
+  } else {
+    settings.session_id = flags.session_id.empty() ? new_session_id() : flags.session_id;
+  }
+  std::error_code ec;
+  auto dir = settings.troupe_home / "sessions" / settings.session_id;
+  auto transcript = dir / "transcript.jsonl";
+  if (!std::filesystem::exists(transcript, ec))
+    return false;
+  if (!from) { // an existing --session-id keeps its name and cost so far
+    auto existing = read_session(dir);
+    settings.info = existing.info;
+    if (settings.recorded_model.empty())
+      settings.recorded_model = existing.info.model;
+  }
+  auto loaded = load_transcript(transcript);
+  if (!loaded)
+    return failure{loaded.error()};
+  if (!loaded->repair_note.empty())
+    spdlog::warn("{}", loaded->repair_note);
+  settings.history = std::move(loaded->messages);
+  // The transcript is the source of truth; the state only carries counters over.
+  auto state_path = dir / "state.json";
+  if (std::filesystem::exists(state_path, ec)) {
+    if (auto state = read_loop_state(state_path))
+      settings.resumed_state = *state;
+    else
+      spdlog::warn("{}; counters restart from zero", state.error());
+  }
+  // A compaction in the middle of a turn leaves the boundary last: look past it.
+  auto last = std::find_if(settings.history.rbegin(), settings.history.rend(),
+                           [](const message& m) { return !is_compact_boundary(m); });
+  return last != settings.history.rend() &&
+         (last->role == role::user || last->role == role::tool);
+}
+
+expected<std::vector<std::filesystem::path>> settings_files(const run_flags& flags,
+                                                            const std::filesystem::path& workspace) {
+  std::vector<std::filesystem::path> files = {config_home() / "troupe/settings.json",
+                                              workspace / ".troupe/settings.json"};
+  if (!flags.settings_file.empty()) {
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(flags.settings_file, ec))
+      return failure{"--settings " + flags.settings_file + ": no such file"};
+    files.emplace_back(flags.settings_file);
+  }
+  return files;
+}
+
+// The context window and output size: the model's row of the built-in table, then the settings
+// files ("contextWindow", "maxOutputTokens"), then the environment, then the flags.
+expected<context_budget> resolve_budget(const run_flags& flags, const std::string& model,
+                                        const std::filesystem::path& workspace) {
+  context_budget budget;
+  budget.limits = limits_for_model(model);
+  auto files = settings_files(flags, workspace);
+  if (!files)
+    return failure{files.error()};
+  struct limit {
+    const char* key;
+    int64_t* into;
+    long low;
+    long high;
+  };
+  const limit limits[] = {{"contextWindow", &budget.limits.context_window, 1000, 100000000},
+                          {"maxOutputTokens", &budget.limits.max_output_tokens, 16, 10000000}};
+  for (auto& file : *files) {
+    auto json = read_settings_file(file);
+    if (!json)
+      return failure{json.error()};
+    for (auto& l : limits)
+      if (auto value = json->find(l.key); value != json->end()) {
+        if (!value->is_number_integer() || value->get<long>() < l.low ||
+            value->get<long>() > l.high)
+          return failure{"settings file " + file.string() + ": \"" + l.key +
+                         "\" must be a whole number of tokens from " + std::to_string(l.low) +
+                         " to " + std::to_string(l.high)};
+        *l.into = value->get<int64_t>();
+      }
+  }
+  auto window = count_setting(flags.context_window, "--context-window", "TROUPE_CONTEXT_WINDOW",
+                              static_cast<long>(budget.limits.context_window), 1000, 100000000,
+                              "tokens");
+  auto output = count_setting(flags.max_output_tokens, "--max-output-tokens",
+                              "TROUPE_MAX_OUTPUT_TOKENS",
+                              static_cast<long>(budget.limits.max_output_tokens), 16, 10000000,
+                              "tokens");
+  for (auto* checked : {&window, &output})
+    if (!*checked)
+      return failure{checked->error()};
+  budget.limits.context_window = *window;
+  budget.limits.max_output_tokens = *output;
+  return budget;
+}
+
+// The permission policy from the settings files (user, then project, then --settings) and the
+// flags, which come last.
+expected<permission_policy> resolve_permissions(const run_flags& flags,
+                                                const std::filesystem::path& workspace) {
+  permission_policy policy;
+  if (!flags.permission_mode.empty()) {
+    auto mode = parse_permission_mode(flags.permission_mode);
+    if (!mode)
+      return failure{"invalid --permission-mode '" + flags.permission_mode +
+                     "': expected default, accept-edits, plan or bypass"};
+    policy.mode = *mode;
+  }
+  auto files = settings_files(flags, workspace);
+  if (!files)
+    return failure{files.error()};
+  for (auto& file : *files) {
+    auto rules = load_permission_rules(file);
+    if (!rules)
+      return failure{rules.error()};
+    policy.rules.add(*rules);
+  }
+  for (auto [texts, into] : {std::pair{&flags.allow, &policy.rules.allow},
+                             std::pair{&flags.deny, &policy.rules.deny}})
+    for (auto& text : *texts) {
+      auto rule = parse_permission_rule(text);
+      if (!rule)
+        return failure{rule.error()};
+      into->push_back(*rule);
+    }
+  policy.context.cwd = workspace;
+  policy.context.home = home_dir();
+  return policy;
+}
+
+} // namespace
+
+expected<run_settings> resolve_run(const run_flags& flags, bool interactive) {
+  run_settings settings;
+  settings.render.format =
+    flags.output_format == "stream-json" ? output_format::stream_json : output_format::text;
+  settings.render.include_partial_messages = flags.include_partial_messages;
+
+  auto max_steps = count_setting(flags.max_steps, "--max-steps", "TROUPE_MAX_STEPS", 0, 1,
+                                 1000000, "steps");
+  auto parallel = count_setting("", "", "TROUPE_MAX_TOOL_CONCURRENCY", 10, 1, 10, "calls");
+  auto tool_output = count_setting(flags.max_tool_output, "--max-tool-output",
+                                   "TROUPE_MAX_TOOL_OUTPUT", 30000, 1000, 10000000, "bytes");
+  for (auto* checked : {&max_steps, &parallel, &tool_output})
+    if (!*checked)
+      return failure{checked->error()};
+  settings.max_steps = static_cast<int32_t>(*max_steps);
+  settings.max_parallel_tools = static_cast<size_t>(*parallel);
+  settings.max_tool_output = static_cast<size_t>(*tool_output);
+
+  std::error_code ec;
+  settings.cwd = flags.cwd.empty() ? std::filesystem::current_path(ec)
+                                   : std::filesystem::absolute(flags.cwd, ec);
+  if (ec || !std::filesystem::is_directory(settings.cwd, ec))
+    return failure{"--cwd " + flags.cwd + ": no such directory"};
+  settings.cwd = std::filesystem::canonical(settings.cwd, ec);
+
+  settings.home = home_dir();
+  settings.shell_program = find_bash();
+  settings.troupe_home = troupe_home();
+  settings.interactive = interactive;
+  auto resumed = resolve_session(flags, settings);
+  if (!resumed)
+    return failure{resumed.error()};
+
+  if (auto model = resolve_model(flags, settings); !model)
+    return failure{model.error()};
+  if (settings.http_model)
+    http_engine::warm_up(); // libcurl loads while the rest is checked and the run starts
+
+  auto permissions = resolve_permissions(flags, settings.cwd);
+  if (!permissions)
+    return failure{permissions.error()};
+  auto budget = resolve_budget(flags, settings.model_name, settings.cwd);
+  if (!budget)
+    return failure{budget.error()};
+  settings.budget = *budget;
+  auto depth = count_setting(flags.max_agent_depth, "--max-agent-depth", "TROUPE_MAX_AGENT_DEPTH",
+                             3, 0, 10, "levels");
+  auto agents = count_setting(flags.max_agents, "--max-agents", "TROUPE_MAX_AGENTS", 20, 1, 1000,
+                              "agents");
+  for (auto* checked : {&depth, &agents})
+    if (!*checked)
+      return failure{checked->error()};
+  settings.max_agent_depth = static_cast<int32_t>(*depth);
+  settings.max_agents = static_cast<size_t>(*agents);
+  settings.let_agents_finish = flags.let_agents_finish;
+  settings.wait_notifications = flags.wait_notifications;
+  if (flags.wait_notifications || interactive)
+    settings.idle_timeout = std::chrono::seconds{flags.idle_timeout_s};
+  settings.permissions = std::move(*permissions);
+  settings.ask_on_terminal = isatty(STDIN_FILENO) != 0 && isatty(STDERR_FILENO) != 0;
+
+  // A chat asks for its input; a run needs a prompt, unless it resumes a session whose last
+  // message was never answered (crash recovery answers it).
+  settings.prompt = interactive ? join_words(flags.prompt) : read_prompt(flags.prompt);
+  if (settings.prompt.empty() && !interactive && !*resumed)
+    return failure{settings.history.empty()
+                     ? "no prompt: give it as arguments (troupe run \"fix the tests\") or on stdin"
+                     : "no prompt: session " + settings.session_id +
+                         " has nothing left to answer; give the next prompt as arguments or "
+                         "on stdin"};
+  return settings;
+}
+
+std::string read_prompt(const std::vector<std::string>& words) {
+  auto prompt = join_words(words);
+  if (!prompt.empty() || isatty(STDIN_FILENO))
+    return prompt;
+  prompt.assign(std::istreambuf_iterator<char>{std::cin}, std::istreambuf_iterator<char>{});
+  while (!prompt.empty() && (prompt.back() == '\n' || prompt.back() == '\r'))
+    prompt.pop_back();
+  return prompt;
+}
+
+static const std::vector<std::string> log_levels = {"trace", "debug", "info", "warn",
+                                              "error", "critical", "off"};
+
+expected<bool> configure_logging(const std::string& log_file, const std::string& level) {
+  auto name = level.empty() ? std::string{"warn"} : level;
+  if (std::find(log_levels.begin(), log_levels.end(), name) == log_levels.end())
+    return failure{"invalid log level '" + name + "': use trace, debug, info, warn, error, "
+                   "critical or off"};
+  std::shared_ptr<spdlog::logger> logger;
+  try {
+    logger = log_file.empty() ? spdlog::stderr_color_mt("troupe")
+                              : spdlog::basic_logger_mt("troupe", log_file);
+  } catch (const spdlog::spdlog_ex& e) {
+    return failure{"cannot open log file " + log_file + ": " + e.what()};
+  }
+  spdlog::set_default_logger(logger);
+  spdlog::set_level(spdlog::level::from_str(name));
+  return true;
+}
+
+void add_agent_flags(CLI::App& command, run_flags& flags, bool headless) {
+  command.add_option("prompt", flags.prompt,
+                     headless ? "the task (read from stdin when omitted)"
+                              : "a first message, sent before the prompt appears");
+  command.add_option("--model,-m", flags.model,
+                  "openai/MODEL, anthropic/MODEL, ollama/MODEL or scripted:PATH "
+                  "(default: $TROUPE_MODEL)");
+  command.add_option("--max-steps", flags.max_steps,
+                  "most steps per turn (default: $TROUPE_MAX_STEPS, else no cap)");
+  command.add_option("--cwd", flags.cwd, "workspace directory (default: the current one)");
+  if (headless)
+    command.add_option("--output-format", flags.output_format, "text or stream-json")
+      ->check(CLI::IsMember({"text", "stream-json"}));
+  command.add_option("--session-id", flags.session_id,
+                  "session id; an existing session's transcript is continued");
+  command.add_option("--tool-format", flags.tool_format,
+                  "tool (native function calling; default for API models), markdown "
+                  "(fenced blocks; default for scripted) or xml (<tool-use> elements)")
+    ->check(CLI::IsMember({"tool", "markdown", "xml"}));
+  command.add_flag("--no-stream", flags.no_stream, "ask the API for whole replies, not streams");
+  if (headless)
+    command.add_flag("--include-partial-messages", flags.include_partial_messages,
+                     "stream-json: add stream_event lines with text deltas");
+  command.add_option("--max-retries", flags.max_retries,
+                  "retries of a failed API request (429, 5xx, connection errors)")
+    ->check(CLI::Range(0, 100));
+  command.add_option("--idle-timeout", flags.idle_timeout_s,
+                  "with --wait-notifications: end the run (completed) after this many seconds "
+                  "without any; otherwise the same as --stream-idle-timeout")
+    ->check(CLI::Range(1, 86400));
+  command.add_option("--stream-idle-timeout", flags.stream_idle_timeout_s,
+                  "seconds a streaming reply may stay silent before it fails (default 120)")
+    ->check(CLI::Range(1, 86400));
+  command.add_flag("--wait-notifications", flags.wait_notifications,
+                "when the work is done, stay alive for task notifications (troupe notify) "
+                "instead of ending");
+  command.add_option("--max-agent-depth", flags.max_agent_depth,
+                  "deepest nesting of subagents (default 3)")
+    ->type_name("N");
+  command.add_option("--max-agents", flags.max_agents,
+                  "most subagents one agent runs at once (default 20)")
+    ->type_name("N");
+  command.add_flag("--let-agents-finish", flags.let_agents_finish,
+                "when the run ends, let background subagents finish instead of stopping them");
+  command.add_option("--max-tool-output", flags.max_tool_output,
+                  "bytes of a tool result the model sees; longer ones keep head and tail, "
+                  "the whole output saved in the session directory")
+    ->type_name("BYTES");
+  command.add_option("--permission-mode", flags.permission_mode,
+                  "default (ask for shell and writes), accept-edits, plan (read-only tools), "
+                  "bypass (everything)")
+    ->type_name("MODE");
+  // One rule per flag, repeatable, so `--allow shell PROMPT` leaves PROMPT the prompt.
+  command.add_option("--allow", flags.allow, "allow a tool or Tool(pattern), e.g. 'shell(git *)'")
+    ->type_name("RULE")
+    ->expected(1)
+    ->allow_extra_args(false)
+    ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  command.add_option("--deny", flags.deny, "deny a tool or Tool(pattern); a bare tool is removed")
+    ->type_name("RULE")
+    ->expected(1)
+    ->allow_extra_args(false)
+    ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  command.add_option("--settings", flags.settings_file, "a settings JSON file read after the others")
+    ->type_name("FILE");
+  command.add_option("--context-window", flags.context_window,
+                  "the model's context window in tokens (default: the built-in table, "
+                  "$TROUPE_CONTEXT_WINDOW or contextWindow in settings); the conversation is "
+                  "compacted before a request would overflow it")
+    ->type_name("TOKENS");
+  command.add_option("--max-output-tokens", flags.max_output_tokens,
+                  "tokens a reply may take (default: the built-in table, "
+                  "$TROUPE_MAX_OUTPUT_TOKENS or maxOutputTokens in settings)")
+    ->type_name("TOKENS");
+  command.add_option("--resume,-r", flags.resume,
+                     "continue the session with this id or name (troupe ls lists them)")
+    ->type_name("ID|NAME");
+  command.add_flag("--continue,-c", flags.continue_last,
+                   "continue the newest session of the workspace");
+  command.add_flag("--fork", flags.fork,
+                   "with --resume or --continue: continue a copy of the session under a new "
+                   "id, leaving the original as it is");
+}
+
+} // namespace troupe

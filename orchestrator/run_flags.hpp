@@ -1,0 +1,71 @@
+#pragma once
+// The flags `troupe run` and `troupe chat` share, and how flags, environment and settings files
+// become a checked run.
+
+#include <string>
+#include <vector>
+
+#include "orchestrator/run_command.hpp"
+#include "protocol/expected.hpp"
+
+namespace CLI {
+class App;
+}
+
+namespace troupe {
+
+/// The flags of `troupe run` and `troupe chat`, as typed.
+struct run_flags {
+  std::vector<std::string> prompt;
+  std::string model;
+  std::string max_steps;
+  std::string cwd;
+  std::string output_format = "text";
+  std::string session_id;
+  std::string tool_format;
+  bool no_stream = false;
+  bool include_partial_messages = false;
+  int max_retries = 8;
+  int stream_idle_timeout_s = 120;
+  /// --idle-timeout as typed: the session's idle timeout with --wait-notifications, else the
+  /// streaming one (its meaning before notifications existed).
+  int idle_timeout_s = 0;
+  bool wait_notifications = false;
+  std::string max_agent_depth;
+  std::string max_agents;
+  bool let_agents_finish = false;
+  std::string max_tool_output;
+  std::string permission_mode;
+  std::vector<std::string> allow;
+  std::vector<std::string> deny;
+  std::string settings_file;
+  std::string context_window;
+  std::string max_output_tokens;
+  /// --resume ID|NAME, --continue (the newest session in the workspace), --fork (into a new id).
+  std::string resume;
+  bool continue_last = false;
+  bool fork = false;
+};
+
+/// Adds the flags `troupe run` and `troupe chat` share to a subcommand; `headless` (run) adds
+/// the output format's.
+void add_agent_flags(CLI::App& command, run_flags& flags, bool headless);
+
+/// Sets up diagnostics: spdlog at `level` (default warn) on stderr or in `log_file`.
+expected<bool> configure_logging(const std::string& log_file, const std::string& level);
+
+/// Resolves one model spec the way --model is resolved: the provider, its endpoint and key
+/// from the environment, and the tool format.
+expected<model_choice> resolve_model_spec(const std::string& model, const run_flags& flags);
+
+/// Joins words with single spaces.
+std::string join_words(const std::vector<std::string>& words);
+
+/// Joins the words of a prompt; with none, reads stdin when it is not a terminal.
+std::string read_prompt(const std::vector<std::string>& words);
+
+/// Turns flags, environment and settings files into a checked run, or a one-line error.
+/// `interactive` (chat): a prompt is optional and the session waits for input.
+expected<run_settings> resolve_run(const run_flags& flags, bool interactive);
+
+} // namespace troupe

@@ -1,0 +1,272 @@
+#include "orchestrator/session_store.hpp"
+
+#include <signal.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <optional>
+
+#include <nlohmann/json.hpp>
+
+#include "actors/ids.hpp"
+#include "actors/transcript.hpp"
+#include "orchestrator/environment.hpp"
+#include "orchestrator/output_format.hpp"
+
+namespace troupe {
+
+namespace {
+
+int64_t mtime_ms(const std::filesystem::path& path) {
+  std::error_code ec;
+  auto written = std::filesystem::last_write_time(path, ec);
+  if (ec)
+    return 0;
+  // file_clock has no portable conversion in C++17: measure both clocks now.
+  auto age = std::filesystem::file_time_type::clock::now() - written;
+  return now_ms() - std::chrono::duration_cast<std::chrono::milliseconds>(age).count();
+}
+
+std::optional<nlohmann::json> read_json(const std::filesystem::path& path) {
+  std::ifstream in{path, std::ios::binary};
+  if (!in)
+    return std::nullopt;
+  auto parsed = nlohmann::json::parse(in, nullptr, false);
+  if (parsed.is_discarded() || !parsed.is_object())
+    return std::nullopt;
+  return parsed;
+}
+
+bool pid_alive(int64_t pid) { return pid > 0 && ::kill(static_cast<pid_t>(pid), 0) == 0; }
+
+// A session written before session.json existed: what its transcript and state tell.
+void fill_from_transcript(const std::filesystem::path& dir, session_info& info) {
+  std::ifstream in{dir / "transcript.jsonl", std::ios::binary};
+  std::string line;
+  while (std::getline(in, line)) {
+    auto m = nlohmann::json::parse(line, nullptr, false);
+    if (m.is_object() && m.value("role", "") == "user" && m.value("origin", "") == "prompt") {
+      info.first_prompt = m.value("content", std::string{}).substr(0, 200);
+      info.created_ms = m.value("timestamp_ms", int64_t{0});
+      break;
+    }
+  }
+  if (auto state = read_loop_state(dir / "state.json")) {
+    info.turns = state->turn_count;
+    info.steps = state->total_steps;
+  }
+  info.state = "unknown";
+}
+
+std::string when(int64_t ms) {
+  auto age_s = (now_ms() - ms) / 1000;
+  if (age_s < 60)
+    return "just now";
+  if (age_s < 3600)
+    return std::to_string(age_s / 60) + " min ago";
+  if (age_s < 86400)
+    return std::to_string(age_s / 3600) + " h ago";
+  std::time_t seconds = ms / 1000;
+  std::tm local{};
+  localtime_r(&seconds, &local);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%d %H:%M", &local);
+  return text;
+}
+
+std::string cost_text(const session_info& info) {
+  if (!info.cost_known)
+    return "?";
+  char text[32];
+  std::snprintf(text, sizeof text, "$%.4f", info.cost_usd);
+  return text;
+}
+
+std::string state_text(const stored_session& s) {
+  if (s.live)
+    return "running";
+  // A session that says it runs but has no process died without reaching a terminal state.
+  return s.info.state == "running" ? "crashed" : s.info.state;
+}
+
+std::string cut(std::string text, size_t width) {
+  for (auto& c : text)
+    if (c == '\n' || c == '\t')
+      c = ' ';
+  if (text.size() <= width)
+    return text;
+  auto end = width - 1;
+  while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80)
+    --end; // never split a UTF-8 character
+  return text.substr(0, end) + "…";
+}
+
+} // namespace
+
+std::filesystem::path session_dir_of(const std::string& session_id) {
+  return troupe_home() / "sessions" / session_id;
+}
+
+expected<std::filesystem::path> existing_session(const std::string& session_id) {
+  if (!is_valid_session_id(session_id))
+    return failure{"invalid session id '" + session_id + "'"};
+  auto dir = session_dir_of(session_id);
+  std::error_code ec;
+  if (!std::filesystem::exists(dir / "transcript.jsonl", ec))
+    return failure{"unknown session '" + session_id + "' (no " + dir.string() +
+                   "/transcript.jsonl)"};
+  return dir;
+}
+
+stored_session read_session(const std::filesystem::path& dir) {
+  stored_session s;
+  s.dir = dir;
+  if (auto json = read_json(dir / "session.json")) {
+    try {
+      s.info = json->get<session_info>();
+    } catch (const nlohmann::json::exception&) {
+      fill_from_transcript(dir, s.info);
+    }
+  } else {
+    fill_from_transcript(dir, s.info);
+  }
+  s.info.id = dir.filename().string();
+  s.last_activity_ms = std::max(mtime_ms(dir / "transcript.jsonl"), s.info.updated_ms);
+  if (auto control = read_json(dir / "control.json"))
+    s.live = pid_alive(control->value("pid", int64_t{0}));
+  return s;
+}
+
+std::vector<stored_session> list_sessions() {
+  std::vector<stored_session> out;
+  std::error_code ec;
+  for (auto it = std::filesystem::directory_iterator(troupe_home() / "sessions", ec);
+       !ec && it != std::filesystem::directory_iterator(); it.increment(ec))
+    if (std::filesystem::exists(it->path() / "transcript.jsonl"))
+      out.push_back(read_session(it->path()));
+  std::sort(out.begin(), out.end(), [](const stored_session& a, const stored_session& b) {
+    return a.last_activity_ms != b.last_activity_ms ? a.last_activity_ms > b.last_activity_ms
+                                                    : a.info.id > b.info.id;
+  });
+  return out;
+}
+
+expected<stored_session> find_session(const std::string& id_or_name) {
+  if (is_valid_session_id(id_or_name) && existing_session(id_or_name))
+    return read_session(session_dir_of(id_or_name));
+  std::vector<stored_session> named;
+  for (auto& s : list_sessions())
+    if (!s.info.name.empty() && s.info.name == id_or_name)
+      named.push_back(s);
+  if (named.size() == 1)
+    return named.front();
+  if (named.empty())
+    return failure{"unknown session '" + id_or_name +
+                   "': no session has that id or name (troupe ls lists them)"};
+  std::string ids;
+  for (auto& s : named)
+    ids += (ids.empty() ? "" : ", ") + s.info.id;
+  return failure{"the name '" + id_or_name + "' is carried by " + std::to_string(named.size()) +
+                 " sessions (" + ids + "): give the id"};
+}
+
+expected<stored_session> newest_session_in(const std::filesystem::path& cwd) {
+  for (auto& s : list_sessions())
+    if (s.info.cwd == cwd.string())
+      return s;
+  return failure{"no session has run in " + cwd.string() + " yet (troupe ls lists them all)"};
+}
+
+expected<std::filesystem::path> fork_session(const stored_session& from,
+                                             const std::string& new_id) {
+  auto dir = session_dir_of(new_id);
+  std::error_code ec;
+  if (std::filesystem::exists(dir, ec))
+    return failure{"cannot fork into " + new_id + ": that session exists already"};
+  std::filesystem::create_directories(dir, ec);
+  if (ec)
+    return failure{"cannot create " + dir.string() + ": " + ec.message()};
+  for (auto name : {"transcript.jsonl", "state.json"})
+    if (std::filesystem::exists(from.dir / name)) {
+      std::filesystem::copy_file(from.dir / name, dir / name, ec);
+      if (ec)
+        return failure{"cannot copy " + (from.dir / name).string() + ": " + ec.message()};
+    }
+  return dir;
+}
+
+int run_ls(bool json) {
+  auto sessions = list_sessions();
+  if (json) {
+    for (auto& s : sessions) {
+      nlohmann::json line = s.info;
+      line["state"] = state_text(s);
+      line["last_activity_ms"] = s.last_activity_ms;
+      line["live"] = s.live;
+      std::printf("%s\n",
+                  line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+    }
+    return 0;
+  }
+  if (sessions.empty()) {
+    std::printf("no sessions yet in %s\n", (troupe_home() / "sessions").c_str());
+    return 0;
+  }
+  std::printf("%-24s %-32s %-17s %-12s %5s %9s\n", "ID", "NAME", "LAST ACTIVITY", "STATE",
+              "TURNS", "COST");
+  for (auto& s : sessions) {
+    auto name = s.info.name.empty() ? "(" + cut(s.info.first_prompt, 30) + ")" : s.info.name;
+    auto shown = cut(name, 32);
+    // printf pads by bytes: pad the name by characters so the columns stay aligned.
+    size_t chars = 0;
+    for (unsigned char c : shown)
+      chars += (c & 0xC0) != 0x80 ? 1 : 0;
+    std::printf("%-24s %s%*s %-17s %-12s %5lld %9s\n", s.info.id.c_str(), shown.c_str(),
+                static_cast<int>(32 - std::min<size_t>(chars, 32)), "",
+                when(s.last_activity_ms).c_str(), state_text(s).c_str(),
+                static_cast<long long>(s.info.turns), cost_text(s.info).c_str());
+  }
+  return 0;
+}
+
+int run_show(const std::string& id_or_name) {
+  auto found = find_session(id_or_name);
+  if (!found)
+    return fail_at_runtime(found.error());
+  auto loaded = load_transcript(found->dir / "transcript.jsonl");
+  if (!loaded)
+    return fail_at_runtime(loaded.error());
+  const auto& info = found->info;
+  std::printf("● session %s%s · %s · %s · %s · %lld turn(s) · %s\n", info.id.c_str(),
+              info.name.empty() ? "" : (" (" + info.name + ")").c_str(), info.model.c_str(),
+              info.cwd.c_str(), state_text(*found).c_str(), static_cast<long long>(info.turns),
+              cost_text(info).c_str());
+  if (!info.forked_from.empty())
+    std::printf("  forked from %s\n", info.forked_from.c_str());
+  for (auto& m : loaded->messages) {
+    auto text = to_text(message_event{info.id, m}, false);
+    std::fwrite(text.data(), 1, text.size(), stdout);
+  }
+  return 0;
+}
+
+int run_rm(const std::string& id_or_name) {
+  auto found = find_session(id_or_name);
+  if (!found)
+    return fail_at_runtime(found.error());
+  if (found->live)
+    return fail_at_runtime("session " + found->info.id +
+                           " is running; stop it first (troupe interrupt " + found->info.id +
+                           ")");
+  std::error_code ec;
+  std::filesystem::remove_all(found->dir, ec);
+  if (ec)
+    return fail_at_runtime("cannot remove " + found->dir.string() + ": " + ec.message());
+  std::printf("removed session %s\n", found->info.id.c_str());
+  return 0;
+}
+
+} // namespace troupe

@@ -1,0 +1,57 @@
+#pragma once
+// The sessions on disk, as the CLI finds them: by id or name, the newest in a directory, and
+// the `troupe ls`, `show` and `rm` commands.
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "protocol/expected.hpp"
+#include "protocol/session_info.hpp"
+
+namespace troupe {
+
+/// <troupe home>/sessions/<id>
+std::filesystem::path session_dir_of(const std::string& session_id);
+
+/// An id that names an existing session: never a silently created directory.
+expected<std::filesystem::path> existing_session(const std::string& session_id);
+
+/// One session as `troupe ls` sees it.
+struct stored_session {
+  std::filesystem::path dir;
+  /// session.json, or what the transcript and state.json tell of a session that has none.
+  session_info info;
+  /// When its transcript last changed (ms since the epoch).
+  int64_t last_activity_ms = 0;
+  /// A process is running it now (its control.json names a live pid).
+  bool live = false;
+};
+
+/// Every top-level session, the most recently active first.
+std::vector<stored_session> list_sessions();
+
+/// Reads what is known of the session in `dir`.
+stored_session read_session(const std::filesystem::path& dir);
+
+/// The session with this id, else the one with this name. A name that several sessions carry
+/// is an error listing their ids.
+expected<stored_session> find_session(const std::string& id_or_name);
+
+/// The most recently active session whose workspace is `cwd`.
+expected<stored_session> newest_session_in(const std::filesystem::path& cwd);
+
+/// Copies a session's transcript and loop state into a new session `new_id` (its queue stays
+/// with the original). Returns the new session's directory.
+expected<std::filesystem::path> fork_session(const stored_session& from, const std::string& new_id);
+
+/// `troupe ls`: a table (or JSON lines with --json) of the sessions, newest first.
+int run_ls(bool json);
+
+/// `troupe show ID|NAME`: the transcript rendered as text.
+int run_show(const std::string& id_or_name);
+
+/// `troupe rm ID|NAME`: removes a session that is not running.
+int run_rm(const std::string& id_or_name);
+
+} // namespace troupe
