@@ -36,14 +36,16 @@ public:
   process_exit finish() {
     process_exit result;
     result.total_bytes = static_cast<int64_t>(total_);
-    if (tail_.size() > half_) {
+    auto tail = tail_.size() > half_ ? tail_.substr(tail_.size() - half_) : tail_;
+    // Decided by what was written, not by the tail's size: a tail trimmed to exactly half the
+    // cap has still lost bytes.
+    if (total_ > head_.size() + tail.size()) {
       result.truncated = true;
-      auto cut = total_ - head_.size() - half_;
+      auto cut = total_ - head_.size() - tail.size();
       result.output = head_ + "\n[... " + std::to_string(cut) + " bytes of output cut; " +
-                      std::to_string(total_) + " bytes in all ...]\n" +
-                      tail_.substr(tail_.size() - half_);
+                      std::to_string(total_) + " bytes in all ...]\n" + tail;
     } else {
-      result.output = head_ + tail_;
+      result.output = head_ + tail;
     }
     return result;
   }
