@@ -47,6 +47,19 @@ struct subagent_launch {
 
 struct session_config;
 
+/// A model to switch to (/model): its client and what the session and its step need to use it.
+struct model_switch {
+  model_client_actor client;
+  std::string model_name;
+  tool_format format = tool_format::markdown;
+  std::string system_prompt;
+  context_budget budget;
+};
+
+/// Resolves and spawns a model for /model. An error is a message for the user.
+using model_switcher =
+  std::function<expected<model_switch>(caf::actor_system&, const std::string& spec)>;
+
 /// Builds and spawns a subagent's session (not started). The orchestrator provides it: it knows
 /// how to make model clients and tool contexts. An error is a message for the model.
 using subagent_factory =
@@ -94,6 +107,8 @@ struct session_config {
   std::vector<event_sink_actor> subscribers;
   /// Launches subagents for the task tool; unset: the tool answers that none are available.
   subagent_factory spawn_subagent;
+  /// Switches the model for /model; unset: /model says it cannot.
+  model_switcher switch_model;
   /// 0 for a top-level session, its parent's + 1 for a subagent.
   int32_t depth = 0;
   /// Deepest subagent nesting allowed, and most subagents running at once per session.

@@ -1,11 +1,177 @@
-// Slash commands: they act on the session and never reach the model.
+// Slash commands: they act on the session and never reach the model. Each answers with a
+// notice ("command" for what was asked, another kind for a refusal) or, when it changes the
+// conversation (/undo, /clear, /model), with the system message the transcript keeps.
 
+#include <cinttypes>
+#include <cstdio>
+
+#include <caf/actor_system.hpp>
+
+#include "actors/ids.hpp"
 #include "actors/session_state.hpp"
+#include "actors/step.hpp"
 
 namespace troupe {
 
-// Slash commands act on the session and never reach the model. Returns false for ordinary text.
-// A command that starts a compaction leaves the session compacting; the loop resumes after it.
+namespace {
+
+const char* help_text =
+  "commands:\n"
+  "  /help                  this list\n"
+  "  /exit                  end the session (also /quit, Ctrl+D)\n"
+  "  /undo                  take the last turn out of the context (the transcript keeps it)\n"
+  "  /clear                 start the conversation afresh (the transcript keeps it)\n"
+  "  /compact [instructions] summarise the conversation so far to free the context\n"
+  "  /model [NAME]          show the model, or switch to openai/…, anthropic/…, ollama/…, "
+  "scripted:PATH\n"
+  "  /tokens                context size, usage and cost so far\n"
+  "  /agents                the subagents of this session and their states\n"
+  "  /rename NAME           name the session (troupe ls, --resume NAME)";
+
+void answer(session_ptr self, std::string text) {
+  publish_notice(self, "command", std::move(text));
+}
+
+std::string cost_text(const session_info& info) {
+  if (!info.cost_known)
+    return "unknown (a model's price is not in troupe's table)";
+  char text[32];
+  std::snprintf(text, sizeof text, "$%.4f", info.cost_usd);
+  return text;
+}
+
+void undo(session_ptr self) {
+  auto& st = self->state;
+  auto from = st.window.last_turn_start();
+  if (from.empty()) {
+    publish_notice(self, "undo", "nothing to undo since the start or the last /clear or compaction");
+    return;
+  }
+  auto removed = st.window.count_from(from);
+  message marker;
+  marker.role = role::system;
+  marker.origin = undo_origin;
+  marker.content = "Undid the last turn: " + std::to_string(removed) +
+                   " message(s) left the context (the transcript keeps them).";
+  marker.meta = {{"from", from}, {"removed", removed}};
+  if (!append_message(self, marker))
+    return;
+  st.last_assistant_text.clear();
+  auto view = st.window.snapshot();
+  for (auto it = view.messages.rbegin(); it != view.messages.rend(); ++it)
+    if ((*it)->role == role::assistant) {
+      st.last_assistant_text = (*it)->content;
+      break;
+    }
+  save_state(self);
+}
+
+void clear(session_ptr self) {
+  message marker;
+  marker.role = role::system;
+  marker.origin = clear_origin;
+  marker.content = "Cleared the conversation: the model starts afresh (the transcript keeps "
+                   "everything before).";
+  if (!append_message(self, marker))
+    return;
+  self->state.last_assistant_text.clear();
+  save_state(self);
+}
+
+void show_tokens(session_ptr self) {
+  auto& st = self->state;
+  const auto& budget = st.window.budget();
+  char text[512];
+  std::snprintf(text, sizeof text,
+                "context: ~%" PRId64 " tokens of a %" PRId64
+                "-token window (compaction at %" PRId64 "); %zu message(s) in view, %zu old "
+                "tool result(s) elided\n"
+                "this run: %" PRId64 " input, %" PRId64 " output, %" PRId64 " cache read, %" PRId64
+                " cache write tokens\n"
+                "session: %" PRId64 " turn(s), cost %s",
+                st.window.projected_tokens(), budget.limits.context_window,
+                budget.compact_threshold(), st.window.size(), st.window.elided_count(),
+                st.usage.input_tokens, st.usage.output_tokens, st.usage.cache_read_tokens,
+                st.usage.cache_write_tokens, static_cast<int64_t>(st.state.turn_count),
+                cost_text(st.info).c_str());
+  answer(self, text);
+}
+
+void list_agents(session_ptr self) {
+  auto& st = self->state;
+  if (st.children.empty()) {
+    answer(self, "no subagents in this session");
+    return;
+  }
+  std::string text = "subagents:";
+  for (auto& [id, child] : st.children) {
+    auto state = child.running ? (child.waiting ? std::string{"running (foreground)"}
+                                                : std::string{"running (background)"})
+                               : child.status;
+    text += "\n  " + id + "  " + state + "  " + child.description;
+  }
+  answer(self, text);
+}
+
+void rename(session_ptr self, const std::string& name) {
+  auto& st = self->state;
+  if (name.empty()) {
+    publish_notice(self, "usage", "/rename NAME: give the session a name");
+    return;
+  }
+  st.info.name = name.substr(0, 100);
+  st.info.name_source = "user";
+  save_info(self); // the next status the session publishes carries the name
+  answer(self, "the session is now named \"" + st.info.name + "\"");
+}
+
+void switch_model(session_ptr self, const std::string& spec) {
+  auto& st = self->state;
+  if (spec.empty()) {
+    answer(self, "model: " + st.config.model_name);
+    return;
+  }
+  if (!st.config.switch_model) {
+    publish_notice(self, "model", "this session cannot switch models");
+    return;
+  }
+  auto next = st.config.switch_model(self->system(), spec);
+  if (!next) {
+    publish_notice(self, "model", "cannot switch to " + spec + ": " + next.error());
+    return;
+  }
+  // At a turn boundary the step is idle: a new step takes the new model, the old pair goes.
+  for (auto old : {caf::actor_cast<caf::actor>(st.step), caf::actor_cast<caf::actor>(st.model)}) {
+    self->unlink_from(old);
+    self->send_exit(old, caf::exit_reason::user_shutdown);
+  }
+  st.model = next->client;
+  st.config.model_name = next->model_name;
+  st.config.format = next->format;
+  st.config.system_prompt = next->system_prompt;
+  st.config.budget = next->budget;
+  st.window.set_budget(next->budget);
+  auto fixed = estimate_tokens(st.config.system_prompt);
+  if (st.config.format == tool_format::tool)
+    fixed += estimate_tokens(st.config.registry->descriptors());
+  st.window.set_fixed_tokens(fixed);
+  st.step = spawn_step(self->system(),
+                       step_config{st.config.system_prompt, st.config.registry, st.config.format,
+                                   st.config.max_parallel_tools, st.config.permissions,
+                                   st.config.asker},
+                       session_actor{self}, st.model, st.executor);
+  self->link_to(st.step);
+  self->link_to(st.model);
+  message note;
+  note.role = role::system;
+  note.origin = "model";
+  note.content = "The model is now " + st.config.model_name + ".";
+  append_message(self, note); // the system note is the answer; the next status has the model
+  save_info(self);
+}
+
+} // namespace
+
 bool run_command(session_ptr self, const message& input) {
   const auto& text = input.content;
   if (input.role != role::user || text.size() < 2 || text[0] != '/')
@@ -13,13 +179,14 @@ bool run_command(session_ptr self, const message& input) {
   auto name = text.substr(1, text.find_first_of(" \t\n") - 1);
   if (name.find('/') != std::string::npos)
     return false; // a path such as /usr/bin/env, not a command
+  auto space = text.find_first_of(" \t\n");
+  auto argument = space == std::string::npos ? std::string{} : text.substr(space + 1);
+  argument.erase(0, argument.find_first_not_of(" \t\n"));
+  argument.erase(argument.find_last_not_of(" \t\n") + 1);
   if (name == "exit" || name == "quit") {
     end_session(self, terminal_reason::completed);
   } else if (name == "compact") {
-    auto space = text.find_first_of(" \t\n");
-    auto instructions = space == std::string::npos ? std::string{} : text.substr(space + 1);
-    instructions.erase(0, instructions.find_first_not_of(" \t\n"));
-    compact(self, compaction_trigger{"manual", false, std::move(instructions)},
+    compact(self, compaction_trigger{"manual", false, argument},
             [=](compaction_status status, const std::string&) {
               auto& st = self->state;
               if (st.phase == session_phase::ended)
@@ -35,10 +202,19 @@ bool run_command(session_ptr self, const message& input) {
               next_turn(self);
             });
   } else if (name == "help") {
-    publish_notice(
-        self, "command",
-        "commands: /help (this list), /compact [instructions] (summarise the conversation "
-        "so far to free the context), /exit (end the session)");
+    answer(self, help_text);
+  } else if (name == "undo") {
+    undo(self);
+  } else if (name == "clear") {
+    clear(self);
+  } else if (name == "model") {
+    switch_model(self, argument);
+  } else if (name == "tokens") {
+    show_tokens(self);
+  } else if (name == "agents") {
+    list_agents(self);
+  } else if (name == "rename") {
+    rename(self, argument);
   } else {
     publish_notice(self, "unknown_command",
                    "unknown command /" + name + "; /help lists the commands");

@@ -70,6 +70,13 @@ void go_idle(session_ptr self) {
 
 namespace {
 
+// The first message of a turn says so: /undo takes the last turn out from there.
+void mark_turn_start(message& input) {
+  if (!input.meta.is_object())
+    input.meta = nlohmann::json::object();
+  input.meta["turn_start"] = true;
+}
+
 // Logs every notification waiting in the queue, in order: news is delivered as a whole the
 // moment a turn starts, never one turn at a time. Returns false once the session has ended.
 bool log_queued_notifications(session_ptr self) {
@@ -94,7 +101,9 @@ void next_turn(session_ptr self) {
   st.idle_serial = 0;
   // Notifications that arrived during the turn start the next one, all of them at once.
   if (!st.pending_notifications.empty()) {
-    for (auto& note : std::exchange(st.pending_notifications, {}))
+    auto news = std::exchange(st.pending_notifications, {});
+    mark_turn_start(news.front());
+    for (auto& note : news)
       if (!append_message(self, std::move(note)))
         return;
     if (!log_queued_notifications(self))
@@ -121,6 +130,7 @@ void next_turn(session_ptr self) {
       continue;
     }
     bool news = input.origin == "task-notification";
+    mark_turn_start(input);
     if (!append_message(self, std::move(input)))
       return;
     if (news && !log_queued_notifications(self))

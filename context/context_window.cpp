@@ -26,6 +26,18 @@ bool is_compact_boundary(const message& m) {
   return m.role == role::system && m.origin == compact_boundary_origin;
 }
 
+bool is_view_marker(const message& m) {
+  return m.role == role::system && (m.origin == undo_origin || m.origin == clear_origin);
+}
+
+bool starts_turn(const message& m) {
+  if (m.role != role::user)
+    return false;
+  if (m.meta.is_object() && m.meta.contains("turn_start"))
+    return m.meta.value("turn_start", false);
+  return m.origin == "prompt" || m.origin == "parent";
+}
+
 message summary_message(const message& boundary) {
   message m;
   m.id = boundary.id + "-summary";
@@ -51,7 +63,45 @@ void context_window::push(entry e) {
   entries_.push_back(std::move(e));
 }
 
+void context_window::keep_first(size_t n) {
+  std::vector<entry> kept(std::make_move_iterator(entries_.begin()),
+                          std::make_move_iterator(entries_.begin() + static_cast<long>(n)));
+  entries_.clear();
+  message_tokens_ = tool_tokens_ = 0;
+  elided_ = last_assistant_ = 0;
+  elide_cursor_ = std::min(elide_cursor_, n);
+  for (auto& e : kept)
+    push(std::move(e));
+}
+
+std::string context_window::last_turn_start() const {
+  for (auto it = entries_.rbegin(); it != entries_.rend(); ++it) {
+    if (is_compact_boundary(*it->original))
+      return {}; // what came before is in the summary
+    if (starts_turn(*it->shown))
+      return it->original->id;
+  }
+  return {};
+}
+
+size_t context_window::count_from(const std::string& id) const {
+  auto it = std::find_if(entries_.begin(), entries_.end(),
+                         [&](const entry& e) { return e.original->id == id; });
+  return static_cast<size_t>(entries_.end() - it);
+}
+
 void context_window::append(const message_ptr& m) {
+  if (is_view_marker(*m)) {
+    if (m->origin == clear_origin) {
+      keep_first(0);
+      return;
+    }
+    auto from = m->meta.is_object() ? m->meta.value("from", std::string{}) : std::string{};
+    auto it = std::find_if(entries_.begin(), entries_.end(),
+                           [&](const entry& e) { return e.original->id == from; });
+    keep_first(static_cast<size_t>(it - entries_.begin()));
+    return;
+  }
   if (!is_compact_boundary(*m)) {
     push({m, m, estimate_tokens(*m), false});
     elide_old_results();

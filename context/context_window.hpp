@@ -19,6 +19,19 @@ inline constexpr const char* compact_boundary_origin = "compact_boundary";
 /// Returns true for a compact boundary message.
 bool is_compact_boundary(const message& m);
 
+/// The origins of the system messages /undo and /clear write: the transcript keeps everything,
+/// and these say what left the view. An undo marker's meta names the first message it took
+/// out ("from"); a clear marker empties the view.
+inline constexpr const char* undo_origin = "undo";
+inline constexpr const char* clear_origin = "clear";
+
+/// Returns true for an undo or clear marker; the model never sees them.
+bool is_view_marker(const message& m);
+
+/// Returns true for a message that started a turn (marked so when it was logged; older
+/// transcripts: a prompt or a parent's message).
+bool starts_turn(const message& m);
+
 /// What a compaction summarises and what it keeps.
 struct compaction_plan {
   /// The messages to summarise, oldest first (a previous summary first, if any).
@@ -75,6 +88,16 @@ public:
 
   double calibration() const { return calibration_; }
 
+  /// The id of the message that started the last turn in view; empty when there is none since
+  /// the last compaction or clear.
+  std::string last_turn_start() const;
+
+  /// Messages in view from the one with this id to the end (0 when it is not in view).
+  size_t count_from(const std::string& id) const;
+
+  /// Replaces the budget (after a switch to another model).
+  void set_budget(const context_budget& budget) { budget_ = budget; }
+
   /// Splits the view for a compaction: the recent messages that fit the preserve budget,
   /// starting at a user or assistant message (never at a tool result, which would lose its
   /// call), are kept; everything before is summarised. Empty when there is nothing to compact.
@@ -90,7 +113,8 @@ private:
 
   void push(entry e);
   void elide_old_results();
-  void recount();
+  /// Keeps the first `n` entries and counts their tokens again.
+  void keep_first(size_t n);
 
   context_budget budget_;
   std::vector<entry> entries_;

@@ -455,8 +455,7 @@ int execute_chat(run_settings settings) {
     chat_front front{agent, box, terminal, style, settings.troupe_home / "history"};
     code = front.run();
   }
-  if (launched->engine)
-    launched->engine->stop();
+  launched->stop_engine();
   return code;
 }
 

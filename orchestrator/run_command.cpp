@@ -45,6 +45,17 @@ struct subagent_setup {
   subagent_factory factory; // itself: subagents launch subagents
 };
 
+// The HTTP engine, started on first use by a run whose own model is scripted.
+expected<bool> ensure_engine(caf::actor_system& sys, subagent_setup& setup) {
+  if (setup.engine)
+    return true;
+  auto started = http_engine::start(sys);
+  if (!started)
+    return failure{started.error()};
+  setup.engine = std::move(*started);
+  return true;
+}
+
 expected<session_actor> spawn_subagent(caf::actor_system& sys,
                                        const std::shared_ptr<subagent_setup>& setup,
                                        const subagent_launch& launch, session_actor parent) {
@@ -67,8 +78,9 @@ expected<session_actor> spawn_subagent(caf::actor_system& sys,
     model = std::move(*resolved);
     model_name = launch.model;
   }
-  if (model.http_model && !setup->engine)
-    return failure{"an API model needs the HTTP engine, which this run did not start"};
+  if (model.http_model)
+    if (auto started = ensure_engine(sys, *setup); !started)
+      return failure{started.error()};
   // Its tools: the parent's, or the ones named. At the depth cap the task tool stays, so that
   // a launch gets the cap's clear error instead of "unknown tool".
   std::vector<tool_spec> tools;
@@ -195,12 +207,13 @@ expected<launched_agent> launch_agent(caf::actor_system& sys, run_settings& sett
 
   launched_agent launched;
   launched.session_dir = session_dir;
+  std::optional<http_engine> engine;
   model_client_actor model;
   if (settings.http_model) {
     auto started = http_engine::start(sys);
     if (!started)
       return failure{started.error()};
-    launched.engine = std::move(*started);
+    engine = std::move(*started);
     // The reply may take what the context budget keeps free for it.
     settings.http_model->provider.max_tokens =
       static_cast<int32_t>(settings.budget.output_reserve());
@@ -208,7 +221,7 @@ expected<launched_agent> launch_agent(caf::actor_system& sys, run_settings& sett
   auto setup = std::make_shared<subagent_setup>();
   setup->registry = registry;
   setup->permissions = session.permissions;
-  setup->engine = launched.engine;
+  setup->engine = engine;
   setup->disk = session.disk;
   {
     run_settings shared = settings;
@@ -226,12 +239,44 @@ expected<launched_agent> launch_agent(caf::actor_system& sys, run_settings& sett
     return spawn_subagent(system, shared, launch, std::move(parent));
   };
   session.spawn_subagent = setup->factory;
+  session.switch_model = [weak, registry](caf::actor_system& system,
+                                          const std::string& spec) -> expected<model_switch> {
+    auto shared = weak.lock();
+    if (!shared)
+      return failure{"the run is ending"};
+    auto& run = shared->settings;
+    auto choice = run.resolve_model ? run.resolve_model(spec)
+                                    : expected<model_choice>{failure{"no model resolver"}};
+    if (!choice)
+      return failure{choice.error()};
+    auto budget = run.resolve_budget ? run.resolve_budget(spec)
+                                     : expected<context_budget>{run.budget};
+    if (!budget)
+      return failure{budget.error()};
+    model_switch next;
+    next.model_name = spec;
+    next.format = choice->format;
+    next.system_prompt = build_system_prompt(*registry, choice->format);
+    next.budget = *budget;
+    if (choice->http_model) {
+      if (auto started = ensure_engine(system, *shared); !started)
+        return failure{started.error()};
+      choice->http_model->provider.max_tokens = static_cast<int32_t>(budget->output_reserve());
+      next.client = spawn_http_model(system, std::move(*choice->http_model), *shared->engine);
+    } else {
+      next.client = spawn_scripted_model(system, std::move(*choice->model_script));
+    }
+    return next;
+  };
   if (settings.http_model)
-    model = spawn_http_model(sys, std::move(*settings.http_model), *launched.engine);
+    model = spawn_http_model(sys, std::move(*settings.http_model), *engine);
   else
     model = spawn_scripted_model(sys, std::move(*settings.model_script));
   launched.agent = spawn_agent(sys, std::move(session), std::move(tools), std::move(model));
-  launched.keep_alive = setup;
+  launched.stop_engine = [setup] {
+    if (setup->engine)
+      setup->engine->stop();
+  };
   // Other processes reach the session here (`troupe notify`, `interrupt`, `background`).
   if (auto endpoint = spawn_control_endpoint(sys, launched.agent, session_dir); !endpoint)
     spdlog::warn("{}; troupe notify will queue messages for the next resume", endpoint.error());
@@ -288,8 +333,7 @@ int execute_run(run_settings settings, std::FILE* out) {
       code = exit_code_for(terminal_reason::interrupted);
     }
   }
-  if (launched->engine)
-    launched->engine->stop();
+  launched->stop_engine();
   return code;
 }
 

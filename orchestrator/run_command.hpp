@@ -72,8 +72,10 @@ struct run_settings {
   permission_policy permissions;
   /// Ask the person at the terminal about "ask" decisions (stdin and stderr are terminals).
   bool ask_on_terminal = false;
-  /// For subagents launched with a model of their own.
+  /// For subagents launched with a model of their own, and for /model.
   model_resolver resolve_model;
+  /// The context budget of another model (the table, settings files, flags), for /model.
+  std::function<expected<context_budget>(const std::string& model)> resolve_budget;
   int32_t max_agent_depth = 3;
   size_t max_agents = 20;
   /// Background subagents still running when the run ends are left to finish (the process
@@ -89,10 +91,10 @@ struct run_settings {
 struct launched_agent {
   session_actor agent;
   std::filesystem::path session_dir;
-  /// The HTTP engine of an API model; stop it when the agent has ended.
-  std::optional<http_engine> engine;
-  /// What the agent's subagent factory refers to, kept for as long as the agent runs.
-  std::shared_ptr<void> keep_alive;
+  /// Stops the HTTP engine, if one was started (for the model, a subagent's or a /model
+  /// switch); call it once the agent has ended. It also keeps what the agent's subagent factory
+  /// and model switcher refer to alive until then.
+  std::function<void()> stop_engine;
 };
 
 /// Spawns the agent `settings` describe — its tools, model, session, subagent factory and

@@ -453,6 +453,9 @@ expected<run_settings> resolve_run(const run_flags& flags, bool interactive) {
   if (!budget)
     return failure{budget.error()};
   settings.budget = *budget;
+  settings.resolve_budget = [flags, cwd = settings.cwd](const std::string& model) {
+    return resolve_budget(flags, model, cwd);
+  };
   auto depth = count_setting(flags.max_agent_depth, "--max-agent-depth", "TROUPE_MAX_AGENT_DEPTH",
                              3, 0, 10, "levels");
   auto agents = count_setting(flags.max_agents, "--max-agents", "TROUPE_MAX_AGENTS", 20, 1, 1000,
