@@ -109,6 +109,9 @@ struct session_config {
   subagent_factory spawn_subagent;
   /// Switches the model for /model; unset: /model says it cannot.
   model_switcher switch_model;
+  /// Names the session after its first reply, off the loop; unset: named from the first prompt
+  /// when it ends.
+  namer_actor namer;
   /// 0 for a top-level session, its parent's + 1 for a subagent.
   int32_t depth = 0;
   /// Deepest subagent nesting allowed, and most subagents running at once per session.

@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/ids.hpp"
+#include "actors/namer.hpp"
 #include "actors/session_state.hpp"
 
 namespace troupe {
@@ -120,6 +121,11 @@ void end_session(session_ptr self, terminal_reason reason, std::string error,
   bool wait_for_parent = finish_agents(self, reason, error);
   save_state(self);
   st.info.state = to_string(reason);
+  if (st.info.name.empty() && !st.info.first_prompt.empty()) {
+    // The namer had no time (or no model): the prompt's first words name it.
+    st.info.name = name_from_prompt(st.info.first_prompt);
+    st.info.name_source = "prompt";
+  }
   save_info(self);
   // The terminal state is made durable off this thread: an fsync takes milliseconds, and a
   // scheduler thread blocked in one holds up every actor queued behind it.
@@ -143,6 +149,8 @@ void end_session(session_ptr self, terminal_reason reason, std::string error,
   for (auto peer : {caf::actor_cast<caf::actor>(st.step), caf::actor_cast<caf::actor>(st.model),
                     caf::actor_cast<caf::actor>(st.executor)})
     self->send_exit(peer, caf::exit_reason::user_shutdown);
+  if (st.config.namer) // a name still being asked for is not waited for
+    self->send_exit(st.config.namer, caf::exit_reason::user_shutdown);
   if (!wait_for_parent)
     self->quit();
 }

@@ -59,6 +59,8 @@ struct session_state {
   session_phase phase = session_phase::created;
   /// start_atom was taken: set-up runs once.
   bool begun = false;
+  /// The namer was asked for a name (once per run).
+  bool naming = false;
   bool interrupt_requested = false;
   /// An interrupt came before the first turn could start: it stops that turn.
   bool interrupt_before_start = false;

@@ -479,12 +479,41 @@ void accept_input(session_ptr self, message input) {
     next_turn(self);
 }
 
+namespace {
+
+// The first reply of an unnamed session: the namer is asked, and the loop goes on without
+// waiting for its answer.
+void ask_for_name(session_ptr self, const std::string& reply) {
+  auto& st = self->state;
+  if (!st.config.namer || st.naming || !st.info.name.empty() || st.info.first_prompt.empty())
+    return;
+  st.naming = true;
+  self->request(st.config.namer, std::chrono::seconds{90}, name_atom::value,
+                st.info.first_prompt, reply)
+    .then(
+      [=](const std::string& name) {
+        auto& s = self->state;
+        if (name.empty() || !s.info.name.empty())
+          return; // none came, or /rename was quicker
+        s.info.name = name;
+        s.info.name_source = "model";
+        // No notice: the status line (and troupe ls) shows it from the next status on.
+        if (s.phase != session_phase::ended)
+          save_info(self);
+      },
+      [](caf::error&) {});
+}
+
+} // namespace
+
 bool accept_reply(session_ptr self, message reply) {
   auto& st = self->state;
   if (st.phase != session_phase::stepping)
     return false;
+  auto text = reply.content;
   if (!append_message(self, std::move(reply)))
     return false;
+  ask_for_name(self, text);
   fire_and_enqueue(self, hook_point::generation_post);
   return st.phase == session_phase::stepping && !st.interrupt_requested;
 }

@@ -19,6 +19,7 @@
 #include "actors/http_engine.hpp"
 #include "actors/transcript.hpp"
 #include "actors/http_model.hpp"
+#include "actors/namer.hpp"
 #include "actors/runtime.hpp"
 #include "actors/scripted_model.hpp"
 #include "orchestrator/permission_prompt.hpp"
@@ -268,6 +269,16 @@ expected<launched_agent> launch_agent(caf::actor_system& sys, run_settings& sett
     }
     return next;
   };
+  // A chat with an API model has the model name it (one short request on the side); headless
+  // runs and scripted models take the prompt's first words, with no request.
+  if (settings.interactive && settings.http_model && engine) {
+    auto naming = *settings.http_model;
+    naming.provider.max_tokens = 32;
+    naming.provider.stream = false;
+    session.namer = spawn_namer(sys, spawn_http_model(sys, std::move(naming), *engine));
+  } else {
+    session.namer = spawn_namer(sys, model_client_actor{});
+  }
   if (settings.http_model)
     model = spawn_http_model(sys, std::move(*settings.http_model), *engine);
   else

@@ -26,5 +26,6 @@ using read_atom = caf::atom_constant<caf::atom("read")>;
 using release_atom = caf::atom_constant<caf::atom("release")>;
 using append_atom = caf::atom_constant<caf::atom("append")>;
 using sync_atom = caf::atom_constant<caf::atom("sync")>;
+using name_atom = caf::atom_constant<caf::atom("name")>;
 
 } // namespace troupe

@@ -137,6 +137,11 @@ using disk_io_actor = caf::typed_actor<
   // fsync this descriptor, which the actor now owns, then close it.
   caf::reacts_to<sync_atom, int32_t>>;
 
+/// Names sessions: a few words for what a conversation is about, made off the session's loop.
+using namer_actor = caf::typed_actor<
+  // (first prompt, first reply) -> a 3-6 word name; empty when none could be made.
+  caf::replies_to<name_atom, std::string, std::string>::with<std::string>>;
+
 /// Receives the HTTP engine's answers to its requests.
 using http_client_actor = caf::typed_actor<
   // Status and headers, before any body byte.

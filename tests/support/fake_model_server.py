@@ -12,6 +12,8 @@ CLI: python3 fake_model_server.py --script SCRIPT.json [--port 0] [--record REQU
 Endpoints: POST /v1/chat/completions and /chat/completions (OpenAI), POST /v1/messages (Anthropic);
   "stream": true gives SSE (chunked), otherwise JSON with Content-Length. HTTP/1.1 keep-alive.
 SCRIPT.json: a JSON array of reply entries, consumed in order by accepted requests on any endpoint.
+  Requests of troupe's session namer (their body holds "Title this coding session") take no entry:
+  they get --naming-reply after --naming-latency-ms, and are recorded with "naming": true.
   Requests rejected by validation (bad JSON, unanswered tool call, missing Anthropic auth headers,
   unknown path) get a 4xx and do NOT consume an entry. Exhausted script -> HTTP 500.
   Reply keys (all optional): "text"; "tool_calls": [{"name", "input", "id"?, "raw_arguments"?}]
@@ -44,6 +46,10 @@ import traceback
 from http import HTTPStatus
 
 VERBOSE = False
+# What marks a request of troupe's session namer (actors/namer.cpp), and how it is answered.
+NAMING_MARKER = b"Title this coding session"
+NAMING_REPLY = "Fake Session Title"
+NAMING_LATENCY_MS = 0
 
 
 def log(msg: str) -> None:
@@ -687,10 +693,18 @@ async def dispatch(req: Request, conn: Conn) -> bool:
         violation = check(body, STATE.strict_tool_order)
         status = 400 if violation else 0
 
-    entry_index, entry = (None, None) if violation else STATE.take_entry()
+    # troupe's session namer asks for a title on the side, at a time of its own: it is answered
+    # without taking an entry, so it cannot steal the reply a step is waiting for.
+    naming = violation is None and NAMING_MARKER in req.body
+    if naming:
+        entry_index, entry = None, {"text": NAMING_REPLY, "latency_ms": NAMING_LATENCY_MS}
+    else:
+        entry_index, entry = (None, None) if violation else STATE.take_entry()
     exhausted = violation is None and entry is None
+    exhausted = exhausted and not naming
     rec = {"n": n, "path": req.path, "headers": req.headers, "body": body, "violation": violation,
-           "entry": entry_index, "exhausted": exhausted, "received_at": time.time()}
+           "entry": entry_index, "exhausted": exhausted, "naming": naming,
+           "received_at": time.time()}
     if req.query:
         rec["query"] = req.query
     STATE.write_record(rec)
@@ -879,7 +893,7 @@ async def serve(args) -> int:
 
 
 def main() -> int:
-    global STATE, VERBOSE
+    global STATE, VERBOSE, NAMING_REPLY, NAMING_LATENCY_MS
     ap = argparse.ArgumentParser(description="Fake OpenAI/Anthropic model server for tests.")
     ap.add_argument("--script", required=True, help="JSON array of reply entries")
     ap.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0 = any free port)")
@@ -887,9 +901,15 @@ def main() -> int:
     ap.add_argument("--loop", action="store_true", help="cycle through the script forever")
     ap.add_argument("--strict-tool-order", action="store_true",
                     help="tool results must immediately follow their tool calls")
+    ap.add_argument("--naming-reply", default=NAMING_REPLY,
+                    help="the title troupe's session namer gets (its requests take no entry)")
+    ap.add_argument("--naming-latency-ms", type=int, default=0,
+                    help="delay before the namer's title")
     ap.add_argument("-v", "--verbose", action="store_true", help="log every request to stderr")
     args = ap.parse_args()
     VERBOSE = args.verbose
+    NAMING_REPLY = args.naming_reply
+    NAMING_LATENCY_MS = args.naming_latency_ms
     try:
         with open(args.script, encoding="utf-8") as f:
             script = json.load(f)
