@@ -85,10 +85,14 @@ struct agent_fixture {
   /// Spawns and starts the agent with the given inputs queued.
   session_actor start(const std::vector<nlohmann::json>& lines,
                       const std::vector<std::string>& prompts) {
+    return start_with(spawn_scripted_model(actors.sys(), make_script(lines)), prompts);
+  }
+
+  /// The same, driving a model client of the test's own.
+  session_actor start_with(model_client_actor model, const std::vector<std::string>& prompts) {
     for (auto& p : prompts)
       config.initial_inputs.push_back(make_input(p));
     config.subscribers.push_back(spawn_recorder(actors.sys(), events));
-    auto model = spawn_scripted_model(actors.sys(), make_script(lines));
     auto session = spawn_agent(actors.sys(), config, tools, model);
     caf::anon_send(session, start_atom::value);
     return session;
