@@ -85,6 +85,11 @@ session_actor::behavior_type session_behavior(session_ptr self, session_config c
     },
     [=](due_atom, uint64_t serial) {
       auto& s = self->state;
+      if (s.phase == session_phase::ended && serial == 0 && s.name_pending) {
+        s.name_pending = false; // the name took too long: the prompt's words stay
+        end_wait_done(self);
+        return;
+      }
       if (s.phase != session_phase::idle || s.idle_serial != serial || serial == 0)
         return;
       // Not idle while background subagents still work: their news is what it waits for.

@@ -365,7 +365,7 @@ void on_child_down(session_ptr self, const caf::down_msg& down) {
   }
 }
 
-bool finish_agents(session_ptr self, terminal_reason reason, const std::string& error) {
+void finish_agents(session_ptr self, terminal_reason reason, const std::string& error) {
   auto& st = self->state;
   // Background children: stopped, or left to finish into this session's durable queue.
   for (auto& [id, child] : st.children) {
@@ -391,7 +391,7 @@ bool finish_agents(session_ptr self, terminal_reason reason, const std::string& 
     self->send(st.config.disk, append_atom::value, queue_path(st).string(), original->second);
   }
   if (!st.config.parent && !st.detached)
-    return false;
+    return;
   // A subagent reports its end to its parent; a parent that has ended finds it in its
   // durable queue when it is resumed.
   task_notification n;
@@ -411,21 +411,20 @@ bool finish_agents(session_ptr self, terminal_reason reason, const std::string& 
   };
   if (st.detached) {
     write_to_queue(); // the parent has ended: it reads this when it is resumed
-    return false;
+    return;
   }
-  st.reporting_to_parent = true;
+  ++st.end_waits;
   self->request(st.config.parent, std::chrono::seconds{10}, notify_atom::value, n)
     .then(
       [=](bool delivered) {
         if (!delivered)
           write_to_queue();
-        self->quit();
+        end_wait_done(self);
       },
       [=](caf::error&) {
         write_to_queue();
-        self->quit();
+        end_wait_done(self);
       });
-  return true;
 }
 
 } // namespace troupe

@@ -108,6 +108,21 @@ void fire_and_enqueue(session_ptr self, hook_point point) {
     enqueue(self, std::move(m));
 }
 
+namespace {
+
+// The last of an ended session: its terminal event, then it quits.
+void finish_end(session_ptr self) {
+  auto& st = self->state;
+  if (st.ended_event) {
+    save_info(self); // a name that came while it waited is in
+    publish(self, *st.ended_event);
+    st.ended_event.reset();
+  }
+  self->quit();
+}
+
+} // namespace
+
 void end_session(session_ptr self, terminal_reason reason, std::string error,
                  model_error_kind kind) {
   auto& st = self->state;
@@ -118,7 +133,7 @@ void end_session(session_ptr self, terminal_reason reason, std::string error,
   if (st.detached && reason == terminal_reason::completed)
     reason = terminal_reason::backgrounded;
   drop_queue(self, "the session ended");
-  bool wait_for_parent = finish_agents(self, reason, error);
+  finish_agents(self, reason, error);
   save_state(self);
   st.info.state = to_string(reason);
   if (st.info.name.empty() && !st.info.first_prompt.empty()) {
@@ -145,14 +160,31 @@ void end_session(session_ptr self, terminal_reason reason, std::string error,
   ended.permission_denials = st.permission_denials;
   if (reason == terminal_reason::error)
     spdlog::error("session {} ended with an error: {}", st.config.session_id, ended.error_message);
-  publish(self, ended);
+  // Published once nothing is waited for any more: a front end that sees it tears down (the
+  // HTTP engine included), so what is still on its way must have arrived.
+  st.ended_event = std::move(ended);
   for (auto peer : {caf::actor_cast<caf::actor>(st.step), caf::actor_cast<caf::actor>(st.model),
                     caf::actor_cast<caf::actor>(st.executor)})
     self->send_exit(peer, caf::exit_reason::user_shutdown);
-  if (st.config.namer) // a name still being asked for is not waited for
+  // A name still being written gets a few seconds: a chat ended right after its first reply
+  // would otherwise never be named by its model.
+  if (st.name_pending) {
+    ++st.end_waits;
+    self->delayed_send(self, std::chrono::seconds{3}, due_atom::value, uint64_t{0});
+  } else if (st.config.namer) {
     self->send_exit(st.config.namer, caf::exit_reason::user_shutdown);
-  if (!wait_for_parent)
-    self->quit();
+  }
+  if (st.end_waits == 0)
+    finish_end(self);
+}
+
+void end_wait_done(session_ptr self) {
+  auto& st = self->state;
+  if (--st.end_waits > 0)
+    return;
+  if (st.config.namer)
+    self->send_exit(st.config.namer, caf::exit_reason::user_shutdown);
+  finish_end(self);
 }
 
 void count_usage(session_ptr self, const token_usage& usage) {

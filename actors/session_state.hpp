@@ -59,8 +59,9 @@ struct session_state {
   session_phase phase = session_phase::created;
   /// start_atom was taken: set-up runs once.
   bool begun = false;
-  /// The namer was asked for a name (once per run).
+  /// The namer was asked for a name (once per run), and its answer has not come yet.
   bool naming = false;
+  bool name_pending = false;
   bool interrupt_requested = false;
   /// An interrupt came before the first turn could start: it stops that turn.
   bool interrupt_before_start = false;
@@ -92,8 +93,11 @@ struct session_state {
   /// The idle timeout in force (its serial); 0: none. Serials never repeat.
   uint64_t idle_serial = 0;
   uint64_t idle_timers = 0;
-  /// The parent's answer to this session's end notification is awaited before quitting.
-  bool reporting_to_parent = false;
+  /// What the ended session still waits for before it quits: the parent's answer to its end
+  /// notification, a name being written.
+  int end_waits = 0;
+  /// The terminal event, held until nothing is waited for.
+  std::optional<session_ended_event> ended_event;
 };
 
 using session_ptr = session_actor::stateful_pointer<session_state>;
@@ -217,8 +221,10 @@ bool waiting_for_children(const session_state& st);
 void interrupt_foreground_children(session_ptr self);
 
 /// At the end: children stopped (unless configured otherwise), undelivered notifications
-/// written back to the durable queue, the parent told. Returns true when quitting must wait
-/// for the parent's answer.
-bool finish_agents(session_ptr self, terminal_reason reason, const std::string& error);
+/// written back to the durable queue, the parent told (one more of end_waits until it answers).
+void finish_agents(session_ptr self, terminal_reason reason, const std::string& error);
+
+/// One thing an ended session waited for is done; the last one lets it quit.
+void end_wait_done(session_ptr self);
 
 } // namespace troupe

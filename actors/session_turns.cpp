@@ -488,20 +488,23 @@ void ask_for_name(session_ptr self, const std::string& reply) {
   if (!st.config.namer || st.naming || !st.info.name.empty() || st.info.first_prompt.empty())
     return;
   st.naming = true;
+  st.name_pending = true;
+  auto done = [=](const std::string& name) {
+    auto& s = self->state;
+    bool waited_for = s.name_pending && s.phase == session_phase::ended;
+    s.name_pending = false;
+    // It may replace the end's fallback from the prompt, never a name the user gave.
+    if (!name.empty() && (s.info.name.empty() || s.info.name_source == "prompt")) {
+      s.info.name = name;
+      s.info.name_source = "model";
+      save_info(self); // no notice: the next status line (and troupe ls) shows it
+    }
+    if (waited_for)
+      end_wait_done(self);
+  };
   self->request(st.config.namer, std::chrono::seconds{90}, name_atom::value,
                 st.info.first_prompt, reply)
-    .then(
-      [=](const std::string& name) {
-        auto& s = self->state;
-        if (name.empty() || !s.info.name.empty())
-          return; // none came, or /rename was quicker
-        s.info.name = name;
-        s.info.name_source = "model";
-        // No notice: the status line (and troupe ls) shows it from the next status on.
-        if (s.phase != session_phase::ended)
-          save_info(self);
-      },
-      [](caf::error&) {});
+    .then(done, [=](caf::error&) { done({}); });
 }
 
 } // namespace

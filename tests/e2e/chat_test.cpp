@@ -1,0 +1,122 @@
+// troupe chat with its input piped (the terminal itself is driven under tmux by
+// chat_terminal_test.py): one message per line, slash commands, the end of input, and a chat
+// against the fake model server that the namer names.
+
+#include <doctest/doctest.h>
+
+#include "support/cli_fixture.hpp"
+#include "support/fake_server.hpp"
+
+using namespace troupe;
+using namespace troupe::test;
+using nlohmann::json;
+
+namespace {
+
+process_result chat(cli_fixture& f, const std::vector<std::string>& args, const std::string& input,
+                    process_options opts = {}) {
+  std::vector<std::string> argv{"chat", "--cwd", (f.dir / "work").string(),
+                                "--permission-mode", "accept-edits", "--allow", "shell"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  auto all = f.options();
+  for (auto& [name, value] : opts.env) // the test's variables win over the fixture's
+    all.env[name] = value;
+  all.stdin_text = input;
+  all.timeout = std::chrono::seconds{30};
+  return run_troupe(argv, all);
+}
+
+std::vector<json> only_transcript(cli_fixture& f) {
+  auto transcripts = f.transcripts();
+  REQUIRE(transcripts.size() == 1);
+  return read_jsonl(transcripts[0]);
+}
+
+} // namespace
+
+TEST_CASE("a piped chat sends one message per line and ends at the end of its input") {
+  cli_fixture f;
+  auto model = f.script({{{"text", "hello there"}}, {{"text", "```shell\necho ran\n```"}},
+                         {{"text", "the shell said ran"}}});
+  auto r = chat(f, {"--model", model}, "hi\n\nrun it\n");
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("› hi\n") != std::string::npos);
+  CHECK(r.out.find("hello there") != std::string::npos);
+  CHECK(r.out.find("← shell (exit 0)") != std::string::npos);
+  CHECK(r.out.find("the shell said ran") != std::string::npos);
+  CHECK(r.out.find("● completed · 2 turn(s)") != std::string::npos);
+  CHECK(r.out.find("\033[") == std::string::npos); // not a terminal: no colours
+  auto log = only_transcript(f);
+  REQUIRE(log.size() == 6); // hi, reply, run it, the shell call, its result, the answer
+  CHECK(log[0]["content"] == "hi");
+  CHECK(log[2]["content"] == "run it");
+}
+
+TEST_CASE("a chat's first prompt and slash commands, /exit included") {
+  cli_fixture f;
+  auto model = f.script({{{"text", "first"}}, {{"text", "second"}}});
+  auto r = chat(f, {"--model", model, "start here"},
+                "/help\n/tokens\n/rename demo chat\n/nosuch\nnext\n/exit\nnever sent\n");
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("› start here") != std::string::npos);
+  CHECK(r.out.find("/undo") != std::string::npos);           // the /help list
+  CHECK(r.out.find("-token window") != std::string::npos);   // /tokens
+  CHECK(r.out.find("unknown command /nosuch") != std::string::npos);
+  auto log = only_transcript(f);
+  REQUIRE(log.size() == 4);
+  CHECK(log[2]["content"] == "next");
+  auto listed = run_troupe({"ls", "--json"}, f.options());
+  CHECK(json::parse(split_lines(listed.out).at(0))["name"] == "demo chat");
+}
+
+TEST_CASE("a chat resumed by name goes on with the conversation") {
+  cli_fixture f;
+  REQUIRE(chat(f, {"--model", f.script({{{"text", "noted"}}})}, "/rename notes\nremember 7\n")
+            .exit_code == 0);
+  auto r = chat(f, {"--resume", "notes", "--model", f.script({{{"text", "it was 7"}}})},
+                "what was it?\n");
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("2 messages loaded") != std::string::npos);
+  auto log = only_transcript(f);
+  REQUIRE(log.size() == 4);
+  CHECK(log[3]["content"] == "it was 7");
+}
+
+TEST_CASE("a chat with an API model is named by the model, on the side") {
+  cli_fixture f;
+  fake_server server{R"([{"text": "Sure, let us look at the parser."}])"};
+  process_options opts;
+  opts.env["OPENAI_API_KEY"] = "test-key";
+  opts.env["OPENAI_BASE_URL"] = server.url() + "/v1";
+  auto r = chat(f, {"--model", "openai/test-model"}, "the parser drops comments\n", opts);
+  CHECK(r.exit_code == 0);
+  auto requests = server.requests();
+  REQUIRE(requests.size() == 2);
+  size_t naming = 0;
+  for (auto& q : requests)
+    naming += q["naming"].get<bool>() ? 1 : 0;
+  CHECK(naming == 1);
+  auto info = json::parse(read_file(f.transcripts().at(0).parent_path() / "session.json"));
+  CHECK(info["name"] == "Fake Session Title");
+  CHECK(info["name_source"] == "model");
+}
+
+TEST_CASE("/undo against a real wire format: the next request leaves the turn out") {
+  cli_fixture f;
+  fake_server server{R"([{"text": "one"}, {"text": "two"}, {"text": "three"}])"};
+  process_options opts;
+  opts.env["OPENAI_API_KEY"] = "test-key";
+  opts.env["OPENAI_BASE_URL"] = server.url() + "/v1";
+  auto r = chat(f, {"--model", "openai/test-model"}, "alpha\nbeta\n/undo\ngamma\n", opts);
+  CHECK(r.exit_code == 0);
+  std::vector<json> steps;
+  for (auto& q : server.requests())
+    if (!q["naming"].get<bool>())
+      steps.push_back(q["body"]["messages"]);
+  REQUIRE(steps.size() == 3);
+  auto sent = steps[2].dump();
+  CHECK(sent.find("alpha") != std::string::npos);
+  CHECK(sent.find("beta") == std::string::npos);
+  CHECK(sent.find("\"two\"") == std::string::npos);
+  CHECK(sent.find("gamma") != std::string::npos);
+}

@@ -1,0 +1,189 @@
+// Sessions from the command line: troupe ls, show and rm; --resume by id or name, --continue,
+// --fork; crash recovery of a run resumed without a prompt.
+
+#include <doctest/doctest.h>
+
+#include <future>
+#include <thread>
+
+#include "support/cli_fixture.hpp"
+
+using namespace troupe;
+using namespace troupe::test;
+using nlohmann::json;
+
+namespace {
+
+json text_line(const std::string& text, int delay_ms = 0) {
+  json line = {{"text", text}};
+  if (delay_ms > 0)
+    line["delay_ms"] = delay_ms;
+  return line;
+}
+
+std::filesystem::path session_dir(cli_fixture& f, const std::string& id) {
+  return f.dir / "home/sessions" / id;
+}
+
+std::vector<json> ls_json(cli_fixture& f) {
+  auto r = run_troupe({"ls", "--json"}, f.options());
+  REQUIRE(r.exit_code == 0);
+  std::vector<json> out;
+  for (auto& line : split_lines(r.out))
+    out.push_back(json::parse(line));
+  return out;
+}
+
+} // namespace
+
+TEST_CASE("troupe ls lists sessions newest first with name, state, turns and cost") {
+  cli_fixture f;
+  auto empty = run_troupe({"ls"}, f.options());
+  CHECK(empty.exit_code == 0);
+  CHECK(empty.out.find("no sessions yet") != std::string::npos);
+  REQUIRE(f.run({"--model", f.script({text_line("one")}), "--session-id", "older",
+                 "Fix the flaky parser test"})
+            .exit_code == 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds{20});
+  REQUIRE(f.run({"--model", f.script({text_line("two")}), "--session-id", "newer", "--max-steps",
+                 "1", "Count the words"})
+            .exit_code == 0);
+  auto table = run_troupe({"ls"}, f.options());
+  CHECK(table.exit_code == 0);
+  auto lines = split_lines(table.out);
+  REQUIRE(lines.size() == 3);
+  CHECK(lines[0].find("ID") == 0);
+  CHECK(lines[1].find("newer") == 0);
+  CHECK(lines[1].find("count the words") != std::string::npos);
+  CHECK(lines[1].find("completed") != std::string::npos);
+  CHECK(lines[1].find("$0.0000") != std::string::npos);
+  CHECK(lines[2].find("older") == 0);
+  CHECK(lines[2].find("fix the flaky parser test") != std::string::npos);
+  auto listed = ls_json(f);
+  REQUIRE(listed.size() == 2);
+  CHECK(listed[0]["id"] == "newer");
+  CHECK(listed[0]["turns"] == 1);
+  CHECK(listed[0]["state"] == "completed");
+  CHECK(listed[0]["cwd"] == std::filesystem::canonical(f.dir / "work").string());
+  CHECK(listed[1]["name"] == "fix the flaky parser test");
+}
+
+TEST_CASE("troupe show renders a transcript, by id or by name") {
+  cli_fixture f;
+  REQUIRE(f.run({"--model", f.script({text_line("```shell\necho hi\n```"), text_line("done")}),
+                 "--session-id", "shown", "say hi"})
+            .exit_code == 0);
+  for (std::string which : {"shown", "say hi"}) {
+    CAPTURE(which);
+    auto r = run_troupe({"show", which}, f.options());
+    CHECK(r.exit_code == 0);
+    CHECK(r.out.find("● session shown (say hi)") == 0);
+    CHECK(r.out.find("> say hi") != std::string::npos);
+    CHECK(r.out.find("← shell (exit 0)") != std::string::npos);
+    CHECK(r.out.find("done") != std::string::npos);
+  }
+  auto unknown = run_troupe({"show", "nosuch"}, f.options());
+  CHECK(unknown.exit_code == 1);
+  CHECK(unknown.err.find("unknown session 'nosuch'") != std::string::npos);
+}
+
+TEST_CASE("troupe rm removes a session that is not running, and refuses one that is") {
+  cli_fixture f;
+  REQUIRE(f.run({"--model", f.script({text_line("ok")}), "--session-id", "gone", "x"})
+            .exit_code == 0);
+  auto removed = run_troupe({"rm", "gone"}, f.options());
+  CHECK(removed.exit_code == 0);
+  CHECK(removed.out == "removed session gone\n");
+  CHECK(!std::filesystem::exists(session_dir(f, "gone")));
+  CHECK(run_troupe({"rm", "gone"}, f.options()).exit_code == 1);
+
+  auto live = std::async(std::launch::async, [&] {
+    return f.run({"--model", f.script({text_line("slow", 20000)}), "--session-id", "live",
+                  "wait"});
+  });
+  REQUIRE(wait_until([&] { return std::filesystem::exists(session_dir(f, "live") / "control.json"); },
+                     std::chrono::seconds{10}));
+  auto refused = run_troupe({"rm", "live"}, f.options());
+  CHECK(refused.exit_code == 1);
+  CHECK(refused.err.find("is running") != std::string::npos);
+  CHECK(std::filesystem::exists(session_dir(f, "live")));
+  CHECK(run_troupe({"interrupt", "live"}, f.options()).exit_code == 0);
+  CHECK(live.get().exit_code == 130);
+}
+
+TEST_CASE("--resume continues a session by id or name, in its own workspace and model") {
+  cli_fixture f;
+  auto first = f.script({text_line("first answer")});
+  REQUIRE(f.run({"--model", first, "--session-id", "s1", "Plan the release"}).exit_code == 0);
+  write_script(f.dir / "next.jsonl", {text_line("second answer")});
+  // From another directory, with no --cwd: the session's workspace; --model names the script.
+  process_options elsewhere = f.options();
+  auto r = run_troupe({"run", "--resume", "plan the release", "--model",
+                       "scripted:" + (f.dir / "next.jsonl").string(), "--output-format",
+                       "stream-json", "go on"},
+                      elsewhere);
+  CHECK(r.exit_code == 0);
+  auto init = json::parse(split_lines(r.out).at(0));
+  CHECK(init["session_id"] == "s1");
+  CHECK(init["cwd"] == std::filesystem::canonical(f.dir / "work").string());
+  CHECK(init["loaded_messages"] == 2);
+  auto log = read_jsonl(session_dir(f, "s1") / "transcript.jsonl");
+  REQUIRE(log.size() == 4);
+  CHECK(log[3]["content"] == "second answer");
+  CHECK(ls_json(f)[0]["turns"] == 2);
+
+  auto unknown = run_troupe({"run", "--resume", "nosuch", "x"}, f.options());
+  CHECK(unknown.exit_code == 2);
+  CHECK(unknown.err.find("--resume: unknown session 'nosuch'") != std::string::npos);
+  auto both = run_troupe({"run", "--resume", "s1", "--continue", "x"}, f.options());
+  CHECK(both.exit_code == 2);
+  auto lone_fork = run_troupe({"run", "--fork", "x"}, f.options());
+  CHECK(lone_fork.exit_code == 2);
+  CHECK(lone_fork.err.find("--fork needs --resume") != std::string::npos);
+}
+
+TEST_CASE("--continue takes the newest session of the workspace, --fork copies it") {
+  cli_fixture f;
+  REQUIRE(f.run({"--model", f.script({text_line("a")}), "--session-id", "old", "first task"})
+            .exit_code == 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds{20});
+  REQUIRE(f.run({"--model", f.script({text_line("b")}), "--session-id", "new", "second task"})
+            .exit_code == 0);
+  auto cont = f.run({"--continue", "--model", f.script({text_line("c")}), "more"});
+  CHECK(cont.exit_code == 0);
+  CHECK(read_jsonl(session_dir(f, "new") / "transcript.jsonl").size() == 4);
+  CHECK(read_jsonl(session_dir(f, "old") / "transcript.jsonl").size() == 2);
+
+  auto fork = f.run({"--resume", "old", "--fork", "--session-id", "copy", "--model",
+                     f.script({text_line("forked answer")}), "try another way"});
+  CHECK(fork.exit_code == 0);
+  CHECK(read_jsonl(session_dir(f, "old") / "transcript.jsonl").size() == 2); // untouched
+  auto copy = read_jsonl(session_dir(f, "copy") / "transcript.jsonl");
+  REQUIRE(copy.size() == 4);
+  CHECK(copy[0]["content"] == "first task");
+  CHECK(copy[3]["content"] == "forked answer");
+  auto info = json::parse(read_file(session_dir(f, "copy") / "session.json"));
+  CHECK(info["forked_from"] == "old");
+  CHECK(info["first_prompt"] == "first task");
+}
+
+TEST_CASE("a run resumed without a prompt answers the message its last run died on") {
+  cli_fixture f;
+  // A transcript whose process died after logging the user's message.
+  auto dir = session_dir(f, "crashed");
+  std::filesystem::create_directories(dir);
+  write_file(dir / "transcript.jsonl",
+             json{{"id", "msg_1"}, {"role", "user"}, {"content", "what is 6 times 7?"},
+                  {"origin", "prompt"}, {"timestamp_ms", 1}}
+                 .dump() +
+               "\n");
+  auto r = f.run({"--resume", "crashed", "--model", f.script({text_line("42")})});
+  CHECK(r.exit_code == 0);
+  auto log = read_jsonl(dir / "transcript.jsonl");
+  REQUIRE(log.size() == 2);
+  CHECK(log[1]["content"] == "42");
+  // Nothing left to answer: a prompt is needed now.
+  auto idle = f.run({"--resume", "crashed", "--model", f.script({text_line("never")})});
+  CHECK(idle.exit_code == 2);
+  CHECK(idle.err.find("has nothing left to answer") != std::string::npos);
+}
