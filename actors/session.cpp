@@ -4,6 +4,7 @@
 
 #include <caf/actor_system.hpp>
 
+#include "actors/hook_runner.hpp"
 #include "actors/ids.hpp"
 #include "actors/session_state.hpp"
 #include "actors/step.hpp"
@@ -19,9 +20,20 @@ session_actor::behavior_type session_behavior(session_ptr self, session_config c
   st.subscribers = config.subscribers;
   st.model = std::move(model);
   st.executor = std::move(executor);
-  st.step = spawn_step(self->system(), step_config{config.system_prompt, config.registry, config.format, config.max_parallel_tools, config.permissions, config.asker},
-                       self, st.model, st.executor);
+  if (!config.hook_commands.empty()) {
+    hook_runner_config hooks;
+    hooks.commands = config.hook_commands;
+    hooks.session_id = config.session_id;
+    hooks.transcript_path = config.session_dir / "transcript.jsonl";
+    hooks.cwd = config.cwd;
+    hooks.shell_program = config.hook_shell;
+    st.hooks = spawn_hook_runner(self->system(), std::move(hooks), self);
+    self->link_to(st.hooks);
+    for (auto& hook : config.hook_commands)
+      st.hook_events.insert(hook.event);
+  }
   st.config = std::move(config);
+  st.step = spawn_step(self->system(), make_step_config(st), self, st.model, st.executor);
   // Linked both ways: a killed session takes its peers (and their children) with it, and a
   // peer that dies unexpectedly ends the session with an error instead of a silent hang.
   for (auto peer : {caf::actor_cast<caf::actor>(st.step), caf::actor_cast<caf::actor>(st.model),
@@ -83,6 +95,7 @@ session_actor::behavior_type session_behavior(session_ptr self, session_config c
     [=](control_atom, const std::string& command, const std::string& arg) {
       return run_control(self, command, arg);
     },
+    [=](hook_run_event& e) { publish(self, e); },
     [=](due_atom, uint64_t serial) {
       auto& s = self->state;
       if (s.phase == session_phase::ended && serial == 0 && s.name_pending) {

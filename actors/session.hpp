@@ -109,6 +109,9 @@ struct session_config {
   subagent_factory spawn_subagent;
   /// Switches the model for /model; unset: /model says it cannot.
   model_switcher switch_model;
+  /// External hook commands (settings "hooks"); bash (`hook_shell`) runs them in `cwd`.
+  std::vector<hook_command> hook_commands;
+  std::string hook_shell = "/bin/bash";
   /// Names the session after its first reply, off the loop; unset: named from the first prompt
   /// when it ends.
   namer_actor namer;

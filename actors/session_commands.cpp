@@ -155,11 +155,8 @@ void switch_model(session_ptr self, const std::string& spec) {
   if (st.config.format == tool_format::tool)
     fixed += estimate_tokens(st.config.registry->descriptors());
   st.window.set_fixed_tokens(fixed);
-  st.step = spawn_step(self->system(),
-                       step_config{st.config.system_prompt, st.config.registry, st.config.format,
-                                   st.config.max_parallel_tools, st.config.permissions,
-                                   st.config.asker},
-                       session_actor{self}, st.model, st.executor);
+  st.step = spawn_step(self->system(), make_step_config(st), session_actor{self}, st.model,
+                       st.executor);
   self->link_to(st.step);
   self->link_to(st.model);
   message note;

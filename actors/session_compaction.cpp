@@ -31,21 +31,14 @@ void compaction_failed(session_ptr self, const std::string& why, const compactio
 
 } // namespace
 
-// Has the model summarise the older part of the context, logs the boundary (the summary) and
-// calls `done`, always later, from a message handler. Returns false, without calling `done`,
-// when there is nothing to compact. The session stays responsive: the step waits for the model.
-bool compact(session_ptr self, compaction_trigger trigger, compaction_done done) {
+namespace {
+
+// Asks the model (through the step) for the summary of `plan` and logs the boundary.
+void request_summary(session_ptr self, const compaction_plan& plan,
+                     const compaction_trigger& trigger, const compaction_done& done) {
   auto& st = self->state;
-  auto plan = st.window.plan_compaction();
-  if (plan.empty()) {
-    publish_notice(self, "compact", "nothing to compact: no message since the last compaction");
-    return false;
-  }
-  for (auto& extra : fire(self, hook_point::pre_compact))
-    trigger.instructions += (trigger.instructions.empty() ? "" : "\n") + extra.content;
   auto before = st.window.projected_tokens();
   auto request = compaction_request(plan, trigger, st.window.budget());
-  st.phase = session_phase::compacting;
   publish_notice(self, "compacting",
                  "summarising " + std::to_string(plan.to_summarize.size()) + " older messages (~" +
                      std::to_string(before) + " tokens in the context; " + trigger.kind +
@@ -98,6 +91,31 @@ bool compact(session_ptr self, compaction_trigger trigger, compaction_done done)
         failed.error_message = "step failed: " + self->system().render(err);
         on_reply(failed);
       });
+}
+
+} // namespace
+
+bool compact(session_ptr self, compaction_trigger trigger, compaction_done done) {
+  auto& st = self->state;
+  auto plan = st.window.plan_compaction();
+  if (plan.empty()) {
+    publish_notice(self, "compact", "nothing to compact: no message since the last compaction");
+    return false;
+  }
+  for (auto& extra : fire(self, hook_point::pre_compact))
+    trigger.instructions += (trigger.instructions.empty() ? "" : "\n") + extra.content;
+  st.phase = session_phase::compacting;
+  // External PreCompact hooks add to the instructions too (their context and their messages).
+  run_hooks(self, "PreCompact",
+            {{"trigger", trigger.kind}, {"custom_instructions", trigger.instructions}},
+            [=](const hook_outcome& hook) mutable {
+              if (!hook.additional_context.empty())
+                trigger.instructions += (trigger.instructions.empty() ? "" : "\n") +
+                                        hook.additional_context;
+              for (auto& text : hook.messages)
+                trigger.instructions += (trigger.instructions.empty() ? "" : "\n") + text;
+              request_summary(self, plan, trigger, done);
+            });
   return true;
 }
 

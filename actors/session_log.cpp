@@ -147,6 +147,14 @@ void end_session(session_ptr self, terminal_reason reason, std::string error,
   if (auto fd = st.transcript.duplicate_descriptor(); fd >= 0)
     self->send(st.config.disk, sync_atom::value, static_cast<int32_t>(fd));
   fire(self, hook_point::session_end);
+  // External SessionEnd hooks finish before the terminal event: a front end that sees it may
+  // tear everything down.
+  if (has_hooks(st, "SessionEnd")) {
+    ++st.end_waits;
+    run_hooks(
+      self, "SessionEnd", {{"reason", to_string(reason)}},
+      [=](const hook_outcome&) { end_wait_done(self); }, true);
+  }
   auto elapsed = std::chrono::steady_clock::now() - st.started_at;
   session_ended_event ended;
   ended.session_id = st.config.session_id;

@@ -12,6 +12,7 @@
 #include <caf/typed_event_based_actor.hpp>
 
 #include "actors/session.hpp"
+#include "actors/step.hpp"
 #include "actors/transcript.hpp"
 #include "context/compaction.hpp"
 #include "context/context_window.hpp"
@@ -23,6 +24,7 @@ enum class session_phase {
   idle,     ///< interactive and waiting for input
   stepping, ///< a step is in flight
   compacting, ///< a compaction summary is being written
+  hooking,  ///< between inputs and steps, external hooks run (inputs and news queue up)
   ended,    ///< terminal state reached
 };
 
@@ -59,6 +61,12 @@ struct session_state {
   session_phase phase = session_phase::created;
   /// start_atom was taken: set-up runs once.
   bool begun = false;
+  /// The runner of the external hooks, and the events that have commands.
+  hook_runner_actor hooks;
+  std::set<std::string> hook_events;
+  /// Context that GenerationPost hooks returned: logged before the next model call (after the
+  /// reply's tool results).
+  std::vector<message> pending_hook_context;
   /// The namer was asked for a name (once per run), and its answer has not come yet.
   bool naming = false;
   bool name_pending = false;
@@ -102,6 +110,10 @@ struct session_state {
 
 using session_ptr = session_actor::stateful_pointer<session_state>;
 
+/// The step actor's configuration from the session's (its model's prompt and format, the
+/// permission policy, the hooks around tool calls).
+step_config make_step_config(const session_state& st);
+
 /// Sets up and enters the turn loop (session.start hooks, crash recovery, first input).
 void begin_session(session_ptr self);
 
@@ -110,7 +122,7 @@ void accept_input(session_ptr self, message input);
 
 /// Logs the step's reply (before its tools run) and fires generation.post. Returns whether
 /// the step may run the reply's tools.
-bool accept_reply(session_ptr self, message reply);
+caf::result<bool> accept_reply(session_ptr self, message reply);
 
 /// Reaches a terminal state: state saved, session.end hooks, the ended event, peers stopped.
 void end_session(session_ptr self, terminal_reason reason, std::string error = {},
@@ -170,6 +182,22 @@ bool auto_compaction_off(const session_state& st);
 /// calls `done`, always later, from a message handler. Returns false, without calling `done`,
 /// when there is nothing to compact. The session stays responsive: the step waits for the model.
 bool compact(session_ptr self, compaction_trigger trigger, compaction_done done);
+
+/// True when external hook commands are configured for the event.
+bool has_hooks(const session_state& st, const std::string& event);
+
+/// Runs the event's external hooks with `input` and calls `then` with what they decided, later,
+/// from a handler; at once with an empty outcome when the event has none. Once the session has
+/// ended `then` is not called, unless `after_end` (SessionEnd).
+void run_hooks(session_ptr self, const std::string& event, nlohmann::json input,
+               std::function<void(const hook_outcome&)> then, bool after_end = false);
+
+/// Logs a hook's additional context for the model: a user message, origin "hook". Returns false
+/// once the session has ended.
+bool log_hook_context(session_ptr self, const std::string& event, const std::string& text);
+
+/// Queues the messages hooks returned as the next inputs (origin "hook").
+void queue_hook_messages(session_ptr self, const hook_outcome& outcome);
 
 /// Appends a message to the log: on disk first, then in memory, then to the subscribers.
 /// Returns false when the write failed (the session has then ended).

@@ -18,6 +18,7 @@ namespace {
 
 void run_next_step(session_ptr self);
 void send_step(session_ptr self, bool may_compact);
+void enter_loop(session_ptr self, bool unanswered);
 
 // The calls of the last assistant message that no tool message answers.
 std::vector<tool_call> unanswered_calls(const std::vector<message_ptr>& log) {
@@ -36,6 +37,7 @@ std::vector<tool_call> unanswered_calls(const std::vector<message_ptr>& log) {
 
 void start_turn(session_ptr self) {
   auto& st = self->state;
+  st.state.stop_hook_active = false; // a real turn: a Stop hook may continue it once more
   st.state.turn_count++;
   st.state.step_count = 0;
   st.state.transition = transition_reason::next_turn;
@@ -49,10 +51,94 @@ void start_turn(session_ptr self) {
 // A turn that ended normally: turn.post, then loop.continue (its messages are the next
 // inputs), then the next input. Turns cut short by an interrupt or by the step cap of a
 // non-interactive run fire turn.post only: the loop does not continue.
+//
+// External Stop hooks (TURN_POST) may block: the reason becomes the input and the turn goes on,
+// once — while stop_hook_active is set a second block is not honoured.
 void end_turn(session_ptr self) {
+  auto& st = self->state;
   fire_and_enqueue(self, hook_point::turn_post);
-  fire_and_enqueue(self, hook_point::loop_continue);
-  next_turn(self);
+  if (has_hooks(st, "Stop"))
+    st.phase = session_phase::hooking;
+  run_hooks(self, "Stop",
+            {{"stop_hook_active", st.state.stop_hook_active},
+             {"last_assistant_message", st.last_assistant_text}},
+            [=](const hook_outcome& stop) {
+              auto& s = self->state;
+              if (stop.blocked && !s.state.stop_hook_active) {
+                s.state.stop_hook_active = true;
+                if (!log_hook_context(self, "Stop", stop.reason))
+                  return;
+                run_next_step(self); // the same turn goes on, with the reason as its input
+                return;
+              }
+              if (stop.blocked)
+                publish_notice(self, "hook_blocked",
+                               "a Stop hook blocked again while stop_hook_active was set; the "
+                               "turn ends: " + stop.reason);
+              queue_hook_messages(self, stop);
+              fire_and_enqueue(self, hook_point::loop_continue);
+              run_hooks(self, "LoopContinue", {{"turn", s.state.turn_count}},
+                        [=](const hook_outcome& more) {
+                          queue_hook_messages(self, more);
+                          next_turn(self);
+                        });
+            });
+}
+
+// TURN_POST of a turn that cannot go on (the model called complete, the step cap of a run, a
+// run blocked by permissions): Stop hooks run and are told, a block is not honoured.
+void end_turn_for_good(session_ptr self, std::function<void()> then) {
+  auto& st = self->state;
+  fire_and_enqueue(self, hook_point::turn_post);
+  if (has_hooks(st, "Stop"))
+    st.phase = session_phase::hooking;
+  run_hooks(self, "Stop",
+            {{"stop_hook_active", st.state.stop_hook_active},
+             {"last_assistant_message", st.last_assistant_text}},
+            [=](const hook_outcome& stop) {
+              if (stop.blocked)
+                publish_notice(self, "hook_blocked",
+                               "a Stop hook blocked a turn that cannot go on: " + stop.reason);
+              queue_hook_messages(self, stop);
+              then();
+            });
+}
+
+// The input starts a turn, after the external UserPromptSubmit hooks (TURN_PRE). `input` is a
+// prompt not logged yet: a hook may block it, and it then never reaches the context. News
+// (notifications) is logged before and cannot be blocked.
+void submit_turn(session_ptr self, std::optional<message> input, const std::string& prompt) {
+  auto& st = self->state;
+  if (has_hooks(st, "UserPromptSubmit"))
+    st.phase = session_phase::hooking;
+  auto origin = input ? input->origin : std::string{"task-notification"};
+  run_hooks(self, "UserPromptSubmit", {{"prompt", prompt}, {"origin", origin}},
+            [=, input = std::move(input)](const hook_outcome& hook) mutable {
+              auto& s = self->state;
+              if (hook.blocked && input) {
+                message note;
+                note.role = role::system;
+                note.origin = "hook_blocked";
+                note.content = "A UserPromptSubmit hook blocked the prompt: " + hook.reason;
+                note.meta = {{"prompt", prompt}};
+                if (!append_message(self, std::move(note)))
+                  return;
+                queue_hook_messages(self, hook);
+                s.phase = session_phase::idle;
+                next_turn(self);
+                return;
+              }
+              if (hook.blocked)
+                publish_notice(self, "hook_blocked",
+                               "a UserPromptSubmit hook cannot hold back task notifications "
+                               "(they are in the context already): " + hook.reason);
+              if (input && !append_message(self, std::move(*input)))
+                return;
+              if (!log_hook_context(self, "UserPromptSubmit", hook.additional_context))
+                return;
+              queue_hook_messages(self, hook);
+              start_turn(self);
+            });
 }
 
 } // namespace
@@ -103,12 +189,13 @@ void next_turn(session_ptr self) {
   if (!st.pending_notifications.empty()) {
     auto news = std::exchange(st.pending_notifications, {});
     mark_turn_start(news.front());
+    auto prompt = news.front().content;
     for (auto& note : news)
       if (!append_message(self, std::move(note)))
         return;
     if (!log_queued_notifications(self))
       return;
-    start_turn(self);
+    submit_turn(self, std::nullopt, prompt);
     return;
   }
   while (st.phase != session_phase::ended) {
@@ -129,13 +216,15 @@ void next_turn(session_ptr self) {
         return; // the compaction's end resumes the loop
       continue;
     }
-    bool news = input.origin == "task-notification";
     mark_turn_start(input);
-    if (!append_message(self, std::move(input)))
-      return;
-    if (news && !log_queued_notifications(self))
-      return;
-    start_turn(self);
+    auto prompt = input.content;
+    if (input.origin == "task-notification") {
+      if (!append_message(self, std::move(input)) || !log_queued_notifications(self))
+        return;
+      submit_turn(self, std::nullopt, prompt);
+    } else {
+      submit_turn(self, std::move(input), prompt);
+    }
     return;
   }
 }
@@ -289,11 +378,13 @@ void on_step_done(session_ptr self, step_outcome& outcome) {
     st.last_assistant_text = std::move(*summary);
     st.state.transition = transition_reason::completed;
     save_state(self);
-    fire_and_enqueue(self, hook_point::turn_post);
-    if (st.config.interactive || st.config.wait_for_notifications)
-      next_turn(self);
-    else
-      end_session(self, terminal_reason::completed);
+    end_turn_for_good(self, [=] {
+      auto& s = self->state;
+      if (s.config.interactive || s.config.wait_for_notifications)
+        next_turn(self);
+      else
+        end_session(self, terminal_reason::completed);
+    });
     return;
   }
   st.state.transition = outcome.reply.tool_calls.empty() ? transition_reason::structural_stop
@@ -302,8 +393,7 @@ void on_step_done(session_ptr self, step_outcome& outcome) {
   if (st.state.transition == transition_reason::structural_stop && st.last_tool_step_denied &&
       !st.config.interactive) {
     // The model gave up after calls were refused: the run is blocked, not done.
-    fire_and_enqueue(self, hook_point::turn_post);
-    end_session(self, terminal_reason::permission_blocked);
+    end_turn_for_good(self, [=] { end_session(self, terminal_reason::permission_blocked); });
   } else if (st.state.transition == transition_reason::structural_stop) {
     end_turn(self);
   } else {
@@ -327,24 +417,52 @@ void run_next_step(session_ptr self) {
       end_turn(self); // control goes back to the user
       return;
     }
-    fire_and_enqueue(self, hook_point::turn_post);
-    end_session(self, terminal_reason::max_turns);
+    end_turn_for_good(self, [=] { end_session(self, terminal_reason::max_turns); });
     return;
   }
   fire_and_enqueue(self, hook_point::step_pre);
-  st.state.step_count++;
-  st.state.total_steps++;
-  send_step(self, true);
+  if (has_hooks(st, "StepPre"))
+    st.phase = session_phase::hooking;
+  run_hooks(self, "StepPre", {{"step", st.state.step_count + 1}, {"turn", st.state.turn_count}},
+            [=](const hook_outcome& hook) {
+              auto& s = self->state;
+              if (hook.blocked) {
+                message note;
+                note.role = role::system;
+                note.origin = "hook_blocked";
+                note.content = "A StepPre hook stopped the turn: " + hook.reason;
+                if (!append_message(self, std::move(note)))
+                  return;
+                queue_hook_messages(self, hook);
+                s.state.transition = transition_reason::structural_stop;
+                save_state(self);
+                end_turn(self);
+                return;
+              }
+              if (!log_hook_context(self, "StepPre", hook.additional_context))
+                return;
+              queue_hook_messages(self, hook);
+              s.state.step_count++;
+              s.state.total_steps++;
+              send_step(self, true);
+            });
 }
 
 // Sends the context since the last boundary to the step; when the projected request is past
 // the threshold, compacts first (at most once per step, and not once the breaker tripped).
 void send_step(session_ptr self, bool may_compact) {
   auto& st = self->state;
-  // Notifications that arrived while the step before ran go in before this model call.
-  for (auto& note : std::exchange(st.pending_notifications, {}))
-    if (!append_message(self, std::move(note)))
-      return;
+  // An interrupt that came while hooks ran between steps stops the turn before the model call.
+  if (std::exchange(st.interrupt_requested, false)) {
+    stop_turn_interrupted(self, false);
+    return;
+  }
+  // Notifications that arrived while the step before ran go in before this model call, and so
+  // does what GenerationPost hooks added about its reply.
+  for (auto* waiting : {&st.pending_notifications, &st.pending_hook_context})
+    for (auto& note : std::exchange(*waiting, {}))
+      if (!append_message(self, std::move(note)))
+        return;
   if (may_compact && st.window.over_threshold() && !auto_compaction_off(st) &&
       compact(self, compaction_trigger{"auto", false, ""},
               [=](compaction_status status, const std::string&) {
@@ -443,8 +561,24 @@ void begin_session(session_ptr self) {
                            [](const message_ptr& m) { return !is_compact_boundary(*m); });
   bool unanswered =
       last != st.log.rend() && ((*last)->role == role::user || (*last)->role == role::tool);
+  // External SessionStart hooks add their context first (it is not a message to answer).
+  // Until they and the durable queue are done, the session stays `created`: inputs and news
+  // queue up.
+  run_hooks(self, "SessionStart", {{"source", st.log.empty() ? "startup" : "resume"}},
+            [=](const hook_outcome& hook) {
+              if (!log_hook_context(self, "SessionStart", hook.additional_context))
+                return;
+              queue_hook_messages(self, hook);
+              enter_loop(self, unanswered);
+            });
+}
+
+namespace {
+
+// Reads what waits in the durable queue, then takes the first input of the session.
+void enter_loop(session_ptr self, bool unanswered) {
   // Notifications that came while the session was not running are inputs like any other, read
-  // first. Until they are in, the session stays `created`: inputs and news queue up.
+  // first.
   read_durable_queue(self, true, [=](size_t) {
     auto& s = self->state;
     if (s.phase != session_phase::created)
@@ -460,6 +594,8 @@ void begin_session(session_ptr self) {
       request_interrupt(self);
   });
 }
+
+} // namespace
 
 void enqueue_first(session_ptr self, message input) {
   auto& st = self->state;
@@ -509,16 +645,34 @@ void ask_for_name(session_ptr self, const std::string& reply) {
 
 } // namespace
 
-bool accept_reply(session_ptr self, message reply) {
+caf::result<bool> accept_reply(session_ptr self, message reply) {
   auto& st = self->state;
   if (st.phase != session_phase::stepping)
     return false;
   auto text = reply.content;
+  auto calls = nlohmann::json::array();
+  for (auto& call : reply.tool_calls)
+    calls.push_back({{"id", call.id}, {"name", call.name}, {"input", call.input}});
   if (!append_message(self, std::move(reply)))
     return false;
   ask_for_name(self, text);
   fire_and_enqueue(self, hook_point::generation_post);
-  return st.phase == session_phase::stepping && !st.interrupt_requested;
+  if (!has_hooks(st, "GenerationPost"))
+    return st.phase == session_phase::stepping && !st.interrupt_requested;
+  // The step waits for this answer before any tool runs: the hooks see the reply first.
+  auto promise = self->make_response_promise<bool>();
+  run_hooks(self, "GenerationPost", {{"reply", text}, {"tool_calls", calls}},
+            [=](const hook_outcome& hook) mutable {
+              auto& s = self->state;
+              if (!hook.additional_context.empty()) {
+                auto context = make_input(hook.additional_context, "hook");
+                context.meta = {{"hook_event", "GenerationPost"}};
+                s.pending_hook_context.push_back(std::move(context));
+              }
+              queue_hook_messages(self, hook);
+              promise.deliver(s.phase == session_phase::stepping && !s.interrupt_requested);
+            });
+  return promise;
 }
 
 std::string request_interrupt(session_ptr self) {
@@ -536,6 +690,12 @@ std::string request_interrupt(session_ptr self) {
   if (st.phase == session_phase::created) {
     st.interrupt_before_start = true;
     return "interrupted: the session is starting";
+  }
+  if (st.phase == session_phase::hooking) {
+    // Hooks between steps run to their end (or timeout); the model is not asked after them.
+    interrupt_foreground_children(self);
+    st.interrupt_requested = true;
+    return "interrupted";
   }
   if (st.phase != session_phase::stepping && st.phase != session_phase::compacting)
     return "nothing to interrupt: the session has ended";

@@ -1,5 +1,6 @@
 #include "actors/step.hpp"
 
+#include <map>
 #include <optional>
 #include <vector>
 
@@ -45,6 +46,12 @@ struct step_state {
   /// Results of the batch of calls in flight, by position from next_call.
   std::vector<std::optional<tool_result>> batch;
   size_t batch_pending = 0;
+  /// Set while external hooks run around a call (PreToolUse before it, PostToolUse after the
+  /// batch); the serial tells a late answer (after an interrupt moved on) from the current one.
+  bool hooking = false;
+  uint64_t hook_serial = 0;
+  /// What PreToolUse hooks added about a call, by call id: appended to its result.
+  std::map<std::string, std::string> call_notes;
 };
 
 
@@ -100,6 +107,7 @@ void deny(self_ptr self, const std::string& reason) {
 }
 
 void run_batch(self_ptr self, size_t size);
+void start_calls(self_ptr self, size_t size);
 
 // Puts an "ask" to the person at the terminal; headless, it is a denial.
 void ask(self_ptr self, const std::string& reason) {
@@ -129,9 +137,9 @@ void ask(self_ptr self, const std::string& reason) {
         if (answer == "always") {
           s.permissions->session_allow.push_back(
             permission_policy::always_rule(*s.config.registry->find(asked.name), asked.input));
-          run_batch(self, 1);
+          start_calls(self, 1);
         } else if (answer == "yes") {
-          run_batch(self, 1);
+          start_calls(self, 1);
         } else {
           // Declined: the call is answered, and control goes back to the user.
           s.outcome.denials.push_back({asked.name, asked.id, asked.input, "declined by the user"});
@@ -149,6 +157,61 @@ void ask(self_ptr self, const std::string& reason) {
       });
 }
 
+tool_result with_note(tool_result result, const std::string& hook, const std::string& note) {
+  if (!note.empty())
+    result.output += "\n[" + hook + " hook: " + note + "]";
+  return result;
+}
+
+// The batch's results go into the outcome, in call order, with what hooks said about them.
+void log_batch(self_ptr self) {
+  auto& st = self->state;
+  for (auto& r : st.batch) {
+    const auto& call = st.outcome.reply.tool_calls[st.next_call++];
+    auto note = st.call_notes.find(call.id);
+    auto result = note == st.call_notes.end() ? *r : with_note(*r, "PreToolUse", note->second);
+    st.outcome.tool_messages.push_back(make_tool_message(call, result));
+  }
+  st.batch.clear();
+  run_next_call(self);
+}
+
+// PostToolUse hooks see every result of the batch (at once); a block or context they return is
+// added to the result the model reads.
+void run_post_tool_hooks(self_ptr self) {
+  auto& st = self->state;
+  st.hooking = true;
+  auto serial = ++st.hook_serial;
+  auto left = std::make_shared<size_t>(st.batch.size());
+  for (size_t i = 0; i < st.batch.size(); ++i) {
+    const auto& call = st.outcome.reply.tool_calls[st.next_call + i];
+    const auto& result = *st.batch[i];
+    hook_request request{"PostToolUse", call.name,
+                         {{"tool_name", call.name},
+                          {"tool_input", call.input},
+                          {"tool_use_id", call.id},
+                          {"tool_response",
+                           {{"output", result.output},
+                            {"is_error", result.is_error},
+                            {"exit_code", result.exit_code}}}}};
+    auto done = [=](const hook_outcome& hook) {
+      auto& s = self->state;
+      if (!s.hooking || s.hook_serial != serial)
+        return; // an interrupt moved on
+      auto& r = *s.batch[i];
+      if (hook.blocked)
+        r = with_note(r, "PostToolUse", hook.reason);
+      r = with_note(r, "PostToolUse", hook.additional_context);
+      if (--*left == 0) {
+        s.hooking = false;
+        log_batch(self);
+      }
+    };
+    self->request(st.config.hooks, caf::infinite, hook_atom::value, std::move(request))
+      .then(done, [=](caf::error&) { done(hook_outcome{}); });
+  }
+}
+
 // Records one result of the batch; when the batch is complete its results are logged in call
 // order, whatever order they finished in.
 void on_batch_result(self_ptr self, size_t position, tool_result result) {
@@ -156,11 +219,48 @@ void on_batch_result(self_ptr self, size_t position, tool_result result) {
   st.batch[position] = std::move(result);
   if (--st.batch_pending > 0)
     return;
-  for (auto& r : st.batch)
-    st.outcome.tool_messages.push_back(
-      make_tool_message(st.outcome.reply.tool_calls[st.next_call++], *r));
-  st.batch.clear();
-  run_next_call(self);
+  if (st.config.post_tool_hooks && !st.interrupted)
+    run_post_tool_hooks(self);
+  else
+    log_batch(self);
+}
+
+// PreToolUse hooks decide about a call that may run: a block answers it with the reason (the
+// model reads it and goes on), context is added to its result. With such hooks calls run one
+// at a time, each after its hooks.
+void start_calls(self_ptr self, size_t size) {
+  auto& st = self->state;
+  if (!st.config.pre_tool_hooks) {
+    run_batch(self, size);
+    return;
+  }
+  const auto& call = st.outcome.reply.tool_calls[st.next_call];
+  st.hooking = true;
+  auto serial = ++st.hook_serial;
+  auto done = [=](const hook_outcome& hook) {
+    auto& s = self->state;
+    if (!s.hooking || s.hook_serial != serial)
+      return; // an interrupt answered the call meanwhile
+    s.hooking = false;
+    if (s.interrupted) {
+      run_next_call(self);
+      return;
+    }
+    const auto& current = s.outcome.reply.tool_calls[s.next_call];
+    if (hook.blocked) {
+      answer_without_running(self, error_result("Blocked by a PreToolUse hook: " + hook.reason));
+      return;
+    }
+    if (!hook.additional_context.empty())
+      s.call_notes[current.id] = hook.additional_context;
+    run_batch(self, 1);
+  };
+  self->request(st.config.hooks, caf::infinite, hook_atom::value,
+                hook_request{"PreToolUse", call.name,
+                             {{"tool_name", call.name},
+                              {"tool_input", call.input},
+                              {"tool_use_id", call.id}}})
+    .then(done, [=](caf::error&) { done(hook_outcome{}); });
 }
 
 // Runs the next call, or the next run of consecutive read-only calls (up to
@@ -193,7 +293,7 @@ void run_next_call(self_ptr self) {
            is_read_only(st, calls[st.next_call + size]) &&
            decide(st, calls[st.next_call + size]).outcome == permission_outcome::allow)
       ++size;
-  run_batch(self, size);
+  start_calls(self, size);
 }
 
 // Runs the `size` calls from next_call at once (their permission already granted).
@@ -379,6 +479,7 @@ step_actor::behavior_type step_behavior(self_ptr self, step_config config, sessi
       s.outcome = step_outcome{};
       s.interrupted = false;
       s.partial.reset();
+      s.call_notes.clear();
       s.phase = step_phase::generating;
       s.request = model_request{s.config.system_prompt, std::move(request.context), s.tools};
       generate(self, s.request);
@@ -419,6 +520,16 @@ step_actor::behavior_type step_behavior(self_ptr self, step_config config, sessi
         // Nobody waits for the answer: the call and the rest are answered as interrupted.
         s.asking = false;
         run_next_call(self);
+        return;
+      }
+      if (s.hooking) {
+        // Hooks around a call are not waited for: results in hand are logged as they are, the
+        // rest answered as interrupted.
+        s.hooking = false;
+        if (s.batch.empty() || s.batch_pending > 0)
+          run_next_call(self);
+        else
+          log_batch(self);
         return;
       }
       // Normal priority on purpose: a cancel must not overtake the request it cancels.

@@ -28,6 +28,11 @@ struct step_config {
   std::shared_ptr<const permission_policy> permissions;
   /// Who answers "ask" decisions; null (headless): an ask is a denial.
   permission_asker_actor asker;
+  /// The session's external hooks; PreToolUse runs before each call that may run (calls then
+  /// go one at a time), PostToolUse after each result.
+  hook_runner_actor hooks;
+  bool pre_tool_hooks = false;
+  bool post_tool_hooks = false;
 };
 
 /// Spawns the step actor of one session. It reports each reply to `session` before running

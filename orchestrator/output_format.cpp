@@ -234,8 +234,12 @@ std::string to_text(const hook_run_event& e, const text_style& style) {
   auto detail = !e.stderr_text.empty() ? e.stderr_text : e.stdout_text;
   while (!detail.empty() && (detail.back() == '\n' || detail.back() == ' '))
     detail.pop_back();
+  auto command = e.command.size() > 60 ? e.command.substr(0, 57) + "..." : e.command;
+  for (auto& c : command)
+    if (c == '\n')
+      c = ' ';
   return (e.outcome == "blocked" ? style.yellow : style.red) + "⚙ " + e.event + " hook " + why +
-         ": " + e.command + style.reset + (detail.empty() ? "" : "\n" + indent(detail, "  │ ")) +
+         ": " + command + style.reset + (detail.empty() ? "" : "\n" + indent(detail, "  │ ")) +
          (detail.empty() ? "\n" : "");
 }
 

@@ -126,6 +126,9 @@ expected<session_actor> spawn_subagent(caf::actor_system& sys,
   child.parent_queue = launch.session_dir.parent_path().parent_path() / "queue.jsonl";
   child.stop_children_on_end = !parent_settings.let_agents_finish;
   child.disk = setup->disk;
+  // Hooks guard subagents' calls as they guard the parent's (the input names the agent).
+  child.hook_commands = parent_settings.hook_commands;
+  child.hook_shell = parent_settings.shell_program;
 
   tool_context context;
   context.cwd = parent_settings.cwd;
@@ -205,6 +208,8 @@ expected<launched_agent> launch_agent(caf::actor_system& sys, run_settings& sett
   session.wait_for_notifications = settings.wait_notifications;
   session.idle_timeout = settings.idle_timeout;
   session.disk = spawn_disk_io(sys);
+  session.hook_commands = settings.hook_commands;
+  session.hook_shell = settings.shell_program;
 
   launched_agent launched;
   launched.session_dir = session_dir;

@@ -15,6 +15,7 @@
 #include "actors/http_model.hpp"
 #include "context/token_budget.hpp"
 #include "orchestrator/renderer.hpp"
+#include "protocol/hooks.hpp"
 #include "protocol/loop_state.hpp"
 #include "protocol/message.hpp"
 #include "protocol/session_info.hpp"
@@ -68,6 +69,8 @@ struct run_settings {
   /// The loop state that session left behind, when state.json could be read.
   std::optional<loop_state> resumed_state;
   render_options render;
+  /// External hook commands from the settings files, user, project and --settings in turn.
+  std::vector<hook_command> hook_commands;
   /// What tool calls may run; the rules' bare denials are already out of the registry.
   permission_policy permissions;
   /// Ask the person at the terminal about "ask" decisions (stdin and stderr are terminals).

@@ -19,6 +19,7 @@
 #include "actors/transcript.hpp"
 #include "context/context_window.hpp"
 #include "orchestrator/environment.hpp"
+#include "orchestrator/hook_settings.hpp"
 #include "orchestrator/session_store.hpp"
 #include "tools/tool_spec.hpp"
 
@@ -372,6 +373,25 @@ expected<context_budget> resolve_budget(const run_flags& flags, const std::strin
   return budget;
 }
 
+// The hook commands of every settings file, in the order the files apply.
+expected<std::vector<hook_command>> resolve_hooks(const run_flags& flags,
+                                                  const std::filesystem::path& workspace) {
+  auto files = settings_files(flags, workspace);
+  if (!files)
+    return failure{files.error()};
+  std::vector<hook_command> all;
+  for (auto& file : *files) {
+    auto json = read_settings_file(file);
+    if (!json)
+      return failure{json.error()};
+    auto commands = parse_hook_settings(*json, file);
+    if (!commands)
+      return failure{commands.error()};
+    all.insert(all.end(), commands->begin(), commands->end());
+  }
+  return all;
+}
+
 // The permission policy from the settings files (user, then project, then --settings) and the
 // flags, which come last.
 expected<permission_policy> resolve_permissions(const run_flags& flags,
@@ -453,6 +473,10 @@ expected<run_settings> resolve_run(const run_flags& flags, bool interactive) {
   if (!budget)
     return failure{budget.error()};
   settings.budget = *budget;
+  auto hooks = resolve_hooks(flags, settings.cwd);
+  if (!hooks)
+    return failure{hooks.error()};
+  settings.hook_commands = std::move(*hooks);
   settings.resolve_budget = [flags, cwd = settings.cwd](const std::string& model) {
     return resolve_budget(flags, model, cwd);
   };

@@ -27,5 +27,6 @@ using release_atom = caf::atom_constant<caf::atom("release")>;
 using append_atom = caf::atom_constant<caf::atom("append")>;
 using sync_atom = caf::atom_constant<caf::atom("sync")>;
 using name_atom = caf::atom_constant<caf::atom("name")>;
+using hook_atom = caf::atom_constant<caf::atom("hook")>;
 
 } // namespace troupe

@@ -1,10 +1,17 @@
 #pragma once
 // In-process hook points of the loop. Hooks run inside the session actor, in the order added.
 
+#include <chrono>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include <caf/meta/type_name.hpp>
+#include <nlohmann/json.hpp>
+
+#include "protocol/json_inspect.hpp"
 
 #include "protocol/loop_state.hpp"
 #include "protocol/message.hpp"
@@ -40,5 +47,72 @@ using hook_fn = std::function<std::vector<message>(const hook_context&)>;
 
 /// The hooks of one session, in firing order per point.
 using hook_list = std::vector<std::pair<hook_point, hook_fn>>;
+
+// External hooks: commands from the settings files, in Claude Code's layout, run at the same
+// points (and around each tool call) with one JSON object on stdin.
+
+/// The events external hooks attach to, as the settings name them.
+inline constexpr const char* hook_events[] = {
+  "SessionStart", "UserPromptSubmit", "StepPre",     "PreToolUse", "PostToolUse",
+  "GenerationPost", "Stop",           "LoopContinue", "PreCompact", "SessionEnd"};
+
+/// One command of a settings file's "hooks".
+struct hook_command {
+  /// One of hook_events.
+  std::string event;
+  /// For PreToolUse and PostToolUse: a tool name or a regular expression matched against the
+  /// whole name (troupe's or Claude Code's: "shell" or "Bash"); empty or "*": every tool.
+  std::string matcher;
+  /// Run by bash -c in the workspace.
+  std::string command;
+  std::chrono::milliseconds timeout{60000};
+};
+
+/// What a caller asks the hook runner: an event, its tool (tool events) and its data.
+struct hook_request {
+  std::string event;
+  std::string tool;
+  /// The event's fields; the runner adds session_id, transcript_path, cwd and the event name.
+  nlohmann::json input = nlohmann::json::object();
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, hook_request& x) {
+  return f(caf::meta::type_name("hook_request"), x.event, x.tool, x.input);
+}
+
+/// What the commands of one event decided together.
+struct hook_outcome {
+  /// A command blocked: a "decision": "block" on stdout, or exit code 2 (its stderr the reason).
+  bool blocked = false;
+  std::string reason;
+  /// "additionalContext" of every command (plain stdout for SessionStart, UserPromptSubmit).
+  std::string additional_context;
+  /// "messages" of every command, in order.
+  std::vector<std::string> messages;
+  /// How many commands ran.
+  int32_t ran = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, hook_outcome& x) {
+  return f(caf::meta::type_name("hook_outcome"), x.blocked, x.reason, x.additional_context,
+           x.messages, x.ran);
+}
+
+/// How one hook command ended (from the thread that ran it to the runner).
+struct hook_process_result {
+  int32_t exit_code = 0;
+  std::string out;
+  std::string err;
+  bool timed_out = false;
+  int64_t duration_ms = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, hook_process_result& x) {
+  return f(caf::meta::type_name("hook_process_result"), x.exit_code, x.out, x.err, x.timed_out,
+           x.duration_ms);
+}
 
 } // namespace troupe

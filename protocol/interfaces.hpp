@@ -8,6 +8,7 @@
 
 #include "protocol/atoms.hpp"
 #include "protocol/events.hpp"
+#include "protocol/hooks.hpp"
 #include "protocol/http.hpp"
 #include "protocol/message.hpp"
 #include "protocol/model.hpp"
@@ -70,7 +71,9 @@ using session_actor = caf::typed_actor<
   // "interrupt", "background" AGENT_ID. Answers what happened, one line.
   caf::replies_to<control_atom, std::string, std::string>::with<std::string>,
   // Internal: the idle timeout with this serial expired.
-  caf::reacts_to<due_atom, uint64_t>>;
+  caf::reacts_to<due_atom, uint64_t>,
+  // From the hook runner: a hook command started or ended (published to the subscribers).
+  caf::reacts_to<hook_run_event>>;
 
 /// Runs tool calls for one session; blocking work happens off the scheduler threads.
 using tool_executor_actor = caf::typed_actor<
@@ -136,6 +139,15 @@ using disk_io_actor = caf::typed_actor<
   caf::reacts_to<append_atom, std::string, task_notification>,
   // fsync this descriptor, which the actor now owns, then close it.
   caf::reacts_to<sync_atom, int32_t>>;
+
+/// Runs a session's external hook commands, each on a thread of its own, and reports every run
+/// to the session (hook_run_event).
+using hook_runner_actor = caf::typed_actor<
+  // Run the commands of an event (for tool events, those whose matcher fits the tool) all at
+  // once, each with the input on stdin; answers what they decided. No command: answers at once.
+  caf::replies_to<hook_atom, hook_request>::with<hook_outcome>,
+  // Internal: a command of the request with this number ended.
+  caf::reacts_to<hook_atom, uint64_t, uint64_t, hook_process_result>>;
 
 /// Names sessions: a few words for what a conversation is about, made off the session's loop.
 using namer_actor = caf::typed_actor<

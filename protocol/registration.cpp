@@ -31,7 +31,10 @@ void register_protocol_types(caf::actor_system_config& cfg) {
     .add_message_type<http_body_chunk>("troupe::http_body_chunk")
     .add_message_type<http_transfer_done>("troupe::http_transfer_done")
     .add_message_type<task_notification>("troupe::task_notification")
-    .add_message_type<queue_read>("troupe::queue_read");
+    .add_message_type<queue_read>("troupe::queue_read")
+    .add_message_type<hook_request>("troupe::hook_request")
+    .add_message_type<hook_outcome>("troupe::hook_outcome")
+    .add_message_type<hook_process_result>("troupe::hook_process_result");
 }
 
 } // namespace troupe

@@ -1,0 +1,365 @@
+#include "actors/hook_runner.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <regex>
+
+#include <caf/actor_system.hpp>
+#include <caf/blocking_actor.hpp>
+#include <caf/send.hpp>
+#include <caf/typed_event_based_actor.hpp>
+#include <spdlog/spdlog.h>
+
+#include "actors/ids.hpp"
+
+extern char** environ;
+
+namespace troupe {
+
+namespace {
+
+/// What a hook's output may take in memory, and in the events that report it.
+constexpr size_t output_cap = 1 << 20;
+constexpr size_t reported_cap = 4000;
+
+const std::map<std::string, std::string> claude_names = {
+  {"shell", "Bash"}, {"read", "Read"},   {"write", "Write"}, {"edit", "Edit"},
+  {"patch", "MultiEdit"}, {"glob", "Glob"}, {"grep", "Grep"}, {"ls", "LS"},
+  {"task", "Task"},  {"todo", "TodoWrite"}};
+
+bool tool_event(const std::string& event) {
+  return event == "PreToolUse" || event == "PostToolUse";
+}
+
+std::string trimmed(std::string text) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' '))
+    text.pop_back();
+  return text;
+}
+
+// Starts `bash -c command` in `cwd`, in a session of its own with a clean signal state, its
+// three standard streams on pipes. Returns the pid, or -1 with `error` set.
+pid_t start_hook(const hook_runner_config& config, const std::string& command, int fds[3],
+                 std::string& error) {
+  int in[2], out[2], err[2];
+  if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0 ||
+      ::pipe2(err, O_CLOEXEC) != 0) {
+    error = std::string{"cannot create a pipe: "} + std::strerror(errno);
+    return -1;
+  }
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, in[0], 0);
+  posix_spawn_file_actions_adddup2(&actions, out[1], 1);
+  posix_spawn_file_actions_adddup2(&actions, err[1], 2);
+  posix_spawn_file_actions_addchdir_np(&actions, config.cwd.c_str());
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t empty_mask, defaults;
+  sigemptyset(&empty_mask);
+  sigemptyset(&defaults);
+  for (int sig : {SIGINT, SIGTERM, SIGPIPE, SIGQUIT, SIGHUP})
+    sigaddset(&defaults, sig);
+  posix_spawnattr_setsigmask(&attr, &empty_mask);
+  posix_spawnattr_setsigdefault(&attr, &defaults);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK |
+                                    POSIX_SPAWN_SETSIGDEF);
+  // Scripts written for Claude Code find the project where they expect it.
+  std::vector<std::string> env_text;
+  for (char** e = environ; *e != nullptr; ++e)
+    if (std::strncmp(*e, "CLAUDE_PROJECT_DIR=", 19) != 0)
+      env_text.emplace_back(*e);
+  env_text.push_back("CLAUDE_PROJECT_DIR=" + config.cwd.string());
+  env_text.push_back("TROUPE_PROJECT_DIR=" + config.cwd.string());
+  std::vector<char*> envp;
+  for (auto& e : env_text)
+    envp.push_back(e.data());
+  envp.push_back(nullptr);
+  const char* argv[] = {"bash", "-c", command.c_str(), nullptr};
+  pid_t pid = -1;
+  int rc = posix_spawn(&pid, config.shell_program.c_str(), &actions, &attr,
+                       const_cast<char**>(argv), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  ::close(in[0]);
+  ::close(out[1]);
+  ::close(err[1]);
+  if (rc != 0) {
+    ::close(in[1]);
+    ::close(out[0]);
+    ::close(err[0]);
+    error = "cannot start " + config.shell_program + ": " + std::strerror(rc);
+    return -1;
+  }
+  fds[0] = in[1];
+  fds[1] = out[0];
+  fds[2] = err[0];
+  for (int i = 0; i < 3; ++i)
+    ::fcntl(fds[i], F_SETFL, ::fcntl(fds[i], F_GETFL) | O_NONBLOCK);
+  return pid;
+}
+
+// Runs one hook to its end or its timeout. Blocks: called on a thread of its own.
+hook_process_result run_hook(const hook_runner_config& config, const hook_command& hook,
+                             const std::string& input) {
+  using clock = std::chrono::steady_clock;
+  auto started = clock::now();
+  hook_process_result result;
+  int fds[3];
+  std::string error;
+  pid_t pid = start_hook(config, hook.command, fds, error);
+  if (pid < 0) {
+    result.exit_code = 127;
+    result.err = error;
+    return result;
+  }
+  auto deadline = started + hook.timeout;
+  size_t written = 0;
+  bool open[3] = {true, true, true};
+  if (input.empty()) {
+    ::close(fds[0]);
+    open[0] = false;
+  }
+  char buffer[65536];
+  while (open[1] || open[2]) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now());
+    if (left.count() <= 0) {
+      result.timed_out = true;
+      ::kill(-pid, SIGKILL); // the whole group: whatever the hook started goes too
+      break;
+    }
+    pollfd p[3];
+    nfds_t n = 0;
+    int which[3];
+    for (int i = 0; i < 3; ++i)
+      if (open[i]) {
+        p[n] = {fds[i], static_cast<short>(i == 0 ? POLLOUT : POLLIN), 0};
+        which[n++] = i;
+      }
+    if (::poll(p, n, static_cast<int>(left.count())) < 0 && errno != EINTR)
+      break;
+    for (nfds_t k = 0; k < n; ++k) {
+      if (p[k].revents == 0)
+        continue;
+      int i = which[k];
+      if (i == 0) {
+        auto w = ::write(fds[0], input.data() + written, input.size() - written);
+        if (w > 0)
+          written += static_cast<size_t>(w);
+        if (w < 0 && errno != EAGAIN && errno != EINTR)
+          written = input.size(); // the hook does not read its input: fine
+        if (written == input.size()) {
+          ::close(fds[0]);
+          open[0] = false;
+        }
+        continue;
+      }
+      auto r = ::read(fds[i], buffer, sizeof buffer);
+      if (r > 0) {
+        auto& into = i == 1 ? result.out : result.err;
+        if (into.size() < output_cap)
+          into.append(buffer, std::min(static_cast<size_t>(r), output_cap - into.size()));
+      } else if (r == 0 || (errno != EAGAIN && errno != EINTR)) {
+        ::close(fds[i]);
+        open[i] = false;
+      }
+    }
+  }
+  for (int i = 0; i < 3; ++i)
+    if (open[i])
+      ::close(fds[i]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status)
+                     : WIFSIGNALED(status) ? 128 + WTERMSIG(status)
+                                           : -1;
+  result.duration_ms =
+    std::chrono::duration_cast<std::chrono::milliseconds>(clock::now() - started).count();
+  return result;
+}
+
+/// One request in flight: its commands, their results so far, and who waits.
+struct pending_request {
+  hook_request request;
+  std::vector<const hook_command*> commands;
+  std::vector<hook_process_result> results;
+  std::vector<std::string> hook_ids;
+  size_t left = 0;
+  caf::typed_response_promise<hook_outcome> promise;
+};
+
+struct hook_runner_state {
+  hook_runner_config config;
+  session_actor session;
+  uint64_t next_request = 0;
+  std::map<uint64_t, pending_request> pending;
+};
+
+using self_ptr = hook_runner_actor::stateful_pointer<hook_runner_state>;
+
+hook_run_event run_event(const hook_runner_state& st, const std::string& id,
+                         const std::string& event, const hook_command& hook) {
+  hook_run_event e;
+  e.session_id = st.config.session_id;
+  e.hook_id = id;
+  e.event = event;
+  e.command = hook.command;
+  return e;
+}
+
+hook_runner_actor::behavior_type hook_runner(self_ptr self, hook_runner_config config,
+                                             session_actor session) {
+  self->state.config = std::move(config);
+  self->state.session = std::move(session);
+  return {
+    [=](hook_atom, hook_request& request) -> caf::result<hook_outcome> {
+      auto& st = self->state;
+      std::vector<const hook_command*> chosen;
+      for (auto& hook : st.config.commands)
+        if (hook.event == request.event &&
+            (!tool_event(request.event) || hook_matches(hook.matcher, request.tool)))
+          chosen.push_back(&hook);
+      if (chosen.empty())
+        return hook_outcome{};
+      auto input = request.input;
+      input["session_id"] = st.config.session_id;
+      input["transcript_path"] = st.config.transcript_path.string();
+      input["cwd"] = st.config.cwd.string();
+      input["hook_event_name"] = request.event;
+      input["event"] = request.event;
+      auto text = input.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+      auto number = st.next_request++;
+      auto& pending = st.pending[number];
+      pending.request = std::move(request);
+      pending.commands = chosen;
+      pending.results.resize(chosen.size());
+      pending.left = chosen.size();
+      pending.promise = self->make_response_promise<hook_outcome>();
+      auto runner = hook_runner_actor{self};
+      for (uint64_t i = 0; i < chosen.size(); ++i) {
+        auto id = "hook_" + random_hex(12);
+        pending.hook_ids.push_back(id);
+        self->send(st.session, run_event(st, id, pending.request.event, *chosen[i]));
+        auto cfg = st.config;
+        auto hook = *chosen[i];
+        self->system().spawn<caf::detached>([=](caf::blocking_actor*) {
+          caf::anon_send(runner, hook_atom::value, number, i, run_hook(cfg, hook, text));
+        });
+      }
+      return pending.promise;
+    },
+    [=](hook_atom, uint64_t number, uint64_t index, hook_process_result& result) {
+      auto& st = self->state;
+      auto it = st.pending.find(number);
+      if (it == st.pending.end() || index >= it->second.results.size())
+        return;
+      auto& pending = it->second;
+      pending.results[index] = std::move(result);
+      if (--pending.left > 0)
+        return;
+      std::vector<std::string> outcomes;
+      auto outcome = combine_hook_results(pending.request.event, pending.results, &outcomes);
+      for (size_t i = 0; i < pending.results.size(); ++i) {
+        auto e = run_event(st, pending.hook_ids[i], pending.request.event, *pending.commands[i]);
+        const auto& r = pending.results[i];
+        e.finished = true;
+        e.exit_code = r.exit_code;
+        e.outcome = outcomes[i];
+        e.stdout_text = r.out.substr(0, reported_cap);
+        e.stderr_text = r.err.substr(0, reported_cap);
+        e.duration_ms = r.duration_ms;
+        if (e.outcome == "error" || e.outcome == "timeout")
+          spdlog::warn("{} hook `{}` {} (exit {}): {}", e.event, e.command, e.outcome,
+                       e.exit_code, trimmed(e.stderr_text));
+        self->send(st.session, std::move(e));
+      }
+      pending.promise.deliver(std::move(outcome));
+      st.pending.erase(it);
+    },
+  };
+}
+
+} // namespace
+
+bool hook_matches(const std::string& matcher, const std::string& tool) {
+  if (matcher.empty() || matcher == "*")
+    return true;
+  try {
+    std::regex pattern{matcher};
+    if (std::regex_match(tool, pattern))
+      return true;
+    auto alias = claude_names.find(tool);
+    return alias != claude_names.end() && std::regex_match(alias->second, pattern);
+  } catch (const std::regex_error&) {
+    return false; // checked when the settings were read
+  }
+}
+
+hook_outcome combine_hook_results(const std::string& event,
+                                  const std::vector<hook_process_result>& results,
+                                  std::vector<std::string>* outcomes) {
+  hook_outcome outcome;
+  auto add = [](std::string& into, const std::string& text) {
+    if (text.empty())
+      return;
+    into += (into.empty() ? "" : "\n") + text;
+  };
+  for (auto& r : results) {
+    ++outcome.ran;
+    std::string what = "success";
+    if (r.timed_out) {
+      what = "timeout";
+    } else if (r.exit_code == 2) {
+      what = "blocked";
+      outcome.blocked = true;
+      auto why = trimmed(r.err);
+      add(outcome.reason, why.empty() ? "blocked by a " + event + " hook" : why);
+    } else if (r.exit_code != 0) {
+      what = "error";
+    } else {
+      auto json = nlohmann::json::parse(r.out, nullptr, false);
+      if (json.is_object()) {
+        if (json.value("decision", std::string{}) == "block") {
+          what = "blocked";
+          outcome.blocked = true;
+          add(outcome.reason, json.value("reason", "blocked by a " + event + " hook"));
+        }
+        if (auto c = json.find("additionalContext"); c != json.end() && c->is_string())
+          add(outcome.additional_context, c->get<std::string>());
+        if (auto specific = json.find("hookSpecificOutput");
+            specific != json.end() && specific->is_object())
+          if (auto c = specific->find("additionalContext"); c != specific->end() && c->is_string())
+            add(outcome.additional_context, c->get<std::string>());
+        if (auto m = json.find("messages"); m != json.end() && m->is_array())
+          for (auto& item : *m) {
+            if (item.is_string())
+              outcome.messages.push_back(item.get<std::string>());
+            else if (item.is_object() && item.contains("content") && item["content"].is_string())
+              outcome.messages.push_back(item["content"].get<std::string>());
+          }
+      } else if (event == "SessionStart" || event == "UserPromptSubmit") {
+        add(outcome.additional_context, trimmed(r.out));
+      }
+    }
+    if (outcomes != nullptr)
+      outcomes->push_back(what);
+  }
+  return outcome;
+}
+
+hook_runner_actor spawn_hook_runner(caf::actor_system& sys, hook_runner_config config,
+                                    session_actor session) {
+  return sys.spawn(hook_runner, std::move(config), std::move(session));
+}
+
+} // namespace troupe

@@ -1,0 +1,46 @@
+#pragma once
+// The hook runner: a session's external hook commands (settings "hooks", Claude Code's layout),
+// each run by bash on a thread of its own with its event as JSON on stdin, killed with its
+// process group at its timeout. Their answers are combined into one hook_outcome.
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "protocol/interfaces.hpp"
+
+namespace caf {
+class actor_system;
+}
+
+namespace troupe {
+
+struct hook_runner_config {
+  std::vector<hook_command> commands;
+  std::string session_id;
+  std::filesystem::path transcript_path;
+  /// The workspace: commands run here.
+  std::filesystem::path cwd;
+  /// The bash that runs them (`bash -c COMMAND`).
+  std::string shell_program = "/bin/bash";
+};
+
+/// Spawns the runner of one session; it reports each command's start and end to `session`.
+hook_runner_actor spawn_hook_runner(caf::actor_system& sys, hook_runner_config config,
+                                    session_actor session);
+
+/// True when `matcher` selects the tool: empty or "*" selects all; otherwise a regular
+/// expression that must match the whole of troupe's name or of Claude Code's ("shell" is
+/// "Bash", "read" is "Read", …).
+bool hook_matches(const std::string& matcher, const std::string& tool);
+
+/// Combines the answers of one event's commands: exit 2 blocks with stderr as the reason; exit
+/// 0 with a JSON object on stdout may block ("decision": "block", "reason"), add context
+/// ("additionalContext", also inside "hookSpecificOutput") and queue "messages"; for
+/// SessionStart and UserPromptSubmit plain stdout is context; anything else is ignored.
+/// `outcomes` names each run's outcome: "success", "blocked", "error" or "timeout".
+hook_outcome combine_hook_results(const std::string& event,
+                                  const std::vector<hook_process_result>& results,
+                                  std::vector<std::string>* outcomes = nullptr);
+
+} // namespace troupe

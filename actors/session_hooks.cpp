@@ -1,0 +1,67 @@
+// External hooks from the session's side: whether an event has commands, running them without
+// the session ever waiting, and what their answers put into the conversation.
+
+#include <caf/actor_system.hpp>
+
+#include "actors/session_state.hpp"
+
+namespace troupe {
+
+step_config make_step_config(const session_state& st) {
+  step_config config;
+  config.system_prompt = st.config.system_prompt;
+  config.registry = st.config.registry;
+  config.format = st.config.format;
+  config.max_parallel_calls = st.config.max_parallel_tools;
+  config.permissions = st.config.permissions;
+  config.asker = st.config.asker;
+  config.hooks = st.hooks;
+  config.pre_tool_hooks = has_hooks(st, "PreToolUse");
+  config.post_tool_hooks = has_hooks(st, "PostToolUse");
+  return config;
+}
+
+bool has_hooks(const session_state& st, const std::string& event) {
+  return st.hook_events.count(event) > 0;
+}
+
+void run_hooks(session_ptr self, const std::string& event, nlohmann::json input,
+               std::function<void(const hook_outcome&)> then, bool after_end) {
+  auto& st = self->state;
+  if (!has_hooks(st, event)) {
+    then(hook_outcome{});
+    return;
+  }
+  self->request(st.hooks, caf::infinite, hook_atom::value, hook_request{event, "", std::move(input)})
+    .then(
+      [=](const hook_outcome& outcome) {
+        if (self->state.phase == session_phase::ended && !after_end)
+          return;
+        then(outcome);
+      },
+      [=](caf::error& err) {
+        if (self->state.phase == session_phase::ended && !after_end)
+          return;
+        publish_notice(self, "hook_error",
+                       event + " hooks failed: " + self->system().render(err));
+        then(hook_outcome{});
+      });
+}
+
+bool log_hook_context(session_ptr self, const std::string& event, const std::string& text) {
+  if (text.empty())
+    return true;
+  message m;
+  m.role = role::user;
+  m.origin = "hook";
+  m.content = text;
+  m.meta = {{"hook_event", event}};
+  return append_message(self, std::move(m));
+}
+
+void queue_hook_messages(session_ptr self, const hook_outcome& outcome) {
+  for (auto& text : outcome.messages)
+    enqueue(self, make_input(text, "hook"));
+}
+
+} // namespace troupe
