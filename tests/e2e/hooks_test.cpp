@@ -1,0 +1,250 @@
+// External hooks through the troupe binary: every event fires with its documented input, and
+// the block / decision / exit-2 / timeout rules hold, with hook_started/hook_response lines.
+
+#include <doctest/doctest.h>
+
+#include <signal.h>
+
+#include "support/cli_fixture.hpp"
+
+using namespace troupe;
+using namespace troupe::test;
+using nlohmann::json;
+using strings = std::vector<std::string>;
+
+namespace {
+
+/// A hook command that appends its input (one JSON line) to `log`, then runs `then`.
+std::string logging(const std::filesystem::path& log, const std::string& then = "") {
+  return "cat >> '" + log.string() + "'; echo >> '" + log.string() + "'" +
+         (then.empty() ? "" : "; " + then);
+}
+
+json hook(const std::string& command, double timeout = 0) {
+  json h = {{"type", "command"}, {"command", command}};
+  if (timeout > 0)
+    h["timeout"] = timeout;
+  return h;
+}
+
+std::string settings(cli_fixture& f, const json& hooks) {
+  auto path = f.dir / "settings.json";
+  write_file(path, json{{"hooks", hooks}}.dump());
+  return path.string();
+}
+
+json native(const std::string& tool, json input, const std::string& text = "") {
+  return {{"text", text}, {"tool_calls", json::array({{{"name", tool}, {"input", input}}})}};
+}
+
+std::vector<json> roles_and_contents(const std::vector<json>& log) {
+  std::vector<json> out;
+  for (auto& m : log)
+    out.push_back({m["role"], m.value("origin", ""), m["content"]});
+  return out;
+}
+
+} // namespace
+
+TEST_CASE("every hook event fires once per occasion with its documented input") {
+  cli_fixture f;
+  auto log = f.dir / "hooks.jsonl";
+  json hooks;
+  for (auto* event : hook_events)
+    hooks[event] = json::array({{{"hooks", json::array({hook(logging(log))})}}});
+  auto r = f.run({"--model",
+                  f.script({native("shell", {{"command", "echo hi"}}, "running"),
+                            {{"text", "done"}}}),
+                  "--tool-format", "tool", "--settings", settings(f, hooks), "--session-id",
+                  "hooked", "--output-format", "stream-json", "say hi"});
+  CHECK(r.exit_code == 0);
+  auto runs = read_jsonl(log);
+  strings events;
+  for (auto& e : runs)
+    events.push_back(e["hook_event_name"]);
+  CHECK(events == strings{"SessionStart", "UserPromptSubmit", "StepPre", "GenerationPost",
+                          "PreToolUse", "PostToolUse", "StepPre", "GenerationPost", "Stop",
+                          "LoopContinue", "SessionEnd"});
+  auto transcript = f.dir / "home/sessions/hooked/transcript.jsonl";
+  for (auto& e : runs) {
+    CHECK(e["session_id"] == "hooked");
+    CHECK(e["transcript_path"] == transcript.string());
+    CHECK(e["cwd"] == std::filesystem::canonical(f.dir / "work").string());
+    CHECK(e["event"] == e["hook_event_name"]);
+  }
+  CHECK(runs[0]["source"] == "startup");
+  CHECK(runs[1]["prompt"] == "say hi");
+  CHECK(runs[2]["step"] == 1);
+  CHECK(runs[3]["reply"] == "running");
+  CHECK(runs[3]["tool_calls"][0]["name"] == "shell");
+  CHECK(runs[4]["tool_name"] == "shell");
+  CHECK(runs[4]["tool_input"] == json{{"command", "echo hi"}});
+  CHECK(runs[5]["tool_response"]["output"] == "hi\n");
+  CHECK(runs[5]["tool_response"]["exit_code"] == 0);
+  CHECK(runs[8]["stop_hook_active"] == false);
+  CHECK(runs[8]["last_assistant_message"] == "done");
+  CHECK(runs[10]["reason"] == "completed");
+  // Each run is a hook_started and a hook_response line in stream-json.
+  size_t started = 0, responded = 0;
+  for (auto& line : split_lines(r.out)) {
+    auto j = json::parse(line);
+    if (j.value("subtype", "") == "hook_started")
+      ++started;
+    if (j.value("subtype", "") == "hook_response") {
+      ++responded;
+      CHECK(j["outcome"] == "success");
+      CHECK(j["exit_code"] == 0);
+    }
+  }
+  CHECK(started == 11);
+  CHECK(responded == 11);
+}
+
+TEST_CASE("PreToolUse: exit 2 or a block decision refuses the call, and the model reads why") {
+  cli_fixture f;
+  auto hooks = json{{"PreToolUse",
+                     json::array({{{"matcher", "Bash"},
+                                   {"hooks", json::array({hook(
+                                               "grep -q 'rm -rf' && { echo 'no rm -rf' >&2; "
+                                               "exit 2; } || true")})}},
+                                  {{"matcher", "write"},
+                                   {"hooks", json::array({hook(
+                                               "echo '{\"decision\":\"block\",\"reason\":"
+                                               "\"docs are frozen\"}'")})}}})}};
+  auto r = f.run({"--model",
+                  f.script({native("shell", {{"command", "rm -rf build"}}),
+                            native("write", {{"path", "a.md"}, {"content", "x"}}),
+                            native("shell", {{"command", "echo fine"}}), {{"text", "ok"}}}),
+                  "--tool-format", "tool", "--settings", settings(f, hooks), "--session-id", "pre",
+                  "go"});
+  CHECK(r.exit_code == 0);
+  auto log = read_jsonl(f.dir / "home/sessions/pre/transcript.jsonl");
+  REQUIRE(log.size() == 8);
+  CHECK(log[2]["is_error"] == true);
+  CHECK(log[2]["content"] == "Blocked by a PreToolUse hook: no rm -rf");
+  CHECK(log[4]["content"] == "Blocked by a PreToolUse hook: docs are frozen");
+  CHECK(!std::filesystem::exists(f.dir / "work/a.md"));
+  CHECK(log[6]["content"] == "fine\n");
+}
+
+TEST_CASE("Stop: a block continues the turn with the reason, once") {
+  cli_fixture f;
+  // This hook always blocks: stop_hook_active is what keeps the loop bounded.
+  auto hooks = json{{"Stop", json::array({{{"hooks", json::array({hook(
+                                                       "echo '{\"decision\":\"block\",\"reason\":"
+                                                       "\"run the tests too\"}'")})}}})}};
+  auto r = f.run({"--model", f.script({{{"text", "first answer"}}, {{"text", "tests pass"}}}),
+                  "--settings", settings(f, hooks), "--session-id", "stop", "go"});
+  CHECK(r.exit_code == 0);
+  auto log = read_jsonl(f.dir / "home/sessions/stop/transcript.jsonl");
+  CHECK(roles_and_contents(log) ==
+        std::vector<json>{{"user", "prompt", "go"},
+                          {"assistant", "", "first answer"},
+                          {"user", "hook", "run the tests too"},
+                          {"assistant", "", "tests pass"}});
+  auto state = json::parse(read_file(f.dir / "home/sessions/stop/state.json"));
+  CHECK(state["turn_count"] == 1);
+}
+
+TEST_CASE("UserPromptSubmit: context joins the prompt, a block keeps the prompt out") {
+  cli_fixture f;
+  auto hooks = json{{"UserPromptSubmit",
+                     json::array({{{"hooks", json::array({hook(
+                                               "input=$(cat); case \"$input\" in *secret*) "
+                                               "echo 'prompt holds a secret' >&2; exit 2;; "
+                                               "*) echo 'the repo uses tabs';; esac")})}}})}};
+  auto path = settings(f, hooks);
+  auto ok = f.run({"--model", f.script({{{"text", "noted"}}}), "--settings", path,
+                   "--session-id", "ups", "format the file"});
+  CHECK(ok.exit_code == 0);
+  auto log = read_jsonl(f.dir / "home/sessions/ups/transcript.jsonl");
+  CHECK(roles_and_contents(log) == std::vector<json>{{"user", "prompt", "format the file"},
+                                                     {"user", "hook", "the repo uses tabs"},
+                                                     {"assistant", "", "noted"}});
+  auto blocked = f.run({"--model", f.script({{{"text", "never"}}}), "--settings", path, "--session-id", "ups2",
+                        "my secret is 1234"});
+  CHECK(blocked.exit_code == 0); // nothing was left to do
+  auto kept_out = read_jsonl(f.dir / "home/sessions/ups2/transcript.jsonl");
+  REQUIRE(kept_out.size() == 1);
+  CHECK(kept_out[0]["origin"] == "hook_blocked");
+  CHECK(kept_out[0]["content"] == "A UserPromptSubmit hook blocked the prompt: prompt holds a secret");
+  CHECK(kept_out[0]["meta"]["prompt"] == "my secret is 1234");
+}
+
+TEST_CASE("a hook past its timeout is killed with its process group, and ignored") {
+  cli_fixture f;
+  auto marker = f.dir / "child.pid";
+  auto hooks =
+    json{{"PreToolUse",
+          json::array({{{"hooks", json::array({hook("sleep 30 & echo $! > '" + marker.string() +
+                                                      "'; wait",
+                                                    0.5)})}}})}};
+  auto start = std::chrono::steady_clock::now();
+  auto r = f.run({"--model", f.script({native("shell", {{"command", "echo ran"}}), {{"text", "ok"}}}),
+                  "--tool-format", "tool", "--settings", settings(f, hooks), "--session-id",
+                  "slow", "--output-format", "stream-json", "go"});
+  CHECK(r.exit_code == 0);
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds{10});
+  auto log = read_jsonl(f.dir / "home/sessions/slow/transcript.jsonl");
+  REQUIRE(log.size() == 4);
+  CHECK(log[2]["content"] == "ran\n"); // a timed-out hook does not block
+  bool timed_out = false;
+  for (auto& line : split_lines(r.out)) {
+    auto j = json::parse(line);
+    if (j.value("subtype", "") == "hook_response")
+      timed_out = timed_out || j["outcome"] == "timeout";
+  }
+  CHECK(timed_out);
+  auto pid = std::stoi(read_file(marker));
+  CHECK(wait_until([&] { return ::kill(pid, 0) != 0; }, std::chrono::seconds{3}));
+}
+
+TEST_CASE("Stop and LoopContinue messages are queued as the next inputs") {
+  cli_fixture f;
+  auto hooks = json{{"LoopContinue",
+                     json::array({{{"hooks", json::array({hook(
+                                               "input=$(cat); case \"$input\" in "
+                                               "*'\"turn\":1'*) echo '{\"messages\":[\"now "
+                                               "write the changelog\"]}';; esac")})}}})}};
+  auto r = f.run({"--model", f.script({{{"text", "fixed"}}, {{"text", "changelog written"}}}),
+                  "--settings", settings(f, hooks), "--session-id", "cont", "fix it"});
+  CHECK(r.exit_code == 0);
+  auto log = read_jsonl(f.dir / "home/sessions/cont/transcript.jsonl");
+  REQUIRE(log.size() == 4);
+  CHECK(log[2]["origin"] == "hook");
+  CHECK(log[2]["content"] == "now write the changelog");
+  CHECK(log[3]["content"] == "changelog written");
+}
+
+TEST_CASE("bad hook settings are a one-line error and exit 2 before anything runs") {
+  cli_fixture f;
+  auto path = settings(f, json{{"Sometime", json::array()}});
+  auto r = f.run({"--model", f.script({{{"text", "never"}}}), "--settings", path, "go"});
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("unknown hook event \"Sometime\"") != std::string::npos);
+  CHECK(f.transcripts().empty());
+}
+
+TEST_CASE("PreCompact: the hook's context joins the compaction's instructions") {
+  cli_fixture f;
+  auto log = f.dir / "compact.jsonl";
+  auto hooks = json{{"PreCompact",
+                     json::array({{{"hooks", json::array({hook(logging(
+                                               log, "echo '{\"additionalContext\":\"keep the "
+                                                    "API names\"}'"))})}}})}};
+  auto path = settings(f, hooks);
+  REQUIRE(f.run({"--model", f.script({{{"text", "a long answer"}}}), "--settings", path,
+                 "--session-id", "pc", "explain"})
+            .exit_code == 0);
+  auto r = f.run({"--resume", "pc", "--model", f.script({{{"text", "the summary"}}}),
+                  "--settings", path, "/compact mind the tests"});
+  CHECK(r.exit_code == 0);
+  auto runs = read_jsonl(log);
+  REQUIRE(runs.size() == 1);
+  CHECK(runs[0]["trigger"] == "manual");
+  CHECK(runs[0]["custom_instructions"] == "mind the tests");
+  auto transcript = read_jsonl(f.dir / "home/sessions/pc/transcript.jsonl");
+  REQUIRE(transcript.size() == 3);
+  CHECK(transcript[2]["origin"] == "compact_boundary");
+  CHECK(transcript[2]["meta"]["instructions"] == "mind the tests\nkeep the API names");
+}

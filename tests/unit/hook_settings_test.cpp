@@ -1,0 +1,109 @@
+#include <doctest/doctest.h>
+
+#include "actors/hook_runner.hpp"
+#include "orchestrator/hook_settings.hpp"
+
+using namespace troupe;
+using nlohmann::json;
+
+namespace {
+
+hook_process_result ran(int code, std::string out, std::string err = "") {
+  hook_process_result r;
+  r.exit_code = code;
+  r.out = std::move(out);
+  r.err = std::move(err);
+  return r;
+}
+
+} // namespace
+
+TEST_CASE("hook settings in Claude Code's layout become commands, in order") {
+  auto settings = json::parse(R"({"hooks": {
+    "PreToolUse": [{"matcher": "shell|write", "hooks": [
+      {"type": "command", "command": "check.sh", "timeout": 5},
+      {"command": "log.sh"}]}],
+    "Stop": [{"hooks": [{"type": "command", "command": "stop.sh", "timeout": 0.5}]}]}})");
+  auto commands = parse_hook_settings(settings, "s.json");
+  REQUIRE(commands);
+  REQUIRE(commands->size() == 3);
+  CHECK((*commands)[0].event == "PreToolUse");
+  CHECK((*commands)[0].matcher == "shell|write");
+  CHECK((*commands)[0].timeout == std::chrono::seconds{5});
+  CHECK((*commands)[1].command == "log.sh");
+  CHECK((*commands)[1].timeout == std::chrono::seconds{60}); // the default
+  CHECK((*commands)[2].event == "Stop");
+  CHECK((*commands)[2].timeout == std::chrono::milliseconds{500});
+  CHECK(parse_hook_settings(json::object(), "s.json")->empty());
+}
+
+TEST_CASE("bad hook settings are errors that name the file and what is wrong") {
+  struct row {
+    const char* settings;
+    const char* says;
+  };
+  for (auto r : {row{R"({"hooks": []})", "\"hooks\" must be an object"},
+                 row{R"({"hooks": {"BeforeAll": []}})", "unknown hook event \"BeforeAll\""},
+                 row{R"({"hooks": {"Stop": {}}})", "hooks.Stop must be an array"},
+                 row{R"({"hooks": {"Stop": [{"command": "x"}]}})", "with a \"hooks\" array"},
+                 row{R"({"hooks": {"Stop": [{"hooks": [{"type": "prompt", "command": "x"}]}]}})",
+                     "hook type \"prompt\""},
+                 row{R"({"hooks": {"Stop": [{"hooks": [{"type": "command"}]}]}})",
+                     "needs a \"command\" string"},
+                 row{R"({"hooks": {"Stop": [{"hooks": [{"command": "x", "timeout": -1}]}]}})",
+                     "timeout"},
+                 row{R"({"hooks": {"PreToolUse": [{"matcher": "(", "hooks": []}]}})",
+                     "is not a regular expression"}}) {
+    CAPTURE(r.settings);
+    auto parsed = parse_hook_settings(json::parse(r.settings), "/x/settings.json");
+    REQUIRE_FALSE(parsed);
+    CHECK(parsed.error().find("/x/settings.json") != std::string::npos);
+    CHECK(parsed.error().find(r.says) != std::string::npos);
+  }
+}
+
+TEST_CASE("a matcher is a tool name or a regular expression, troupe's names or Claude Code's") {
+  CHECK(hook_matches("", "shell"));
+  CHECK(hook_matches("*", "grep"));
+  CHECK(hook_matches("shell", "shell"));
+  CHECK(hook_matches("Bash", "shell"));
+  CHECK(hook_matches("Write|Edit", "edit"));
+  CHECK(hook_matches("wr.*", "write"));
+  CHECK_FALSE(hook_matches("shell", "shellfish"));
+  CHECK_FALSE(hook_matches("Read", "shell"));
+}
+
+TEST_CASE("hook answers combine: exit 2 and decisions block, context and messages add up") {
+  std::vector<std::string> outcomes;
+  auto o = combine_hook_results(
+    "PreToolUse",
+    {ran(2, "", "no rm -rf\n"), ran(0, R"({"decision":"block","reason":"not on main"})"),
+     ran(0, R"({"additionalContext":"one","hookSpecificOutput":{"additionalContext":"two"}})"),
+     ran(1, "", "crashed"), ran(0, "not json")},
+    &outcomes);
+  CHECK(o.blocked);
+  CHECK(o.reason == "no rm -rf\nnot on main");
+  CHECK(o.additional_context == "one\ntwo");
+  CHECK(o.ran == 5);
+  CHECK(outcomes == std::vector<std::string>{"blocked", "blocked", "success", "error", "success"});
+
+  auto quiet = combine_hook_results("Stop", {ran(1, R"({"decision":"block"})")});
+  CHECK_FALSE(quiet.blocked); // another non-zero exit is logged and ignored
+
+  hook_process_result slow;
+  slow.timed_out = true;
+  slow.exit_code = 137;
+  std::vector<std::string> timed;
+  CHECK_FALSE(combine_hook_results("Stop", {slow}, &timed).blocked);
+  CHECK(timed == std::vector<std::string>{"timeout"});
+
+  auto messages = combine_hook_results(
+    "LoopContinue", {ran(0, R"({"messages":["run the linter", {"content":"then commit"}]})")});
+  CHECK(messages.messages == std::vector<std::string>{"run the linter", "then commit"});
+
+  // Plain stdout is context for the two events that add it to the prompt, and nothing else.
+  CHECK(combine_hook_results("SessionStart", {ran(0, "branch: main\n")}).additional_context ==
+        "branch: main");
+  CHECK(combine_hook_results("PostToolUse", {ran(0, "chatter\n")}).additional_context.empty());
+  CHECK(combine_hook_results("Stop", {ran(2, "")}).reason == "blocked by a Stop hook");
+}
