@@ -138,10 +138,10 @@ public:
              text_style style, const std::filesystem::path& history)
     : session_(std::move(session)), box_(std::move(box)), terminal_(terminal),
       style_(std::move(style)) {
-    if (terminal_) {
+    // The terminal stays as it is until the first prompt: libedit learns its special keys
+    // (Ctrl+D as end of input among them) from a terminal it first finds in cooked mode.
+    if (terminal_)
       editor_.emplace(history.string());
-      editor_->quiet_terminal();
-    }
   }
 
   int run() {

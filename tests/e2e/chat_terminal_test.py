@@ -1,0 +1,228 @@
+#!/usr/bin/env python3
+"""troupe chat in a real terminal: tmux runs it, send-keys types, capture-pane reads the screen.
+
+Usage: chat_terminal_test.py TROUPE_BINARY. Each test starts its own tmux server (a socket of
+its own under a temporary directory) running one chat against the scripted model, and waits
+for what must appear on the screen (polling, with a limit) rather than for fixed times.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+TROUPE = None
+
+
+class Chat:
+    """One `troupe chat` in a detached tmux session."""
+
+    def __init__(self, case, replies, args=(), env=None, home=None):
+        self.case = case
+        self.dir = tempfile.mkdtemp(prefix="troupe-tmux-")
+        self.home = home or os.path.join(self.dir, "home")
+        self.work = os.path.join(self.dir, "work")
+        os.makedirs(self.work)
+        self.script = os.path.join(self.dir, "replies.jsonl")
+        with open(self.script, "w") as f:
+            for r in replies:
+                f.write(json.dumps(r) + "\n")
+        self.socket = os.path.join(self.dir, "tmux.sock")
+        variables = {"TROUPE_HOME": self.home, "TROUPE_MODEL": "", "OPENAI_API_KEY": "",
+                     "ANTHROPIC_API_KEY": "", "LANG": "C.UTF-8", "TERM": "xterm-256color"}
+        variables.update(env or {})
+        exports = " ".join(f"{k}={json.dumps(v)}" for k, v in variables.items())
+        unset = "" if "NO_COLOR" in variables else "unset NO_COLOR; "
+        command = (f"{unset}env {exports} {TROUPE} chat --model scripted:{self.script} "
+                   f"--cwd {self.work} {' '.join(args)}; echo EXIT=$?; sleep 600")
+        self.tmux("new-session", "-d", "-x", "110", "-y", "45", command)
+
+    def tmux(self, *args, check=True):
+        return subprocess.run(["tmux", "-S", self.socket, "-f", "/dev/null", *args],
+                              capture_output=True, text=True, check=check)
+
+    def keys(self, *keys):
+        self.tmux("send-keys", "-t", "0", *keys)
+
+    def type(self, text):
+        self.tmux("send-keys", "-t", "0", "-l", text)
+
+    def screen(self, escapes=False):
+        args = ["capture-pane", "-t", "0", "-p", "-J", "-S", "-200"]
+        if escapes:
+            args.append("-e")
+        return self.tmux(*args).stdout
+
+    def wait_for(self, text, limit=10.0, escapes=False):
+        deadline = time.time() + limit
+        while time.time() < deadline:
+            if text in self.screen(escapes):
+                return
+            time.sleep(0.05)
+        self.case.fail(f"{text!r} did not appear on the screen:\n{self.screen()}")
+
+    def wait_count(self, text, count, limit=10.0):
+        deadline = time.time() + limit
+        while time.time() < deadline:
+            if self.screen().count(text) >= count:
+                return
+            time.sleep(0.05)
+        self.case.fail(f"{text!r} did not appear {count} times:\n{self.screen()}")
+
+    def last_line(self):
+        lines = [l for l in self.screen().split("\n") if l.strip()]
+        return lines[-1] if lines else ""
+
+    def close(self):
+        self.tmux("kill-server", check=False)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def prompt_ready(chat, count=1):
+    # The prompt mark, once per prompt shown so far.
+    chat.wait_count("› ", count)
+
+
+class ChatInATerminal(unittest.TestCase):
+    def chat(self, replies, **kwargs):
+        c = Chat(self, replies, **kwargs)
+        self.addCleanup(c.close)
+        return c
+
+    def test_a_conversation_with_a_tool_streams_above_the_prompt(self):
+        c = self.chat([{"text": "Hello from the agent.", "delay_ms": 200},
+                       {"text": "Let me run it.\n\n```shell\necho term-ok\n```"},
+                       {"text": "The shell said term-ok."}],
+                      args=["--allow", "shell"])
+        c.wait_for("scripted:")          # the status line
+        prompt_ready(c)
+        c.type("hello")
+        c.keys("Enter")
+        c.wait_for("Hello from the agent.")
+        c.wait_for("1 turn")
+        c.type("run the shell")
+        c.keys("Enter")
+        c.wait_for("← shell (exit 0)")
+        c.wait_for("The shell said term-ok.")
+        c.wait_for("2 turns")
+        self.assertTrue(c.last_line().startswith("›"), c.screen())
+
+    def test_slash_commands_answer_without_the_model(self):
+        c = self.chat([{"text": "first reply"}])
+        prompt_ready(c)
+        for line, answer in [("/help", "/rename NAME"), ("/tokens", "-token window"),
+                             ("/agents", "no subagents in this session"),
+                             ("/rename terminal chat", 'named "terminal chat"'),
+                             ("/model", "model: scripted:"),
+                             ("/frobnicate", "unknown command /frobnicate")]:
+            c.type(line)
+            c.keys("Enter")
+            c.wait_for(answer)
+        c.type("/exit")
+        c.keys("Enter")
+        c.wait_for("EXIT=0")
+        listed = subprocess.run([TROUPE, "ls", "--json"], capture_output=True, text=True,
+                                env={**os.environ, "TROUPE_HOME": c.home}).stdout
+        self.assertEqual(json.loads(listed.splitlines()[0])["name"], "terminal chat")
+
+    def test_history_and_line_editing(self):
+        c = self.chat([{"text": "one"}, {"text": "two"}])
+        prompt_ready(c)
+        c.type("first line")
+        c.keys("Enter")
+        c.wait_for("one")
+        prompt_ready(c, 2)
+        c.keys("Up")                     # the history brings the line back
+        c.wait_for("› first line", limit=5)
+        c.keys("C-a")                    # home, then edit at the start
+        c.type("the ")
+        c.keys("Enter")
+        c.wait_for("two")
+        transcript = self.transcript(c)
+        self.assertEqual(transcript[2]["content"], "the first line")
+
+    def test_ctrl_c_interrupts_a_generation_and_the_chat_goes_on(self):
+        c = self.chat([{"text": "slow reply", "delay_ms": 20000}, {"text": "after the interrupt"}])
+        prompt_ready(c)
+        c.type("take your time")
+        c.keys("Enter")
+        time.sleep(0.3)
+        c.keys("C-c")
+        c.wait_for("Interrupted by the user.")
+        prompt_ready(c, 2)
+        c.type("again")
+        c.keys("Enter")
+        c.wait_for("after the interrupt")
+
+    def test_ctrl_c_clears_a_line_and_twice_on_an_empty_prompt_exits(self):
+        c = self.chat([{"text": "unused"}])
+        prompt_ready(c)
+        c.type("half a thought")
+        c.keys("C-c")                    # clears the line, does not exit
+        time.sleep(0.3)
+        self.assertNotIn("EXIT=", c.screen())
+        c.keys("C-c")
+        c.wait_for("press Ctrl+C again to exit")
+        c.keys("C-c")
+        c.wait_for("EXIT=0")
+        self.assertEqual(self.transcript(c), [])
+
+    def test_ctrl_d_exits(self):
+        c = self.chat([{"text": "unused"}])
+        prompt_ready(c)
+        c.keys("C-d")
+        c.wait_for("EXIT=0")
+
+    def test_a_permission_question_is_answered_at_the_prompt(self):
+        c = self.chat([{"text": "```shell\necho asked-and-ran\n```"}, {"text": "done"}])
+        prompt_ready(c)
+        c.type("run something")
+        c.keys("Enter")
+        c.wait_for("Allow? [y]es / [n]o / [a]lways")
+        c.type("y")
+        c.keys("Enter")
+        c.wait_for("asked-and-ran")
+        c.wait_for("done")
+
+    def test_colours_on_a_terminal_and_none_with_no_color(self):
+        coloured = self.chat([{"text": "hi"}])
+        prompt_ready(coloured)
+        coloured.wait_for("\x1b[", escapes=True)
+        plain = self.chat([{"text": "hi"}], env={"NO_COLOR": "1"})
+        prompt_ready(plain)
+        plain.type("hello")
+        plain.keys("Enter")
+        plain.wait_for("hi")
+        self.assertNotIn("\x1b[", plain.screen(escapes=True))
+
+    def test_a_crashed_chat_is_answered_on_resume_without_asking(self):
+        home = tempfile.mkdtemp(prefix="troupe-tmux-home-")
+        self.addCleanup(shutil.rmtree, home, True)
+        session = os.path.join(home, "sessions", "crashed")
+        os.makedirs(session)
+        with open(os.path.join(session, "transcript.jsonl"), "w") as f:
+            f.write(json.dumps({"id": "msg_1", "role": "user", "origin": "prompt",
+                                "content": "what is 6 times 7?", "timestamp_ms": 1}) + "\n")
+        c = self.chat([{"text": "It is 42."}], args=["--resume", "crashed"], home=home)
+        c.wait_for("It is 42.")
+        prompt_ready(c)
+
+    def transcript(self, chat):
+        sessions = os.path.join(chat.home, "sessions")
+        for name in os.listdir(sessions):
+            with open(os.path.join(sessions, name, "transcript.jsonl")) as f:
+                return [json.loads(line) for line in f if line.strip()]
+        return []
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2:
+        sys.exit("usage: chat_terminal_test.py TROUPE_BINARY")
+    TROUPE = os.path.abspath(sys.argv.pop(1))
+    if shutil.which("tmux") is None:
+        sys.exit("tmux is needed for the terminal test (scripts/install-deps.sh installs it)")
+    unittest.main(verbosity=2)
