@@ -108,9 +108,10 @@ pid_t start_hook(const hook_runner_config& config, const std::string& command, i
   return pid;
 }
 
-// Runs one hook to its end or its timeout. Blocks: called on a thread of its own.
+// Runs one hook to its end, its timeout, or a byte on `cancel` (its runner is going away).
+// Blocks: called on a thread of its own. Owns `cancel` and closes it.
 hook_process_result run_hook(const hook_runner_config& config, const hook_command& hook,
-                             const std::string& input) {
+                             const std::string& input, int cancel) {
   using clock = std::chrono::steady_clock;
   auto started = clock::now();
   hook_process_result result;
@@ -118,6 +119,7 @@ hook_process_result run_hook(const hook_runner_config& config, const hook_comman
   std::string error;
   pid_t pid = start_hook(config, hook.command, fds, error);
   if (pid < 0) {
+    ::close(cancel);
     result.exit_code = 127;
     result.err = error;
     return result;
@@ -137,17 +139,23 @@ hook_process_result run_hook(const hook_runner_config& config, const hook_comman
       ::kill(-pid, SIGKILL); // the whole group: whatever the hook started goes too
       break;
     }
-    pollfd p[3];
+    pollfd p[4];
     nfds_t n = 0;
-    int which[3];
+    int which[4];
     for (int i = 0; i < 3; ++i)
       if (open[i]) {
         p[n] = {fds[i], static_cast<short>(i == 0 ? POLLOUT : POLLIN), 0};
         which[n++] = i;
       }
+    p[n] = {cancel, POLLIN, 0};
+    which[n++] = 3;
     if (::poll(p, n, static_cast<int>(left.count())) < 0 && errno != EINTR)
       break;
-    for (nfds_t k = 0; k < n; ++k) {
+    if (p[n - 1].revents != 0) {
+      ::kill(-pid, SIGKILL); // the session ended: nobody waits for this hook any more
+      break;
+    }
+    for (nfds_t k = 0; k + 1 < n; ++k) {
       if (p[k].revents == 0)
         continue;
       int i = which[k];
@@ -177,6 +185,7 @@ hook_process_result run_hook(const hook_runner_config& config, const hook_comman
   for (int i = 0; i < 3; ++i)
     if (open[i])
       ::close(fds[i]);
+  ::close(cancel);
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
@@ -203,6 +212,17 @@ struct hook_runner_state {
   session_actor session;
   uint64_t next_request = 0;
   std::map<uint64_t, pending_request> pending;
+  /// The write ends of the running hooks' cancel pipes, by (request, command).
+  std::map<std::pair<uint64_t, uint64_t>, int> cancels;
+
+  ~hook_runner_state() {
+    // The session is gone: every hook still running is killed with its group, so the process
+    // never waits for one at exit.
+    for (auto& [key, fd] : cancels) {
+      [[maybe_unused]] auto n = ::write(fd, "x", 1);
+      ::close(fd);
+    }
+  }
 };
 
 using self_ptr = hook_runner_actor::stateful_pointer<hook_runner_state>;
@@ -252,8 +272,19 @@ hook_runner_actor::behavior_type hook_runner(self_ptr self, hook_runner_config c
         self->send(st.session, run_event(st, id, pending.request.event, *chosen[i]));
         auto cfg = st.config;
         auto hook = *chosen[i];
+        int cancel[2];
+        if (::pipe2(cancel, O_CLOEXEC) != 0) {
+          hook_process_result failed;
+          failed.exit_code = 127;
+          failed.err = std::string{"cannot create a pipe: "} + std::strerror(errno);
+          caf::anon_send(runner, hook_atom::value, number, i, std::move(failed));
+          continue;
+        }
+        st.cancels[{number, i}] = cancel[1];
+        int cancel_read = cancel[0];
         self->system().spawn<caf::detached>([=](caf::blocking_actor*) {
-          caf::anon_send(runner, hook_atom::value, number, i, run_hook(cfg, hook, text));
+          caf::anon_send(runner, hook_atom::value, number, i,
+                         run_hook(cfg, hook, text, cancel_read));
         });
       }
       return pending.promise;
@@ -264,6 +295,10 @@ hook_runner_actor::behavior_type hook_runner(self_ptr self, hook_runner_config c
       if (it == st.pending.end() || index >= it->second.results.size())
         return;
       auto& pending = it->second;
+      if (auto c = st.cancels.find({number, index}); c != st.cancels.end()) {
+        ::close(c->second);
+        st.cancels.erase(c);
+      }
       pending.results[index] = std::move(result);
       if (--pending.left > 0)
         return;

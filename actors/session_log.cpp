@@ -113,6 +113,9 @@ namespace {
 // The last of an ended session: its terminal event, then it quits.
 void finish_end(session_ptr self) {
   auto& st = self->state;
+  // A normal exit does not take linked actors down: hooks still running are stopped here.
+  if (st.hooks)
+    self->send_exit(st.hooks, caf::exit_reason::user_shutdown);
   if (st.ended_event) {
     save_info(self); // a name that came while it waited is in
     publish(self, *st.ended_event);

@@ -248,3 +248,58 @@ TEST_CASE("PreCompact: the hook's context joins the compaction's instructions") 
   CHECK(transcript[2]["origin"] == "compact_boundary");
   CHECK(transcript[2]["meta"]["instructions"] == "mind the tests\nkeep the API names");
 }
+
+TEST_CASE("an interrupt during a slow PreToolUse hook answers the call at once") {
+  cli_fixture f;
+  auto hooks = json{{"PreToolUse", json::array({{{"hooks", json::array({hook("sleep 20")})}}})}};
+  process_options opts;
+  opts.interrupt_after = std::chrono::milliseconds{700};
+  auto start = std::chrono::steady_clock::now();
+  auto r = f.run({"--model", f.script({native("shell", {{"command", "echo never"}})}),
+                  "--tool-format", "tool", "--settings", settings(f, hooks), "--session-id",
+                  "intr", "go"},
+                 opts);
+  CHECK(r.exit_code == 130);
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds{5});
+  auto log = read_jsonl(f.dir / "home/sessions/intr/transcript.jsonl");
+  REQUIRE(log.size() == 4);
+  CHECK(log[2]["role"] == "tool");
+  CHECK(log[2]["content"].get<std::string>().find("interrupted") != std::string::npos);
+  CHECK(log[3]["origin"] == "interrupt");
+}
+
+TEST_CASE("StepPre context reaches the model call, a StepPre block ends the turn") {
+  cli_fixture f;
+  auto hooks = json{{"StepPre", json::array({{{"hooks", json::array({hook(
+                                  "input=$(cat); case \"$input\" in *'\"step\":2'*) "
+                                  "echo '{\"decision\":\"block\",\"reason\":\"one step is "
+                                  "enough\"}';; *) echo '{\"additionalContext\":\"budget: 1 "
+                                  "step\"}';; esac")})}}})}};
+  auto r = f.run({"--model", f.script({{{"text", "```shell\necho one\n```"}}, {{"text", "never"}}}),
+                  "--settings", settings(f, hooks), "--session-id", "sp", "go"});
+  CHECK(r.exit_code == 0);
+  auto log = read_jsonl(f.dir / "home/sessions/sp/transcript.jsonl");
+  CHECK(roles_and_contents(log) ==
+        std::vector<json>{{"user", "prompt", "go"},
+                          {"user", "hook", "budget: 1 step"},
+                          {"assistant", "", "```shell\necho one\n```"},
+                          {"tool", "", "one\n"},
+                          {"system", "hook_blocked", "A StepPre hook stopped the turn: one step is enough"}});
+}
+
+TEST_CASE("GenerationPost context goes in after the reply's tool results") {
+  cli_fixture f;
+  auto hooks = json{{"GenerationPost", json::array({{{"hooks", json::array({hook(
+                                         "grep -q shell && echo '{\"additionalContext\":"
+                                         "\"that command was slow\"}' || true")})}}})}};
+  auto r = f.run({"--model", f.script({native("shell", {{"command", "echo x"}}), {{"text", "ok"}}}),
+                  "--tool-format", "tool", "--settings", settings(f, hooks), "--session-id", "gp",
+                  "go"});
+  CHECK(r.exit_code == 0);
+  auto log = read_jsonl(f.dir / "home/sessions/gp/transcript.jsonl");
+  REQUIRE(log.size() == 5);
+  CHECK(log[2]["role"] == "tool");
+  CHECK(log[3]["origin"] == "hook");
+  CHECK(log[3]["content"] == "that command was slow");
+  CHECK(log[4]["content"] == "ok");
+}
