@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -20,6 +19,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/ids.hpp"
+#include "tools/child_process.hpp"
 
 extern char** environ;
 
@@ -56,23 +56,6 @@ pid_t start_hook(const hook_runner_config& config, const std::string& command, i
     error = std::string{"cannot create a pipe: "} + std::strerror(errno);
     return -1;
   }
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, in[0], 0);
-  posix_spawn_file_actions_adddup2(&actions, out[1], 1);
-  posix_spawn_file_actions_adddup2(&actions, err[1], 2);
-  posix_spawn_file_actions_addchdir_np(&actions, config.cwd.c_str());
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  sigset_t empty_mask, defaults;
-  sigemptyset(&empty_mask);
-  sigemptyset(&defaults);
-  for (int sig : {SIGINT, SIGTERM, SIGPIPE, SIGQUIT, SIGHUP})
-    sigaddset(&defaults, sig);
-  posix_spawnattr_setsigmask(&attr, &empty_mask);
-  posix_spawnattr_setsigdefault(&attr, &defaults);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK |
-                                    POSIX_SPAWN_SETSIGDEF);
   // Scripts written for Claude Code find the project where they expect it.
   std::vector<std::string> env_text;
   for (char** e = environ; *e != nullptr; ++e)
@@ -86,10 +69,8 @@ pid_t start_hook(const hook_runner_config& config, const std::string& command, i
   envp.push_back(nullptr);
   const char* argv[] = {"bash", "-c", command.c_str(), nullptr};
   pid_t pid = -1;
-  int rc = posix_spawn(&pid, config.shell_program.c_str(), &actions, &attr,
-                       const_cast<char**>(argv), envp.data());
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
+  int rc = spawn_child(config.shell_program, argv, envp.data(), config.cwd, in[0], out[1],
+                       err[1], pid);
   ::close(in[0]);
   ::close(out[1]);
   ::close(err[1]);

@@ -24,4 +24,7 @@ bool is_valid_session_id(const std::string& id);
 /// Returns milliseconds since the Unix epoch.
 int64_t now_ms();
 
+/// Returns microseconds since the Unix epoch (notification latencies).
+int64_t now_us();
+
 } // namespace troupe

@@ -16,12 +16,6 @@ namespace troupe {
 
 namespace {
 
-int64_t now_us() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(
-           std::chrono::system_clock::now().time_since_epoch())
-    .count();
-}
-
 std::filesystem::path queue_path(const session_state& st) {
   return st.config.session_dir / "queue.jsonl";
 }

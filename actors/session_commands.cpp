@@ -33,11 +33,8 @@ void answer(session_ptr self, std::string text) {
 }
 
 std::string cost_text(const session_info& info) {
-  if (!info.cost_known)
-    return "unknown (a model's price is not in troupe's table)";
-  char text[32];
-  std::snprintf(text, sizeof text, "$%.4f", info.cost_usd);
-  return text;
+  auto cost = format_cost(info.cost_usd, info.cost_known);
+  return info.cost_known ? cost : cost + " (a model's price is not in troupe's table)";
 }
 
 void undo(session_ptr self) {

@@ -48,6 +48,18 @@ void start_turn(session_ptr self) {
   run_next_step(self);
 }
 
+// TURN_POST: the in-process turn.post hooks, then the external Stop hooks.
+void run_stop_hooks(session_ptr self, std::function<void(const hook_outcome&)> then) {
+  auto& st = self->state;
+  fire_and_enqueue(self, hook_point::turn_post);
+  if (has_hooks(st, "Stop"))
+    st.phase = session_phase::hooking;
+  run_hooks(self, "Stop",
+            {{"stop_hook_active", st.state.stop_hook_active},
+             {"last_assistant_message", st.last_assistant_text}},
+            std::move(then));
+}
+
 // A turn that ended normally: turn.post, then loop.continue (its messages are the next
 // inputs), then the next input. Turns cut short by an interrupt or by the step cap of a
 // non-interactive run fire turn.post only: the loop does not continue.
@@ -55,53 +67,48 @@ void start_turn(session_ptr self) {
 // External Stop hooks (TURN_POST) may block: the reason becomes the input and the turn goes on,
 // once — while stop_hook_active is set a second block is not honoured.
 void end_turn(session_ptr self) {
-  auto& st = self->state;
-  fire_and_enqueue(self, hook_point::turn_post);
-  if (has_hooks(st, "Stop"))
-    st.phase = session_phase::hooking;
-  run_hooks(self, "Stop",
-            {{"stop_hook_active", st.state.stop_hook_active},
-             {"last_assistant_message", st.last_assistant_text}},
-            [=](const hook_outcome& stop) {
-              auto& s = self->state;
-              if (stop.blocked && !s.state.stop_hook_active) {
-                s.state.stop_hook_active = true;
-                if (!log_hook_context(self, "Stop", stop.reason))
-                  return;
-                run_next_step(self); // the same turn goes on, with the reason as its input
-                return;
-              }
-              if (stop.blocked)
-                publish_notice(self, "hook_blocked",
-                               "a Stop hook blocked again while stop_hook_active was set; the "
-                               "turn ends: " + stop.reason);
-              queue_hook_messages(self, stop);
-              fire_and_enqueue(self, hook_point::loop_continue);
-              run_hooks(self, "LoopContinue", {{"turn", s.state.turn_count}},
-                        [=](const hook_outcome& more) {
-                          queue_hook_messages(self, more);
-                          next_turn(self);
-                        });
-            });
+  run_stop_hooks(self, [=](const hook_outcome& stop) {
+    auto& s = self->state;
+    // An interrupt while the Stop hooks ran: the turn is over, whatever they said.
+    bool interrupted = std::exchange(s.interrupt_requested, false);
+    if (interrupted && !s.config.interactive) {
+      end_session(self, terminal_reason::interrupted);
+      return;
+    }
+    if (interrupted)
+      drop_queue(self, "interrupted");
+    if (stop.blocked && !s.state.stop_hook_active && !interrupted) {
+      s.state.stop_hook_active = true;
+      if (!log_hook_context(self, "Stop", stop.reason))
+        return;
+      run_next_step(self); // the same turn goes on, with the reason as its input
+      return;
+    }
+    if (stop.blocked)
+      publish_notice(self, "hook_blocked",
+                     "a Stop hook blocked again while stop_hook_active was set; the "
+                     "turn ends: " +
+                         stop.reason);
+    queue_hook_messages(self, stop);
+    fire_and_enqueue(self, hook_point::loop_continue);
+    run_hooks(self, "LoopContinue", {{"turn", s.state.turn_count}}, [=](const hook_outcome& more) {
+      queue_hook_messages(self, more);
+      next_turn(self);
+    });
+  });
 }
 
 // TURN_POST of a turn that cannot go on (the model called complete, the step cap of a run, a
 // run blocked by permissions): Stop hooks run and are told, a block is not honoured.
 void end_turn_for_good(session_ptr self, std::function<void()> then) {
-  auto& st = self->state;
-  fire_and_enqueue(self, hook_point::turn_post);
-  if (has_hooks(st, "Stop"))
-    st.phase = session_phase::hooking;
-  run_hooks(self, "Stop",
-            {{"stop_hook_active", st.state.stop_hook_active},
-             {"last_assistant_message", st.last_assistant_text}},
-            [=](const hook_outcome& stop) {
-              if (stop.blocked)
-                publish_notice(self, "hook_blocked",
-                               "a Stop hook blocked a turn that cannot go on: " + stop.reason);
-              queue_hook_messages(self, stop);
-              then();
-            });
+  run_stop_hooks(self, [=](const hook_outcome& stop) {
+    self->state.interrupt_requested = false; // the turn is over already
+    if (stop.blocked)
+      publish_notice(self, "hook_blocked",
+                     "a Stop hook blocked a turn that cannot go on: " + stop.reason);
+    queue_hook_messages(self, stop);
+    then();
+  });
 }
 
 // The input starts a turn, after the external UserPromptSubmit hooks (TURN_PRE). `input` is a
@@ -131,7 +138,8 @@ void submit_turn(session_ptr self, std::optional<message> input, const std::stri
               if (hook.blocked)
                 publish_notice(self, "hook_blocked",
                                "a UserPromptSubmit hook cannot hold back task notifications "
-                               "(they are in the context already): " + hook.reason);
+                               "(they are in the context already): " +
+                                   hook.reason);
               if (input && !append_message(self, std::move(*input)))
                 return;
               if (!log_hook_context(self, "UserPromptSubmit", hook.additional_context))
@@ -638,9 +646,9 @@ void ask_for_name(session_ptr self, const std::string& reply) {
     if (waited_for)
       end_wait_done(self);
   };
-  self->request(st.config.namer, std::chrono::seconds{90}, name_atom::value,
-                st.info.first_prompt, reply)
-    .then(done, [=](caf::error&) { done({}); });
+  self->request(st.config.namer, std::chrono::seconds{90}, name_atom::value, st.info.first_prompt,
+                reply)
+      .then(done, [=](caf::error&) { done({}); });
 }
 
 } // namespace

@@ -112,9 +112,7 @@ struct tool_executor_state {
     n.description = task.command;
     n.text = "[stopped: the session ended while the task was still running]\n" +
              task_report(*this, id, task, "notification-" + id).output;
-    n.sent_at_us = std::chrono::duration_cast<std::chrono::microseconds>(
-                     std::chrono::system_clock::now().time_since_epoch())
-                     .count();
+    n.sent_at_us = now_us();
     if (auto saved = append_notification(context.notification_queue, n, SIZE_MAX); !saved)
       spdlog::error("background task {}: its end is lost: {}", id, saved.error());
   }
@@ -399,9 +397,7 @@ tool_executor_actor::behavior_type tool_executor(self_ptr self,
       n.status = code == 0 ? "completed" : "failed";
       n.description = task.command;
       n.text = task_report(st, id, task, "notification-" + id).output;
-      n.sent_at_us = std::chrono::duration_cast<std::chrono::microseconds>(
-                       std::chrono::system_clock::now().time_since_epoch())
-                       .count();
+      n.sent_at_us = now_us();
       caf::anon_send(st.session, notify_atom::value, std::move(n));
     },
     [=](subscribe_atom, session_actor& session) { self->state.session = std::move(session); },

@@ -1,6 +1,7 @@
 #include "context/token_budget.hpp"
 
 #include <algorithm>
+#include <cstdio>
 
 namespace troupe {
 
@@ -98,6 +99,14 @@ model_limits limits_for_model(std::string_view model) {
     if (model.substr(0, entry.prefix.size()) == entry.prefix)
       return entry.limits;
   return model_limits{};
+}
+
+std::string format_cost(double usd, bool known) {
+  if (!known)
+    return "unknown";
+  char text[32];
+  std::snprintf(text, sizeof text, "$%.4f", usd);
+  return text;
 }
 
 int64_t estimate_tokens(std::string_view text) {

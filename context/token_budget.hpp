@@ -37,6 +37,9 @@ std::optional<model_prices> prices_for_model(std::string_view model);
 /// What `usage` cost with `model`, in US dollars; nothing when the price is unknown.
 std::optional<double> cost_usd(std::string_view model, const token_usage& usage);
 
+/// A cost as shown to people: "$0.0123", or "unknown" when a price was missing.
+std::string format_cost(double usd, bool known);
+
 /// Fast token estimate of a text: one token per four bytes, rounded up.
 int64_t estimate_tokens(std::string_view text);
 

@@ -20,6 +20,7 @@
 
 #include "actors/runtime.hpp"
 #include "actors/session.hpp"
+#include "context/token_budget.hpp"
 #include "orchestrator/line_editor.hpp"
 #include "orchestrator/permission_prompt.hpp"
 #include "orchestrator/renderer.hpp"
@@ -122,11 +123,8 @@ std::string status_line(const session_status_event& s) {
           " in / " + thousands(s.usage.output_tokens) + " out";
   if (s.context_window > 0)
     line += " · context " + thousands(s.context_tokens) + "/" + thousands(s.context_window);
-  if (s.cost_known) {
-    char cost[32];
-    std::snprintf(cost, sizeof cost, " · $%.4f", s.cost_usd);
-    line += cost;
-  }
+  if (s.cost_known)
+    line += " · " + format_cost(s.cost_usd, true);
   return line;
 }
 

@@ -74,6 +74,10 @@ void line_editor::prompt(const std::string& prompt,
     done(std::move(line));
   };
   current_handler = &on_line_;
+  install();
+}
+
+void line_editor::install() {
   active_ = true;
   hidden_ = false;
   rl_callback_handler_install(prompt_.c_str(), on_line);
@@ -101,20 +105,8 @@ void line_editor::hide() {
 }
 
 void line_editor::show() {
-  if (!hidden_)
-    return;
-  hidden_ = false;
-  active_ = true;
-  rl_callback_handler_install(prompt_.c_str(), on_line);
-  installed_text_ = kept_;
-  key_read_ = false;
-  if (!kept_.empty()) {
-    rl_insert_text(kept_.c_str());
-    kept_.clear();
-    std::fputs("\r\033[K", stdout);
-    std::fflush(stdout);
-    rl_forced_update_display();
-  }
+  if (hidden_)
+    install();
 }
 
 void line_editor::stop() {
@@ -152,9 +144,8 @@ void line_editor::clear_line() {
   rl_callback_handler_remove();
   std::fputs("\n", stdout);
   std::fflush(stdout);
-  rl_callback_handler_install(prompt_.c_str(), on_line);
-  installed_text_.clear();
-  key_read_ = false;
+  kept_.clear();
+  install();
 }
 
 void line_editor::remember(const std::string& line) {

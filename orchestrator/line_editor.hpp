@@ -52,6 +52,9 @@ public:
   void quiet_terminal();
 
 private:
+  /// Puts the prompt up with what was kept from the line.
+  void install();
+
   std::string history_file_;
   bool active_ = false;
   bool hidden_ = false;

@@ -18,12 +18,6 @@ namespace troupe {
 
 namespace {
 
-int64_t epoch_us() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(
-           std::chrono::system_clock::now().time_since_epoch())
-    .count();
-}
-
 // A client actor system: the middleman, no more threads than needed.
 struct client_system {
   caf::actor_system_config cfg;
@@ -48,7 +42,7 @@ int run_notify(const std::string& session_id, const std::string& text, bool urge
   n.source = "external";
   n.text = text;
   n.urgent = urgent;
-  n.sent_at_us = epoch_us();
+  n.sent_at_us = now_us();
   // Durable first: once this returns the message survives anything.
   if (auto queued = append_notification(*dir / "queue.jsonl", n); !queued)
     return fail_at_runtime(queued.error());

@@ -13,6 +13,7 @@
 
 #include "actors/ids.hpp"
 #include "actors/transcript.hpp"
+#include "context/token_budget.hpp"
 #include "orchestrator/environment.hpp"
 #include "orchestrator/output_format.hpp"
 
@@ -78,11 +79,7 @@ std::string when(int64_t ms) {
 }
 
 std::string cost_text(const session_info& info) {
-  if (!info.cost_known)
-    return "?";
-  char text[32];
-  std::snprintf(text, sizeof text, "$%.4f", info.cost_usd);
-  return text;
+  return format_cost(info.cost_usd, info.cost_known);
 }
 
 std::string state_text(const stored_session& s) {

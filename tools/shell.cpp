@@ -1,17 +1,16 @@
 #include "tools/shell.hpp"
 
+#include "tools/child_process.hpp"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-
-extern char** environ;
 
 namespace troupe {
 
@@ -105,44 +104,6 @@ std::chrono::milliseconds shell_timeout(const nlohmann::json& input, const tool_
   return ctx.shell_timeout;
 }
 
-namespace {
-
-// Starts `argv` with `input` as stdin and `output` as stdout and stderr, in the workspace, in a
-// session of its own with a clean signal state. Sets `pid` and returns 0, or returns the
-// posix_spawn error.
-int spawn_isolated(const tool_context& ctx, const char* const argv[], int input, int output,
-                   pid_t& pid) {
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, input, 0);
-  posix_spawn_file_actions_adddup2(&actions, output, 1);
-  posix_spawn_file_actions_adddup2(&actions, output, 2);
-  posix_spawn_file_actions_addchdir_np(&actions, ctx.cwd.c_str());
-
-  // The CLI blocks SIGINT/SIGTERM in every thread; a child must start with a clean slate.
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  sigset_t empty_mask, defaults;
-  sigemptyset(&empty_mask);
-  sigemptyset(&defaults);
-  for (int sig : {SIGINT, SIGTERM, SIGPIPE, SIGQUIT, SIGHUP})
-    sigaddset(&defaults, sig);
-  posix_spawnattr_setsigmask(&attr, &empty_mask);
-  posix_spawnattr_setsigdefault(&attr, &defaults);
-  // A session of its own: a process group to kill as a whole, and no controlling terminal, so
-  // nothing it runs can read from or write to the user's terminal behind troupe's back.
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK |
-                                    POSIX_SPAWN_SETSIGDEF);
-
-  int rc = posix_spawn(&pid, ctx.shell_program.c_str(), &actions, &attr,
-                       const_cast<char**>(argv), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  posix_spawnattr_destroy(&attr);
-  return rc;
-}
-
-} // namespace
-
 expected<shell_process> start_shell(const tool_context& ctx, std::string nonce) {
   int in[2], out[2];
   if (pipe2(in, O_CLOEXEC) != 0)
@@ -154,7 +115,7 @@ expected<shell_process> start_shell(const tool_context& ctx, std::string nonce) 
   }
   const char* argv[] = {"bash", "--noprofile", "--norc", nullptr};
   pid_t pid = -1;
-  int rc = spawn_isolated(ctx, argv, in[0], out[1], pid);
+  int rc = spawn_child(ctx.shell_program, argv, nullptr, ctx.cwd, in[0], out[1], out[1], pid);
   close(in[0]);
   close(out[1]);
   if (rc != 0) {
@@ -186,7 +147,7 @@ expected<pid_t> start_background(const tool_context& ctx, const std::string& com
   std::string script = "export GIT_TERMINAL_PROMPT=0\n" + command;
   const char* argv[] = {"bash", "--noprofile", "--norc", "-c", script.c_str(), nullptr};
   pid_t pid = -1;
-  int rc = spawn_isolated(ctx, argv, input, output, pid);
+  int rc = spawn_child(ctx.shell_program, argv, nullptr, ctx.cwd, input, output, output, pid);
   ::close(output);
   ::close(input);
   if (rc != 0)

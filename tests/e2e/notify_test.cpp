@@ -15,17 +15,6 @@ using nlohmann::json;
 
 namespace {
 
-json text_line(const std::string& text, int delay_ms = 0) {
-  json line = {{"text", text}};
-  if (delay_ms > 0)
-    line["delay_ms"] = delay_ms;
-  return line;
-}
-
-std::filesystem::path session_dir(cli_fixture& f, const std::string& id) {
-  return f.dir / "home/sessions" / id;
-}
-
 std::vector<std::string> roles(const std::filesystem::path& transcript) {
   std::vector<std::string> out;
   for (auto& m : read_jsonl(transcript))

@@ -14,17 +14,6 @@ using nlohmann::json;
 
 namespace {
 
-json text_line(const std::string& text, int delay_ms = 0) {
-  json line = {{"text", text}};
-  if (delay_ms > 0)
-    line["delay_ms"] = delay_ms;
-  return line;
-}
-
-std::filesystem::path session_dir(cli_fixture& f, const std::string& id) {
-  return f.dir / "home/sessions" / id;
-}
-
 std::vector<json> ls_json(cli_fixture& f) {
   auto r = run_troupe({"ls", "--json"}, f.options());
   REQUIRE(r.exit_code == 0);

@@ -62,4 +62,17 @@ private:
   int counter_ = 0;
 };
 
+/// A scripted reply of text, after `delay_ms`.
+inline nlohmann::json text_line(const std::string& text, int delay_ms = 0) {
+  nlohmann::json line = {{"text", text}};
+  if (delay_ms > 0)
+    line["delay_ms"] = delay_ms;
+  return line;
+}
+
+/// The directory of session `id` under the fixture's TROUPE_HOME.
+inline std::filesystem::path session_dir(cli_fixture& f, const std::string& id) {
+  return f.dir / "home/sessions" / id;
+}
+
 } // namespace troupe::test
