@@ -211,6 +211,30 @@ class ChatInATerminal(unittest.TestCase):
         c.wait_for("It is 42.")
         prompt_ready(c)
 
+    def test_a_notification_at_the_prompt_starts_a_turn_and_typing_survives(self):
+        c = self.chat([{"text": "first"}, {"text": "Noted the deploy."}])
+        prompt_ready(c)
+        c.type("hi")
+        c.keys("Enter")
+        c.wait_for("first")
+        prompt_ready(c, 2)
+        c.type("half typed")
+        env = {**os.environ, "TROUPE_HOME": c.home}
+        listed = subprocess.run([TROUPE, "ls", "--json"], capture_output=True, text=True,
+                                env=env).stdout
+        session = json.loads(listed.splitlines()[0])["id"]
+        sent = subprocess.run([TROUPE, "notify", session, "deploy finished"],
+                              capture_output=True, text=True, env=env)
+        self.assertEqual(sent.returncode, 0, sent.stderr)
+        c.wait_for("◆ task notification: external")
+        c.wait_for("Noted the deploy.")
+        c.wait_for("› half typed")       # what was typed comes back with the prompt
+
+    def test_an_idle_timeout_ends_the_chat(self):
+        c = self.chat([{"text": "unused"}], args=["--idle-timeout", "1"])
+        prompt_ready(c)
+        c.wait_for("EXIT=0", limit=10)
+
     def transcript(self, chat):
         sessions = os.path.join(chat.home, "sessions")
         for name in os.listdir(sessions):
