@@ -40,6 +40,12 @@ bool tool_event(const std::string& event) {
   return event == "PreToolUse" || event == "PostToolUse";
 }
 
+// A string field of a hook's answer; empty when it is missing or of another type.
+std::string text_field(const nlohmann::json& object, const char* key) {
+  auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string{};
+}
+
 std::string trimmed(std::string text) {
   while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' '))
     text.pop_back();
@@ -166,8 +172,26 @@ hook_process_result run_hook(const hook_runner_config& config, const hook_comman
   for (int i = 0; i < 3; ++i)
     if (open[i])
       ::close(fds[i]);
-  ::close(cancel);
+  // A hook that closed its output may still run: its deadline and the cancel pipe hold until
+  // it has exited too.
   int status = 0;
+  while (!result.timed_out) {
+    auto reaped = ::waitpid(pid, &status, WNOHANG);
+    if (reaped == pid || (reaped < 0 && errno != EINTR))
+      break;
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now());
+    if (left.count() <= 0) {
+      result.timed_out = true;
+      ::kill(-pid, SIGKILL);
+      break;
+    }
+    pollfd wait_cancel{cancel, POLLIN, 0};
+    if (::poll(&wait_cancel, 1, static_cast<int>(std::min<int64_t>(left.count(), 20))) > 0) {
+      ::kill(-pid, SIGKILL);
+      break;
+    }
+  }
+  ::close(cancel);
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status)
@@ -345,17 +369,26 @@ hook_outcome combine_hook_results(const std::string& event,
     } else {
       auto json = nlohmann::json::parse(r.out, nullptr, false);
       if (json.is_object()) {
-        if (json.value("decision", std::string{}) == "block") {
+        auto specific = json.find("hookSpecificOutput");
+        bool has_specific = specific != json.end() && specific->is_object();
+        auto fallback = "blocked by a " + event + " hook";
+        // {"decision": "block"}, or Claude Code's newer PreToolUse form
+        // {"hookSpecificOutput": {"permissionDecision": "deny"}}: fields of another type than
+        // these are not an answer (logged as the hook's output, never a crash).
+        if (text_field(json, "decision") == "block") {
           what = "blocked";
           outcome.blocked = true;
-          add(outcome.reason, json.value("reason", "blocked by a " + event + " hook"));
+          auto why = text_field(json, "reason");
+          add(outcome.reason, why.empty() ? fallback : why);
+        } else if (has_specific && text_field(*specific, "permissionDecision") == "deny") {
+          what = "blocked";
+          outcome.blocked = true;
+          auto why = text_field(*specific, "permissionDecisionReason");
+          add(outcome.reason, why.empty() ? fallback : why);
         }
-        if (auto c = json.find("additionalContext"); c != json.end() && c->is_string())
-          add(outcome.additional_context, c->get<std::string>());
-        if (auto specific = json.find("hookSpecificOutput");
-            specific != json.end() && specific->is_object())
-          if (auto c = specific->find("additionalContext"); c != specific->end() && c->is_string())
-            add(outcome.additional_context, c->get<std::string>());
+        add(outcome.additional_context, text_field(json, "additionalContext"));
+        if (has_specific)
+          add(outcome.additional_context, text_field(*specific, "additionalContext"));
         if (auto m = json.find("messages"); m != json.end() && m->is_array())
           for (auto& item : *m) {
             if (item.is_string())

@@ -41,9 +41,9 @@ expected<std::vector<hook_command>> parse_hook_settings(const nlohmann::json& se
       if (!group.is_object() || !group.contains("hooks") || !group["hooks"].is_array())
         return failure{where + "each entry of hooks." + event +
                        " must be an object with a \"hooks\" array"};
-      auto matcher = group.value("matcher", std::string{});
       if (group.contains("matcher") && !group["matcher"].is_string())
         return failure{where + "a matcher of hooks." + event + " must be a string"};
+      auto matcher = group.value("matcher", std::string{});
       if (!matcher.empty() && matcher != "*") {
         try {
           std::regex check{matcher};
@@ -55,6 +55,8 @@ expected<std::vector<hook_command>> parse_hook_settings(const nlohmann::json& se
       for (auto& hook : group["hooks"]) {
         if (!hook.is_object())
           return failure{where + "each hook of hooks." + event + " must be an object"};
+        if (hook.contains("type") && !hook["type"].is_string())
+          return failure{where + "a hook's \"type\" in hooks." + event + " must be a string"};
         auto type = hook.value("type", std::string{"command"});
         if (type != "command")
           return failure{where + "hook type \"" + type + "\" in hooks." + event +

@@ -64,6 +64,10 @@ struct run_settings {
   std::string recorded_model;
   /// A person drives the session (troupe chat).
   bool interactive = false;
+  /// --fork: the session copied into this one once the run has been checked.
+  std::filesystem::path fork_source;
+  /// This process's hold on the session (see session_lock), kept for the whole run.
+  std::shared_ptr<void> session_lock;
   /// Messages of an existing session with this id (empty for a new one).
   std::vector<message> history;
   /// The loop state that session left behind, when state.json could be read.

@@ -239,6 +239,8 @@ expected<bool> resolve_session(const run_flags& flags, run_settings& settings) {
     return failure{"invalid --session-id '" + flags.session_id +
                    "': use letters, digits, '.', '_' and '-'"};
   std::optional<stored_session> from;
+  if (flags.resume_given && flags.resume.empty())
+    return failure{"--resume needs a session's id or name (troupe ls lists them)"};
   if (!flags.resume.empty()) {
     auto found = find_session(flags.resume);
     if (!found)
@@ -250,10 +252,6 @@ expected<bool> resolve_session(const run_flags& flags, run_settings& settings) {
       return failure{"--continue: " + found.error()};
     from = *found;
   }
-  if (from && !flags.fork && from->live)
-    return failure{"session " + from->info.id +
-                   " is running in another process; send it a message with troupe notify " +
-                   from->info.id + ", or --fork it"};
   if (from && !flags.session_id.empty() && !flags.fork)
     return failure{"--session-id names the new session of a --fork; --resume already names "
                    "the session to continue"};
@@ -266,9 +264,11 @@ expected<bool> resolve_session(const run_flags& flags, run_settings& settings) {
       settings.cwd = from->info.cwd;
     if (flags.fork) {
       settings.session_id = flags.session_id.empty() ? new_session_id() : flags.session_id;
-      auto forked = fork_session(*from, settings.session_id);
-      if (!forked)
-        return failure{forked.error()};
+      std::error_code exists_ec;
+      if (std::filesystem::exists(settings.troupe_home / "sessions" / settings.session_id,
+                                  exists_ec))
+        return failure{"cannot fork into " + settings.session_id + ": that session exists already"};
+      settings.fork_source = from->dir; // copied once the rest of the run has been checked
       settings.info.forked_from = from->info.id;
       settings.info.first_prompt = from->info.first_prompt;
       if (!from->info.name.empty()) {
@@ -283,7 +283,8 @@ expected<bool> resolve_session(const run_flags& flags, run_settings& settings) {
     settings.session_id = flags.session_id.empty() ? new_session_id() : flags.session_id;
   }
   std::error_code ec;
-  auto dir = settings.troupe_home / "sessions" / settings.session_id;
+  auto dir = settings.fork_source.empty() ? settings.troupe_home / "sessions" / settings.session_id
+                                          : settings.fork_source;
   auto transcript = dir / "transcript.jsonl";
   if (!std::filesystem::exists(transcript, ec))
     return false;
@@ -505,6 +506,17 @@ expected<run_settings> resolve_run(const run_flags& flags, bool interactive) {
                      : "no prompt: session " + settings.session_id +
                          " has nothing left to answer; give the next prompt as arguments or "
                          "on stdin"};
+  // Last, once everything else is known to be usable, so that bad input leaves nothing
+  // behind: the fork's copy, then the session's lock (one process runs a session at a time).
+  auto dir = settings.troupe_home / "sessions" / settings.session_id;
+  if (!settings.fork_source.empty())
+    if (auto forked = fork_session(read_session(settings.fork_source), settings.session_id);
+        !forked)
+      return failure{forked.error()};
+  auto locked = session_lock::take(dir);
+  if (!locked)
+    return failure{locked.error()};
+  settings.session_lock = *locked;
   return settings;
 }
 
@@ -612,9 +624,11 @@ void add_agent_flags(CLI::App& command, run_flags& flags, bool headless) {
                   "tokens a reply may take (default: the built-in table, "
                   "$TROUPE_MAX_OUTPUT_TOKENS or maxOutputTokens in settings)")
     ->type_name("TOKENS");
-  command.add_option("--resume,-r", flags.resume,
-                     "continue the session with this id or name (troupe ls lists them)")
-    ->type_name("ID|NAME");
+  command
+    .add_option("--resume,-r", flags.resume,
+                "continue the session with this id or name (troupe ls lists them)")
+    ->type_name("ID|NAME")
+    ->each([&flags](const std::string&) { flags.resume_given = true; });
   command.add_flag("--continue,-c", flags.continue_last,
                    "continue the newest session of the workspace");
   command.add_flag("--fork", flags.fork,

@@ -43,6 +43,7 @@ struct run_flags {
   std::string max_output_tokens;
   /// --resume ID|NAME, --continue (the newest session in the workspace), --fork (into a new id).
   std::string resume;
+  bool resume_given = false;
   bool continue_last = false;
   bool fork = false;
 };

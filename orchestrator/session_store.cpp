@@ -1,6 +1,11 @@
 #include "orchestrator/session_store.hpp"
 
-#include <signal.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <algorithm>
 #include <chrono>
@@ -40,8 +45,6 @@ std::optional<nlohmann::json> read_json(const std::filesystem::path& path) {
     return std::nullopt;
   return parsed;
 }
-
-bool pid_alive(int64_t pid) { return pid > 0 && ::kill(static_cast<pid_t>(pid), 0) == 0; }
 
 // A session written before session.json existed: what its transcript and state tell.
 void fill_from_transcript(const std::filesystem::path& dir, session_info& info) {
@@ -103,6 +106,38 @@ std::string cut(std::string text, size_t width) {
 
 } // namespace
 
+expected<std::shared_ptr<session_lock>> session_lock::take(const std::filesystem::path& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec)
+    return failure{"cannot create " + dir.string() + ": " + ec.message()};
+  // Close-on-exec: a tool's background process must not keep the session locked after troupe.
+  int fd = ::open((dir / "session.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0)
+    return failure{"cannot open " + (dir / "session.lock").string() + ": " + std::strerror(errno)};
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    ::close(fd);
+    return failure{"session " + dir.filename().string() +
+                   " is running in another process; send it a message with troupe notify " +
+                   dir.filename().string() + ", or --fork it"};
+  }
+  return std::shared_ptr<session_lock>{new session_lock{fd}};
+}
+
+session_lock::~session_lock() {
+  if (fd_ >= 0)
+    ::close(fd_); // releases the lock
+}
+
+bool session_running(const std::filesystem::path& dir) {
+  int fd = ::open((dir / "session.lock").c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return false; // never run by a troupe that locks
+  bool held = ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  ::close(fd);
+  return held;
+}
+
 std::filesystem::path session_dir_of(const std::string& session_id) {
   return troupe_home() / "sessions" / session_id;
 }
@@ -132,8 +167,7 @@ stored_session read_session(const std::filesystem::path& dir) {
   }
   s.info.id = dir.filename().string();
   s.last_activity_ms = std::max(mtime_ms(dir / "transcript.jsonl"), s.info.updated_ms);
-  if (auto control = read_json(dir / "control.json"))
-    s.live = pid_alive(control->value("pid", int64_t{0}));
+  s.live = session_running(dir);
   return s;
 }
 

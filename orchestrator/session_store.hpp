@@ -3,6 +3,7 @@
 // the `troupe ls`, `show` and `rm` commands.
 
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -10,6 +11,25 @@
 #include "protocol/session_info.hpp"
 
 namespace troupe {
+
+/// An exclusive flock on `<session>/session.lock`, held for as long as the object lives: one
+/// process runs a session at a time.
+class session_lock {
+public:
+  /// Takes the lock of the session in `dir` (created if needed); fails, saying so, when another
+  /// process holds it.
+  static expected<std::shared_ptr<session_lock>> take(const std::filesystem::path& dir);
+  session_lock(const session_lock&) = delete;
+  session_lock& operator=(const session_lock&) = delete;
+  ~session_lock();
+
+private:
+  explicit session_lock(int fd) : fd_(fd) {}
+  int fd_ = -1;
+};
+
+/// True when a process holds the lock of the session in `dir` (it is running).
+bool session_running(const std::filesystem::path& dir);
 
 /// <troupe home>/sessions/<id>
 std::filesystem::path session_dir_of(const std::string& session_id);
@@ -24,7 +44,7 @@ struct stored_session {
   session_info info;
   /// When its transcript last changed (ms since the epoch).
   int64_t last_activity_ms = 0;
-  /// A process is running it now (its control.json names a live pid).
+  /// A process is running it now (it holds the session's lock).
   bool live = false;
 };
 

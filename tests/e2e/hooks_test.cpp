@@ -303,3 +303,22 @@ TEST_CASE("GenerationPost context goes in after the reply's tool results") {
   CHECK(log[3]["content"] == "that command was slow");
   CHECK(log[4]["content"] == "ok");
 }
+
+TEST_CASE("a hook that closes its output still times out") {
+  cli_fixture f;
+  auto hooks = json{{"PreToolUse", json::array({{{"hooks", json::array({hook(
+                                     "exec >/dev/null 2>&1; sleep 20", 0.5)})}}})}};
+  auto start = std::chrono::steady_clock::now();
+  auto r = f.run({"--model", f.script({native("shell", {{"command", "echo ran"}}), {{"text", "ok"}}}),
+                  "--tool-format", "tool", "--settings", settings(f, hooks), "--output-format",
+                  "stream-json", "go"});
+  CHECK(r.exit_code == 0);
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds{10});
+  bool timed_out = false;
+  for (auto& line : split_lines(r.out)) {
+    auto j = json::parse(line);
+    if (j.value("subtype", "") == "hook_response")
+      timed_out = timed_out || j["outcome"] == "timeout";
+  }
+  CHECK(timed_out);
+}

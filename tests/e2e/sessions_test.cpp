@@ -176,3 +176,45 @@ TEST_CASE("a run resumed without a prompt answers the message its last run died 
   CHECK(idle.exit_code == 2);
   CHECK(idle.err.find("has nothing left to answer") != std::string::npos);
 }
+
+TEST_CASE("one process runs a session at a time: a second one is refused and changes nothing") {
+  cli_fixture f;
+  auto live = std::async(std::launch::async, [&] {
+    return f.run({"--model", f.script({text_line("slow", 20000)}), "--session-id", "busy",
+                  "first"});
+  });
+  REQUIRE(wait_until([&] { return std::filesystem::exists(session_dir(f, "busy") / "control.json"); },
+                     std::chrono::seconds{10}));
+  for (auto args : {std::vector<std::string>{"--session-id", "busy", "intruding"},
+                    std::vector<std::string>{"--resume", "busy", "intruding"}}) {
+    args.insert(args.begin(), {"--model", f.script({text_line("never")})});
+    auto second = f.run(args);
+    CHECK(second.exit_code == 2);
+    CHECK(second.err.find("is running in another process") != std::string::npos);
+  }
+  CHECK(std::filesystem::exists(session_dir(f, "busy") / "control.json"));
+  CHECK(read_jsonl(session_dir(f, "busy") / "transcript.jsonl").size() == 1);
+  auto listed = run_troupe({"ls", "--json"}, f.options());
+  CHECK(json::parse(split_lines(listed.out).at(0))["state"] == "running");
+  CHECK(run_troupe({"interrupt", "busy"}, f.options()).exit_code == 0);
+  CHECK(live.get().exit_code == 130);
+  // Once it has ended the lock is free again.
+  CHECK(f.run({"--resume", "busy", "--model", f.script({text_line("now")}), "again"}).exit_code ==
+        0);
+}
+
+TEST_CASE("a fork that fails its checks leaves no session behind") {
+  cli_fixture f;
+  REQUIRE(f.run({"--model", f.script({text_line("a")}), "--session-id", "orig", "x"})
+            .exit_code == 0);
+  auto bad = f.run({"--resume", "orig", "--fork", "--session-id", "copy", "--model", "bogus/x",
+                    "y"});
+  CHECK(bad.exit_code == 2);
+  CHECK(!std::filesystem::exists(session_dir(f, "copy")));
+  CHECK(f.run({"--resume", "orig", "--fork", "--session-id", "copy", "--model",
+               f.script({text_line("b")}), "y"})
+          .exit_code == 0);
+  auto empty_resume = f.run({"--resume", "", "x"});
+  CHECK(empty_resume.exit_code == 2);
+  CHECK(empty_resume.err.find("--resume needs a session's id or name") != std::string::npos);
+}

@@ -53,7 +53,11 @@ TEST_CASE("bad hook settings are errors that name the file and what is wrong") {
                  row{R"({"hooks": {"Stop": [{"hooks": [{"command": "x", "timeout": -1}]}]}})",
                      "timeout"},
                  row{R"({"hooks": {"PreToolUse": [{"matcher": "(", "hooks": []}]}})",
-                     "is not a regular expression"}}) {
+                     "is not a regular expression"},
+                 row{R"({"hooks": {"PreToolUse": [{"matcher": 5, "hooks": []}]}})",
+                     "must be a string"},
+                 row{R"({"hooks": {"Stop": [{"hooks": [{"type": 5, "command": "x"}]}]}})",
+                     "must be a string"}}) {
     CAPTURE(r.settings);
     auto parsed = parse_hook_settings(json::parse(r.settings), "/x/settings.json");
     REQUIRE_FALSE(parsed);
@@ -106,4 +110,26 @@ TEST_CASE("hook answers combine: exit 2 and decisions block, context and message
         "branch: main");
   CHECK(combine_hook_results("PostToolUse", {ran(0, "chatter\n")}).additional_context.empty());
   CHECK(combine_hook_results("Stop", {ran(2, "")}).reason == "blocked by a Stop hook");
+}
+
+TEST_CASE("Claude Code's permissionDecision form blocks, and fields of the wrong type are no answer") {
+  auto deny = combine_hook_results(
+    "PreToolUse",
+    {ran(0, R"({"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny",)"
+            R"("permissionDecisionReason":"not in CI"}})")});
+  CHECK(deny.blocked);
+  CHECK(deny.reason == "not in CI");
+  CHECK_FALSE(combine_hook_results(
+                "PreToolUse",
+                {ran(0, R"({"hookSpecificOutput":{"permissionDecision":"allow"}})")})
+                .blocked);
+  for (auto odd : {R"({"decision":"block","reason":42})", R"({"decision":true})",
+                   R"({"decision":null})", R"({"additionalContext":["a"]})",
+                   R"({"hookSpecificOutput":{"permissionDecision":1}})"}) {
+    CAPTURE(odd);
+    auto o = combine_hook_results("Stop", {ran(0, odd)}); // must not throw
+    CHECK(o.additional_context.empty());
+  }
+  CHECK(combine_hook_results("Stop", {ran(0, R"({"decision":"block","reason":42})")}).reason ==
+        "blocked by a Stop hook");
 }
