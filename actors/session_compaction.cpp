@@ -115,7 +115,8 @@ bool compact(session_ptr self, compaction_trigger trigger, compaction_done done)
               for (auto& text : hook.messages)
                 trigger.instructions += (trigger.instructions.empty() ? "" : "\n") + text;
               request_summary(self, plan, trigger, done);
-            });
+            },
+            false, [=] { done(compaction_status::interrupted, "interrupted"); });
   return true;
 }
 

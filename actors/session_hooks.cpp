@@ -26,26 +26,47 @@ bool has_hooks(const session_state& st, const std::string& event) {
 }
 
 void run_hooks(session_ptr self, const std::string& event, nlohmann::json input,
-               std::function<void(const hook_outcome&)> then, bool after_end) {
+               std::function<void(const hook_outcome&)> then, bool after_end,
+               std::function<void()> on_interrupt) {
   auto& st = self->state;
   if (!has_hooks(st, event)) {
     then(hook_outcome{});
     return;
   }
+  // An interrupt does not wait for the hooks: it takes `on_interrupt` instead, and their answer,
+  // when it comes, is dropped (the serial says it is stale).
+  auto serial = ++st.hook_wait_serial;
+  st.hook_interrupt = std::move(on_interrupt);
+  auto current = [=] {
+    auto& s = self->state;
+    if (s.hook_wait_serial != serial)
+      return false;
+    s.hook_interrupt = nullptr;
+    return s.phase != session_phase::ended || after_end;
+  };
   self->request(st.hooks, caf::infinite, hook_atom::value, hook_request{event, "", std::move(input)})
     .then(
       [=](const hook_outcome& outcome) {
-        if (self->state.phase == session_phase::ended && !after_end)
-          return;
-        then(outcome);
+        if (current())
+          then(outcome);
       },
       [=](caf::error& err) {
-        if (self->state.phase == session_phase::ended && !after_end)
+        if (!current())
           return;
         publish_notice(self, "hook_error",
                        event + " hooks failed: " + self->system().render(err));
         then(hook_outcome{});
       });
+}
+
+bool interrupt_hooks(session_ptr self) {
+  auto& st = self->state;
+  if (!st.hook_interrupt)
+    return false;
+  auto taken = std::exchange(st.hook_interrupt, nullptr);
+  ++st.hook_wait_serial; // the hooks' answer is stale now
+  taken();
+  return true;
 }
 
 bool log_hook_context(session_ptr self, const std::string& event, const std::string& text) {

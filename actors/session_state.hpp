@@ -64,6 +64,9 @@ struct session_state {
   /// The runner of the external hooks, and the events that have commands.
   hook_runner_actor hooks;
   std::set<std::string> hook_events;
+  /// What an interrupt does while the session waits for hooks, and the wait's serial.
+  std::function<void()> hook_interrupt;
+  uint64_t hook_wait_serial = 0;
   /// Context that GenerationPost hooks returned: logged before the next model call (after the
   /// reply's tool results).
   std::vector<message> pending_hook_context;
@@ -190,7 +193,12 @@ bool has_hooks(const session_state& st, const std::string& event);
 /// from a handler; at once with an empty outcome when the event has none. Once the session has
 /// ended `then` is not called, unless `after_end` (SessionEnd).
 void run_hooks(session_ptr self, const std::string& event, nlohmann::json input,
-               std::function<void(const hook_outcome&)> then, bool after_end = false);
+               std::function<void(const hook_outcome&)> then, bool after_end = false,
+               std::function<void()> on_interrupt = {});
+
+/// An interrupt came while hooks ran: their wait is abandoned for its `on_interrupt`. Returns
+/// false when no interruptible hooks were running.
+bool interrupt_hooks(session_ptr self);
 
 /// Logs a hook's additional context for the model: a user message, origin "hook". Returns false
 /// once the session has ended.

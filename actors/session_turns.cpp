@@ -19,6 +19,7 @@ namespace {
 void run_next_step(session_ptr self);
 void send_step(session_ptr self, bool may_compact);
 void enter_loop(session_ptr self, bool unanswered);
+void stop_turn_interrupted(session_ptr self, bool declined);
 
 // The calls of the last assistant message that no tool message answers.
 std::vector<tool_call> unanswered_calls(const std::vector<message_ptr>& log) {
@@ -49,7 +50,8 @@ void start_turn(session_ptr self) {
 }
 
 // TURN_POST: the in-process turn.post hooks, then the external Stop hooks.
-void run_stop_hooks(session_ptr self, std::function<void(const hook_outcome&)> then) {
+void run_stop_hooks(session_ptr self, std::function<void(const hook_outcome&)> then,
+                    std::function<void()> on_interrupt) {
   auto& st = self->state;
   fire_and_enqueue(self, hook_point::turn_post);
   if (has_hooks(st, "Stop"))
@@ -57,7 +59,19 @@ void run_stop_hooks(session_ptr self, std::function<void(const hook_outcome&)> t
   run_hooks(self, "Stop",
             {{"stop_hook_active", st.state.stop_hook_active},
              {"last_assistant_message", st.last_assistant_text}},
-            std::move(then));
+            std::move(then), false, std::move(on_interrupt));
+}
+
+// An interrupt while a finished turn's hooks run: the turn is over whatever they would say; a
+// headless run ends `interrupted`, a chat drops what was queued and waits for input.
+void after_interrupted_turn(session_ptr self) {
+  auto& st = self->state;
+  if (!st.config.interactive) {
+    end_session(self, terminal_reason::interrupted);
+    return;
+  }
+  drop_queue(self, "interrupted");
+  next_turn(self);
 }
 
 // A turn that ended normally: turn.post, then loop.continue (its messages are the next
@@ -67,17 +81,10 @@ void run_stop_hooks(session_ptr self, std::function<void(const hook_outcome&)> t
 // External Stop hooks (TURN_POST) may block: the reason becomes the input and the turn goes on,
 // once — while stop_hook_active is set a second block is not honoured.
 void end_turn(session_ptr self) {
+  auto interrupted = [=] { after_interrupted_turn(self); };
   run_stop_hooks(self, [=](const hook_outcome& stop) {
     auto& s = self->state;
-    // An interrupt while the Stop hooks ran: the turn is over, whatever they said.
-    bool interrupted = std::exchange(s.interrupt_requested, false);
-    if (interrupted && !s.config.interactive) {
-      end_session(self, terminal_reason::interrupted);
-      return;
-    }
-    if (interrupted)
-      drop_queue(self, "interrupted");
-    if (stop.blocked && !s.state.stop_hook_active && !interrupted) {
+    if (stop.blocked && !s.state.stop_hook_active) {
       s.state.stop_hook_active = true;
       if (!log_hook_context(self, "Stop", stop.reason))
         return;
@@ -91,24 +98,29 @@ void end_turn(session_ptr self) {
                          stop.reason);
     queue_hook_messages(self, stop);
     fire_and_enqueue(self, hook_point::loop_continue);
-    run_hooks(self, "LoopContinue", {{"turn", s.state.turn_count}}, [=](const hook_outcome& more) {
-      queue_hook_messages(self, more);
-      next_turn(self);
-    });
-  });
+    run_hooks(
+      self, "LoopContinue", {{"turn", s.state.turn_count}},
+      [=](const hook_outcome& more) {
+        queue_hook_messages(self, more);
+        next_turn(self);
+      },
+      false, interrupted);
+  }, interrupted);
 }
 
 // TURN_POST of a turn that cannot go on (the model called complete, the step cap of a run, a
 // run blocked by permissions): Stop hooks run and are told, a block is not honoured.
 void end_turn_for_good(session_ptr self, std::function<void()> then) {
-  run_stop_hooks(self, [=](const hook_outcome& stop) {
-    self->state.interrupt_requested = false; // the turn is over already
-    if (stop.blocked)
-      publish_notice(self, "hook_blocked",
-                     "a Stop hook blocked a turn that cannot go on: " + stop.reason);
-    queue_hook_messages(self, stop);
-    then();
-  });
+  run_stop_hooks(
+    self,
+    [=](const hook_outcome& stop) {
+      if (stop.blocked)
+        publish_notice(self, "hook_blocked",
+                       "a Stop hook blocked a turn that cannot go on: " + stop.reason);
+      queue_hook_messages(self, stop);
+      then();
+    },
+    then); // interrupted: the turn's end was decided already
 }
 
 // The input starts a turn, after the external UserPromptSubmit hooks (TURN_PRE). `input` is a
@@ -119,6 +131,13 @@ void submit_turn(session_ptr self, std::optional<message> input, const std::stri
   if (has_hooks(st, "UserPromptSubmit"))
     st.phase = session_phase::hooking;
   auto origin = input ? input->origin : std::string{"task-notification"};
+  // Interrupted while the hooks decide: the prompt was given, so it is logged, and the turn
+  // stops there.
+  auto interrupted = [=]() mutable {
+    if (input && !append_message(self, *input))
+      return;
+    stop_turn_interrupted(self, false);
+  };
   run_hooks(self, "UserPromptSubmit", {{"prompt", prompt}, {"origin", origin}},
             [=, input = std::move(input)](const hook_outcome& hook) mutable {
               auto& s = self->state;
@@ -146,7 +165,8 @@ void submit_turn(session_ptr self, std::optional<message> input, const std::stri
                 return;
               queue_hook_messages(self, hook);
               start_turn(self);
-            });
+            },
+            false, interrupted);
 }
 
 } // namespace
@@ -453,7 +473,8 @@ void run_next_step(session_ptr self) {
               s.state.step_count++;
               s.state.total_steps++;
               send_step(self, true);
-            });
+            },
+            false, [=] { stop_turn_interrupted(self, false); });
 }
 
 // Sends the context since the last boundary to the step; when the projected request is past
@@ -578,6 +599,11 @@ void begin_session(session_ptr self) {
                 return;
               queue_hook_messages(self, hook);
               enter_loop(self, unanswered);
+            },
+            false,
+            [=] {
+              self->state.interrupt_before_start = true; // stops the turn it would start
+              enter_loop(self, unanswered);
             });
 }
 
@@ -679,12 +705,17 @@ caf::result<bool> accept_reply(session_ptr self, message reply) {
               }
               queue_hook_messages(self, hook);
               promise.deliver(s.phase == session_phase::stepping && !s.interrupt_requested);
-            });
+            },
+            false, [=]() mutable { promise.deliver(false); }); // interrupted: no tool runs
   return promise;
 }
 
 std::string request_interrupt(session_ptr self) {
   auto& st = self->state;
+  // Hooks in flight are not waited for. GenerationPost's run while the step waits: the step is
+  // interrupted too, below; elsewhere the interrupt's whole effect is what the hooks' site does.
+  if (interrupt_hooks(self) && st.phase != session_phase::stepping)
+    return "interrupted";
   if (st.phase == session_phase::idle) {
     if (st.config.interactive) {
       // At the prompt an interrupt takes back what was queued, never the session.
@@ -700,7 +731,7 @@ std::string request_interrupt(session_ptr self) {
     return "interrupted: the session is starting";
   }
   if (st.phase == session_phase::hooking) {
-    // Hooks between steps run to their end (or timeout); the model is not asked after them.
+    // Hooks that cannot be abandoned (none so far): the model is not asked after them.
     interrupt_foreground_children(self);
     st.interrupt_requested = true;
     return "interrupted";

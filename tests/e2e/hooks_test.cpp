@@ -322,3 +322,23 @@ TEST_CASE("a hook that closes its output still times out") {
   }
   CHECK(timed_out);
 }
+
+TEST_CASE("an interrupt does not wait for the hooks of any event") {
+  for (std::string event : {"SessionStart", "UserPromptSubmit", "StepPre", "GenerationPost",
+                            "Stop", "LoopContinue"}) {
+    CAPTURE(event);
+    cli_fixture f;
+    auto hooks = json{{event, json::array({{{"hooks", json::array({hook("sleep 20")})}}})}};
+    process_options opts;
+    opts.interrupt_after = std::chrono::milliseconds{700};
+    auto start = std::chrono::steady_clock::now();
+    auto r = f.run({"--model", f.script({{{"text", "answer"}}, {{"text", "more"}}}),
+                    "--settings", settings(f, hooks), "--session-id", "i", "the prompt"},
+                   opts);
+    CHECK(r.exit_code == 130);
+    CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds{5});
+    auto log = read_jsonl(f.dir / "home/sessions/i/transcript.jsonl");
+    REQUIRE(!log.empty());
+    CHECK(log[0]["content"] == "the prompt"); // what was given is never lost
+  }
+}
