@@ -115,6 +115,8 @@ struct session_config {
   /// Names the session after its first reply, off the loop; unset: named from the first prompt
   /// when it ends.
   namer_actor namer;
+  /// The namer asks a model (its names are the model's, not the prompt's words).
+  bool namer_uses_model = false;
   /// 0 for a top-level session, its parent's + 1 for a subagent.
   int32_t depth = 0;
   /// Deepest subagent nesting allowed, and most subagents running at once per session.

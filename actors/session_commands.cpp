@@ -3,6 +3,7 @@
 // conversation (/undo, /clear, /model), with the system message the transcript keeps.
 
 #include <cinttypes>
+#include <algorithm>
 #include <cstdio>
 
 #include <caf/actor_system.hpp>
@@ -116,7 +117,10 @@ void rename(session_ptr self, const std::string& name) {
     publish_notice(self, "usage", "/rename NAME: give the session a name");
     return;
   }
-  st.info.name = name.substr(0, 100);
+  auto end = std::min<size_t>(name.size(), 100);
+  while (end < name.size() && (static_cast<unsigned char>(name[end]) & 0xC0) == 0x80)
+    --end; // never half a UTF-8 character
+  st.info.name = name.substr(0, end);
   st.info.name_source = "user";
   save_info(self); // the next status the session publishes carries the name
   answer(self, "the session is now named \"" + st.info.name + "\"");
@@ -170,13 +174,15 @@ bool run_command(session_ptr self, const message& input) {
   const auto& text = input.content;
   if (input.role != role::user || text.size() < 2 || text[0] != '/')
     return false;
-  auto name = text.substr(1, text.find_first_of(" \t\n") - 1);
+  // "\r" too: input piped from a file with CRLF line ends.
+  const char* blanks = " \t\r\n";
+  auto name = text.substr(1, text.find_first_of(blanks) - 1);
   if (name.find('/') != std::string::npos)
     return false; // a path such as /usr/bin/env, not a command
-  auto space = text.find_first_of(" \t\n");
+  auto space = text.find_first_of(blanks);
   auto argument = space == std::string::npos ? std::string{} : text.substr(space + 1);
-  argument.erase(0, argument.find_first_not_of(" \t\n"));
-  argument.erase(argument.find_last_not_of(" \t\n") + 1);
+  argument.erase(0, argument.find_first_not_of(blanks));
+  argument.erase(argument.find_last_not_of(blanks) + 1);
   if (name == "exit" || name == "quit") {
     end_session(self, terminal_reason::completed);
   } else if (name == "compact") {

@@ -200,7 +200,8 @@ void end_wait_done(session_ptr self) {
 
 void count_usage(session_ptr self, const token_usage& usage) {
   auto& st = self->state;
-  st.usage += usage;
+  st.usage += usage;      // this run's (the result line)
+  st.info.usage += usage; // the session's, over every run (session.json, the status line)
   // Priced per call: a /model switch changes the price from then on.
   if (auto cost = cost_usd(st.config.model_name, usage))
     st.info.cost_usd += *cost;
@@ -214,7 +215,6 @@ void save_info(session_ptr self) {
   st.info.model = st.config.model_name;
   st.info.turns = st.state.turn_count;
   st.info.steps = st.state.total_steps;
-  st.info.usage = st.usage;
   if (auto written = st.info_file.write(nlohmann::json(st.info)); !written)
     spdlog::warn("session {}: {}", st.config.session_id, written.error());
 }
@@ -227,7 +227,7 @@ void publish_status(session_ptr self, bool busy) {
   status.model = st.config.model_name;
   status.name = st.info.name;
   status.turn_count = st.state.turn_count;
-  status.usage = st.usage;
+  status.usage = st.info.usage;
   status.cost_usd = st.info.cost_usd;
   status.cost_known = st.info.cost_known;
   status.context_tokens = st.window.projected_tokens();

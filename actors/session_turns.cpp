@@ -311,15 +311,35 @@ void stop_turn_interrupted(session_ptr self, bool declined) {
 
 // A prompt the provider refused as too long gets one reactive compaction and the same step
 // again; any other failure, or a second refusal, ends the run.
+// A failed step ends a headless run `error`. In a chat the person decides: the error is logged
+// as a system message and the prompt comes back (the session goes on, /model or /compact may
+// help).
+void fail_turn(session_ptr self, std::string error, model_error_kind kind) {
+  auto& st = self->state;
+  if (!st.config.interactive) {
+    end_session(self, terminal_reason::error, std::move(error), kind);
+    return;
+  }
+  message note;
+  note.role = role::system;
+  note.origin = "error";
+  note.content = "The turn stopped: " + error;
+  if (!append_message(self, std::move(note)))
+    return;
+  save_state(self);
+  fire_and_enqueue(self, hook_point::turn_post);
+  next_turn(self);
+}
+
 void on_step_failed(session_ptr self, const step_outcome& outcome) {
   auto& st = self->state;
   st.state.transition = transition_reason::model_error;
   if (outcome.error != model_error_kind::prompt_too_long) {
-    end_session(self, terminal_reason::error, outcome.error_message, outcome.error);
+    fail_turn(self, outcome.error_message, outcome.error);
     return;
   }
   if (st.state.has_attempted_reactive_compact) {
-    end_session(self, terminal_reason::error,
+    fail_turn(self,
                 "the conversation is still too long for the model's context window after a "
                 "compaction (" +
                     outcome.error_message + "); start a new session or lower what the tools return",
@@ -327,7 +347,7 @@ void on_step_failed(session_ptr self, const step_outcome& outcome) {
     return;
   }
   if (auto_compaction_off(st)) {
-    end_session(self, terminal_reason::error,
+    fail_turn(self,
                 "the conversation is too long for the model's context window and "
                 "auto-compaction is off after " +
                     std::to_string(compaction_breaker) + " failed compactions (" +
@@ -349,14 +369,14 @@ void on_step_failed(session_ptr self, const step_outcome& outcome) {
                 } else if (status == compaction_status::interrupted) {
                   stop_turn_interrupted(self, false);
                 } else {
-                  end_session(self, terminal_reason::error,
+                  fail_turn(self,
                               "the conversation is too long for the model's context window (" +
                                   refused + ") and compacting it failed: " + why,
                               model_error_kind::prompt_too_long);
                 }
               });
   if (!started)
-    end_session(self, terminal_reason::error,
+    fail_turn(self,
                 "the conversation is too long for the model's context window (" + refused +
                     ") and there is nothing left to compact",
                 outcome.error);
@@ -570,7 +590,15 @@ void begin_session(session_ptr self) {
   st.info.state = "running";
   if (st.info.created_ms == 0)
     st.info.created_ms = now_ms();
+  // A session that died in its first turn never had its info written: its transcript tells.
+  if (st.info.first_prompt.empty())
+    for (auto& m : st.log)
+      if (m->role == role::user && m->origin == "prompt") {
+        st.info.first_prompt = m->content.substr(0, 200);
+        break;
+      }
   save_info(self);
+  save_state(self); // never an empty state.json, even if the process dies before a step
   for (auto& m : st.log)
     if (m->origin == "task-notification")
       st.notification_ids.insert(m->id);
@@ -585,11 +613,9 @@ void begin_session(session_ptr self) {
                         make_tool_message(lost, error_result("[no result: the session stopped "
                                                              "before this call finished]"))))
       return;
-  // A compaction in the middle of a turn leaves the boundary last: look past it.
   auto last = std::find_if(st.log.rbegin(), st.log.rend(),
-                           [](const message_ptr& m) { return !is_compact_boundary(*m); });
-  bool unanswered =
-      last != st.log.rend() && ((*last)->role == role::user || (*last)->role == role::tool);
+                           [](const message_ptr& m) { return !is_bookkeeping(*m); });
+  bool unanswered = last != st.log.rend() && awaits_answer(**last);
   // External SessionStart hooks add their context first (it is not a message to answer).
   // Until they and the durable queue are done, the session stays `created`: inputs and news
   // queue up.
@@ -666,7 +692,7 @@ void ask_for_name(session_ptr self, const std::string& reply) {
     // It may replace the end's fallback from the prompt, never a name the user gave.
     if (!name.empty() && (s.info.name.empty() || s.info.name_source == "prompt")) {
       s.info.name = name;
-      s.info.name_source = "model";
+      s.info.name_source = s.config.namer_uses_model ? "model" : "prompt";
       save_info(self); // no notice: the next status line (and troupe ls) shows it
     }
     if (waited_for)

@@ -30,6 +30,15 @@ bool is_view_marker(const message& m) {
   return m.role == role::system && (m.origin == undo_origin || m.origin == clear_origin);
 }
 
+bool is_bookkeeping(const message& m) {
+  if (is_compact_boundary(m) || is_view_marker(m))
+    return true;
+  return m.role == role::user && m.origin == "hook" && m.meta.is_object() &&
+         m.meta.value("hook_event", std::string{}) == "SessionStart";
+}
+
+bool awaits_answer(const message& m) { return m.role == role::user || m.role == role::tool; }
+
 bool starts_turn(const message& m) {
   if (m.role != role::user)
     return false;

@@ -28,6 +28,16 @@ inline constexpr const char* clear_origin = "clear";
 /// Returns true for an undo or clear marker; the model never sees them.
 bool is_view_marker(const message& m);
 
+/// Returns true for what says nothing about whether a conversation waits for an answer: a
+/// compact boundary (a compaction mid-turn leaves it last), the context a SessionStart hook
+/// added, an /undo or /clear marker.
+bool is_bookkeeping(const message& m);
+
+/// Returns true when a conversation whose last message other than bookkeeping is `m` waits for
+/// the model: `m` is the user's (a prompt, news, a hook's input) or a tool result. A resumed
+/// session answers it first (crash recovery).
+bool awaits_answer(const message& m);
+
 /// Returns true for a message that started a turn (marked so when it was logged; older
 /// transcripts: a prompt or a parent's message).
 bool starts_turn(const message& m);

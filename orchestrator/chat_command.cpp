@@ -367,6 +367,8 @@ private:
     }
     auto line = piped_.substr(0, end);
     piped_.erase(0, end == std::string::npos ? std::string::npos : end + 1);
+    if (!line.empty() && line.back() == '\r')
+      line.pop_back(); // CRLF line ends
     if (line.find_first_not_of(" \t\r") == std::string::npos) {
       send_piped();
       return;

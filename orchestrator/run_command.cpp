@@ -281,6 +281,7 @@ expected<launched_agent> launch_agent(caf::actor_system& sys, run_settings& sett
     naming.provider.max_tokens = 32;
     naming.provider.stream = false;
     session.namer = spawn_namer(sys, spawn_http_model(sys, std::move(naming), *engine));
+    session.namer_uses_model = true;
   } else {
     session.namer = spawn_namer(sys, model_client_actor{});
   }

@@ -308,11 +308,9 @@ expected<bool> resolve_session(const run_flags& flags, run_settings& settings) {
     else
       spdlog::warn("{}; counters restart from zero", state.error());
   }
-  // A compaction in the middle of a turn leaves the boundary last: look past it.
   auto last = std::find_if(settings.history.rbegin(), settings.history.rend(),
-                           [](const message& m) { return !is_compact_boundary(m); });
-  return last != settings.history.rend() &&
-         (last->role == role::user || last->role == role::tool);
+                           [](const message& m) { return !is_bookkeeping(m); });
+  return last != settings.history.rend() && awaits_answer(*last);
 }
 
 expected<std::vector<std::filesystem::path>> settings_files(const run_flags& flags,

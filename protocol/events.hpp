@@ -110,7 +110,7 @@ struct session_status_event {
   std::string model;
   std::string name;
   int64_t turn_count = 0;
-  /// This run's usage; the cost is the session's whole (subagents included).
+  /// The session's usage over all its runs; the cost is its whole (subagents included).
   token_usage usage;
   double cost_usd = 0;
   bool cost_known = true;

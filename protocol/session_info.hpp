@@ -26,7 +26,7 @@ struct session_info {
   int64_t updated_ms = 0;
   int64_t turns = 0;
   int64_t steps = 0;
-  /// This agent's own usage; its subagents' is in their own session.json.
+  /// This agent's own usage over all its runs; its subagents' is in their own session.json.
   token_usage usage;
   /// What this agent and its subagents cost, in US dollars; `cost_known` is false when a
   /// model's price is not in the table.

@@ -228,6 +228,7 @@ TEST_CASE("a slow namer does not hold up the loop, and its name arrives later") 
   // A namer that answers only when the test lets it.
   auto release = std::make_shared<std::promise<void>>();
   auto released = release->get_future().share();
+  f.config.namer_uses_model = true;
   f.config.namer = f.actors.sys().spawn<caf::detached>(
     [released](namer_actor::pointer) -> namer_actor::behavior_type {
       return {[released](name_atom, const std::string&, const std::string&) {

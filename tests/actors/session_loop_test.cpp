@@ -225,11 +225,13 @@ TEST_CASE("the loop state is written after each step") {
     return std::vector<message>{};
   });
   f.run({shell_reply("true"), shell_reply("true"), text_reply("done")});
-  REQUIRE(states->size() == 2);
-  CHECK((*states)[0]["step_count"] == 1);
-  CHECK((*states)[0]["transition_reason"] == "tool_round");
-  CHECK((*states)[1]["step_count"] == 2);
-  CHECK((*states)[1]["messages_count"] == 5);
+  // Written once at the start (never an empty file), then after each step.
+  REQUIRE(states->size() == 3);
+  CHECK((*states)[0]["step_count"] == 0);
+  CHECK((*states)[1]["step_count"] == 1);
+  CHECK((*states)[1]["transition_reason"] == "tool_round");
+  CHECK((*states)[2]["step_count"] == 2);
+  CHECK((*states)[2]["messages_count"] == 5);
   auto final_state = f.state();
   CHECK(final_state["step_count"] == 3);
   CHECK(final_state["transition_reason"] == "structural_stop");

@@ -120,3 +120,25 @@ TEST_CASE("/undo against a real wire format: the next request leaves the turn ou
   CHECK(sent.find("\"two\"") == std::string::npos);
   CHECK(sent.find("gamma") != std::string::npos);
 }
+
+TEST_CASE("a model error in a chat is shown and the chat goes on") {
+  cli_fixture f;
+  auto model = f.script({{{"error", {{"status", 429}, {"message", "rate limited"}}}},
+                         {{"text", "back again"}}});
+  auto r = chat(f, {"--model", model, "--max-retries", "0"}, "first\nsecond\n");
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("The turn stopped: rate limited") != std::string::npos);
+  auto log = only_transcript(f);
+  REQUIRE(log.size() == 4);
+  CHECK(log[1]["origin"] == "error");
+  CHECK(log[3]["content"] == "back again");
+}
+
+TEST_CASE("piped input with CRLF line ends works like LF") {
+  cli_fixture f;
+  auto r = chat(f, {"--model", f.script({{{"text", "hi"}}})}, "/help\r\nhello\r\n");
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("unknown command") == std::string::npos);
+  CHECK(r.out.find("/rename NAME") != std::string::npos);
+  CHECK(only_transcript(f)[0]["content"] == "hello");
+}

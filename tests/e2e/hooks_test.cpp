@@ -342,3 +342,21 @@ TEST_CASE("an interrupt does not wait for the hooks of any event") {
     CHECK(log[0]["content"] == "the prompt"); // what was given is never lost
   }
 }
+
+TEST_CASE("SessionStart context is no message to answer on resume") {
+  cli_fixture f;
+  auto hooks = json{{"SessionStart", json::array({{{"hooks", json::array({hook("echo 'on branch main'")})}}})}};
+  auto path = settings(f, hooks);
+  REQUIRE(f.run({"--model", f.script({{{"text", "hello"}}}), "--settings", path, "--session-id",
+                 "ss", "hi"})
+            .exit_code == 0);
+  // Resumed with the hook again just to exit: its context is the last message now.
+  REQUIRE(f.run({"--resume", "ss", "--settings", path, "--model", f.script({{{"text", "x"}}}),
+                 "/exit"})
+            .exit_code == 0);
+  auto log = read_jsonl(f.dir / "home/sessions/ss/transcript.jsonl");
+  REQUIRE(log.back()["origin"] == "hook");
+  auto again = f.run({"--resume", "ss", "--model", f.script({{{"text", "x"}}})});
+  CHECK(again.exit_code == 2);
+  CHECK(again.err.find("nothing left to answer") != std::string::npos);
+}

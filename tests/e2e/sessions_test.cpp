@@ -168,9 +168,14 @@ TEST_CASE("a run resumed without a prompt answers the message its last run died 
                "\n");
   auto r = f.run({"--resume", "crashed", "--model", f.script({text_line("42")})});
   CHECK(r.exit_code == 0);
+  CHECK(r.err.find("not valid JSON") == std::string::npos);
   auto log = read_jsonl(dir / "transcript.jsonl");
   REQUIRE(log.size() == 2);
   CHECK(log[1]["content"] == "42");
+  // It died before its record was written: the transcript names it.
+  auto info = json::parse(read_file(dir / "session.json"));
+  CHECK(info["first_prompt"] == "what is 6 times 7?");
+  CHECK(info["name"] == "what is 6 times 7");
   // Nothing left to answer: a prompt is needed now.
   auto idle = f.run({"--resume", "crashed", "--model", f.script({text_line("never")})});
   CHECK(idle.exit_code == 2);
@@ -217,4 +222,15 @@ TEST_CASE("a fork that fails its checks leaves no session behind") {
   auto empty_resume = f.run({"--resume", "", "x"});
   CHECK(empty_resume.exit_code == 2);
   CHECK(empty_resume.err.find("--resume needs a session's id or name") != std::string::npos);
+}
+
+TEST_CASE("session.json adds up the usage of every run, as it adds up the cost") {
+  cli_fixture f;
+  json priced = {{"text", "ok"}, {"usage", {{"input_tokens", 100}, {"output_tokens", 10}}}};
+  REQUIRE(f.run({"--model", f.script({priced}), "--session-id", "u", "one"}).exit_code == 0);
+  REQUIRE(f.run({"--resume", "u", "--model", f.script({priced}), "two"}).exit_code == 0);
+  auto info = json::parse(read_file(session_dir(f, "u") / "session.json"));
+  CHECK(info["usage"]["input_tokens"] == 200);
+  CHECK(info["usage"]["output_tokens"] == 20);
+  CHECK(info["turns"] == 2);
 }
