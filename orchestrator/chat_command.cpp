@@ -133,9 +133,11 @@ std::string status_line(const session_status_event& s) {
 class chat_front {
 public:
   chat_front(session_actor session, std::shared_ptr<chat_mailbox> box, bool terminal,
-             text_style style, const std::filesystem::path& history)
+             text_style style, const std::filesystem::path& history,
+             std::chrono::milliseconds idle_timeout, std::string first_prompt)
     : session_(std::move(session)), box_(std::move(box)), terminal_(terminal),
-      style_(std::move(style)) {
+      style_(std::move(style)), idle_timeout_(idle_timeout),
+      first_prompt_(std::move(first_prompt)) {
     // The terminal stays as it is until the first prompt: libedit learns its special keys
     // (Ctrl+D as end of input among them) from a terminal it first finds in cooked mode.
     if (terminal_)
@@ -143,18 +145,42 @@ public:
   }
 
   int run() {
+    using clock = std::chrono::steady_clock;
     while (!ended_) {
       pollfd fds[2] = {{box_->fd(), POLLIN, 0}, {STDIN_FILENO, POLLIN, 0}};
       bool read_stdin = terminal_ ? (editor_->prompting()) : (!input_closed_ && waiting_);
-      int n = ::poll(fds, read_stdin ? 2 : 1, -1);
+      int timeout = -1;
+      if (pending_ask_)
+        timeout = wait_ms(ask_due_);
+      else if (waiting_ && idle_timeout_.count() > 0)
+        timeout = wait_ms(last_activity_ + idle_timeout_);
+      int n = ::poll(fds, read_stdin ? 2 : 1, timeout);
       if (n < 0 && errno != EINTR)
         break;
-      if (fds[0].revents != 0)
+      if (fds[0].revents != 0) {
         for (auto& item : box_->take())
           handle(std::move(item));
-      if (read_stdin && !ended_ && (fds[1].revents & (POLLIN | POLLHUP)) != 0)
+        last_activity_ = clock::now();
+      }
+      if (read_stdin && !ended_ && (fds[1].revents & (POLLIN | POLLHUP)) != 0) {
         terminal_ ? editor_->read_input() : read_piped();
+        last_activity_ = clock::now();
+      }
+      if (pending_ask_ && clock::now() >= ask_due_) {
+        auto item = std::move(*pending_ask_);
+        pending_ask_.reset();
+        ask(item.text, std::move(item.answer));
+      }
+      if (waiting_ && idle_timeout_.count() > 0 && clock::now() >= last_activity_ + idle_timeout_) {
+        if (editor_)
+          editor_->stop();
+        write("\n" + style_.dim + "(idle for " + std::to_string(idle_timeout_.count() / 1000) +
+              " s: the chat ends)" + style_.reset + "\n");
+        submit("/exit");
+      }
     }
+    if (pending_ask_)
+      pending_ask_->answer->set_value("no");
     box_->close();
     for (auto& item : box_->take())
       if (item.what == chat_item::kind::ask)
@@ -165,6 +191,12 @@ public:
   }
 
 private:
+  static int wait_ms(std::chrono::steady_clock::time_point until) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+      until - std::chrono::steady_clock::now());
+    return static_cast<int>(std::max<int64_t>(0, left.count()));
+  }
+
   void write(const std::string& text) {
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);
@@ -187,6 +219,8 @@ private:
     switch (item.what) {
       case chat_item::kind::text:
         print(item.text);
+        if (pending_ask_) // the question goes under what the agent says before it
+          ask_due_ = std::chrono::steady_clock::now() + std::chrono::milliseconds{30};
         break;
       case chat_item::kind::status:
         on_status(item.status);
@@ -198,7 +232,12 @@ private:
         ended_ = true;
         break;
       case chat_item::kind::ask:
-        ask(item.text, std::move(item.answer));
+        // Asked from the step, apart from the text that led to it: give that text a moment to
+        // arrive, so the question reads after the reply that made the call.
+        if (pending_ask_)
+          pending_ask_->answer->set_value("no");
+        pending_ask_ = std::move(item);
+        ask_due_ = std::chrono::steady_clock::now() + std::chrono::milliseconds{30};
         break;
       case chat_item::kind::signal:
         on_signal(item.signal);
@@ -209,6 +248,8 @@ private:
   void on_status(const session_status_event& s) {
     last_status_ = s;
     if (s.busy) {
+      if (!first_prompt_.empty()) // the prompt from the command line, under the header
+        write(style_.bold + "› " + std::exchange(first_prompt_, {}) + style_.reset + "\n");
       waiting_ = false;
       if (editor_ && editor_->prompting() && !pending_answer_) {
         editor_->stop(); // a notification started a turn: what was typed waits
@@ -220,6 +261,10 @@ private:
       return; // a name or model change while the prompt is up
     waiting_ = true;
     empty_interrupts_ = 0;
+    if (exit_when_idle_) {
+      submit("/exit");
+      return;
+    }
     if (s.turn_count != shown_turns_ || !status_shown_) {
       write(style_.dim + status_line(s) + style_.reset + "\n");
       shown_turns_ = s.turn_count;
@@ -232,12 +277,47 @@ private:
   }
 
   void show_prompt() {
+    if (replay_typed_ahead())
+      return;
     auto mark = continued_.empty() ? std::string{"› "} : std::string{"… "};
     // \001 and \002 tell libedit the colour codes take no room on the screen.
     auto prompt = style_.bold.empty() ? mark
                                       : "\001" + style_.bold + "\002" + mark.substr(0, mark.size() - 1) +
                                           "\001" + style_.reset + "\002 ";
     editor_->prompt(prompt, [this](std::optional<std::string> line) { on_line(std::move(line)); });
+  }
+
+  // Keys typed ahead while a question was asked: a whole line is sent as typed at this
+  // prompt; a part line starts the prompt. Returns true when a line was sent.
+  bool replay_typed_ahead() {
+    if (typed_ahead_.empty())
+      return false;
+    std::string text;
+    for (size_t i = 0; i < typed_ahead_.size(); ++i) {
+      auto c = static_cast<unsigned char>(typed_ahead_[i]);
+      if (c == '\r' || c == '\n') {
+        typed_ahead_.erase(0, i + 1);
+        text = editor_->take_kept() + text;
+        if (text.find_first_not_of(" \t") == std::string::npos)
+          return replay_typed_ahead();
+        write(style_.bold + "› " + text + style_.reset + "\n");
+        editor_->remember(text);
+        submit(text);
+        return true;
+      }
+      if (c == 0x1b) { // an escape sequence (an arrow key): dropped
+        if (i + 1 < typed_ahead_.size() && typed_ahead_[i + 1] == '[')
+          for (i += 2; i < typed_ahead_.size() && (typed_ahead_[i] < 0x40 || typed_ahead_[i] > 0x7e);
+               ++i) {
+          }
+        continue;
+      }
+      if (c >= 0x20 && c != 0x7f)
+        text += static_cast<char>(c);
+    }
+    typed_ahead_.clear();
+    editor_->keep(editor_->take_kept() + text);
+    return false;
   }
 
   void submit(const std::string& text) {
@@ -278,6 +358,9 @@ private:
     pending_answer_ = std::move(answer);
     if (editor_->prompting())
       editor_->stop();
+    // What was typed before the question is kept for later, never taken as its answer.
+    line_before_question_ = editor_->take_kept();
+    typed_ahead_ += editor_->take_typed_ahead();
     write("\n" + style_.yellow + "[troupe] " + question + style_.reset + "\n");
     ask_again();
   }
@@ -299,13 +382,33 @@ private:
       return;
     pending_answer_->set_value(reply);
     pending_answer_.reset();
+    editor_->keep(std::exchange(line_before_question_, {}));
     editor_->quiet_terminal();
   }
 
   void on_signal(int sig) {
-    if (sig != SIGINT) {
-      // SIGTERM, or SIGHUP (the terminal went away): the session ends, and with it the chat.
+    if (sig == SIGWINCH) {
+      if (editor_)
+        editor_->resize();
+      return;
+    }
+    if (sig == SIGHUP) {
+      // The terminal went away: nobody is left to answer, the session ends at once.
       caf::anon_send_exit(session_, caf::exit_reason::user_shutdown);
+      return;
+    }
+    if (sig == SIGTERM) {
+      // Asked to stop: like /exit, after the step in flight is interrupted.
+      if (pending_answer_)
+        answer("no");
+      if (waiting_) {
+        if (editor_)
+          editor_->stop();
+        submit("/exit");
+      } else {
+        exit_when_idle_ = true;
+        caf::anon_send<caf::message_priority::high>(session_, interrupt_atom::value);
+      }
       return;
     }
     if (pending_answer_) {
@@ -395,6 +498,20 @@ private:
   std::shared_ptr<std::promise<std::string>> pending_answer_;
   std::string piped_;
   bool input_closed_ = false;
+  /// Keys typed ahead while a question was asked: replayed at the next prompt.
+  std::string typed_ahead_;
+  /// The line a question interrupted, for the prompt after it.
+  std::string line_before_question_;
+  /// A question waits a moment for the text before it (the reply that made the call) to land.
+  std::optional<chat_item> pending_ask_;
+  std::chrono::steady_clock::time_point ask_due_;
+  /// The chat's own idle timeout: reset by every key and every output.
+  std::chrono::milliseconds idle_timeout_{0};
+  std::chrono::steady_clock::time_point last_activity_ = std::chrono::steady_clock::now();
+  /// SIGTERM while the agent worked: the chat ends at the next prompt.
+  bool exit_when_idle_ = false;
+  /// The first prompt from the command line, shown once the session's header is out.
+  std::string first_prompt_;
 };
 
 } // namespace
@@ -410,6 +527,9 @@ int execute_chat(run_settings settings) {
   auto box = std::make_shared<chat_mailbox>();
   settings.interactive = true;
   auto first_prompt = settings.prompt;
+  // The chat keeps the idle timeout itself: a person typing is not idle, whatever the session
+  // sees.
+  auto idle_timeout = std::exchange(settings.idle_timeout, std::chrono::milliseconds{0});
   auto launched = launch_agent(sys, settings, spawn_chat_asker(sys, box));
   if (!launched) {
     std::fprintf(stderr, "troupe: %s\n", launched.error().c_str());
@@ -446,13 +566,12 @@ int execute_chat(run_settings settings) {
     box->push(std::move(item));
   }};
   auto style = text_style::make(options.colour);
-  if (!first_prompt.empty())
-    std::printf("%s› %s%s\n", style.bold.c_str(), first_prompt.c_str(), style.reset.c_str());
   caf::anon_send(agent, subscribe_atom::value, renderer);
   caf::anon_send(agent, start_atom::value);
   int code = 0;
   {
-    chat_front front{agent, box, terminal, style, settings.troupe_home / "history"};
+    chat_front front{agent, box, terminal, style, settings.troupe_home / "history", idle_timeout,
+                     first_prompt};
     code = front.run();
   }
   launched->stop_engine();

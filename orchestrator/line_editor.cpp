@@ -1,5 +1,6 @@
 #include "orchestrator/line_editor.hpp"
 
+#include <poll.h>
 #include <termios.h>
 #include <unistd.h>
 
@@ -152,6 +153,25 @@ void line_editor::remember(const std::string& line) {
   add_history(line.c_str());
   if (!history_file_.empty())
     write_history(history_file_.c_str());
+}
+
+std::string line_editor::take_typed_ahead() {
+  std::string bytes;
+  char buffer[4096];
+  pollfd waiting{STDIN_FILENO, POLLIN, 0};
+  while (::poll(&waiting, 1, 0) > 0 && (waiting.revents & POLLIN) != 0) {
+    auto n = ::read(STDIN_FILENO, buffer, sizeof buffer);
+    if (n <= 0)
+      break;
+    bytes.append(buffer, static_cast<size_t>(n));
+  }
+  return bytes;
+}
+
+void line_editor::resize() {
+  rl_resize_terminal();
+  if (active_)
+    rl_forced_update_display();
 }
 
 void line_editor::quiet_terminal() {

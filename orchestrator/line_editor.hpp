@@ -6,6 +6,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 
 namespace troupe {
 
@@ -50,6 +51,18 @@ public:
   /// While no prompt is shown, typed keys are neither echoed nor lost: they wait in the
   /// terminal for the next prompt. Ctrl+C still raises SIGINT.
   void quiet_terminal();
+
+  /// Takes the keys typed ahead that wait in the terminal (a question must not answer itself
+  /// with them).
+  std::string take_typed_ahead();
+
+  /// Takes what was typed on a line that was stopped, or sets it: the next prompt starts with
+  /// it.
+  std::string take_kept() { return std::exchange(kept_, {}); }
+  void keep(std::string text) { kept_ = std::move(text); }
+
+  /// The terminal changed size (SIGWINCH).
+  void resize();
 
 private:
   /// Puts the prompt up with what was kept from the line.

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <chrono>
+#include <csignal>
 #include <future>
 
 #include <unistd.h>
@@ -328,6 +329,8 @@ int execute_run(run_settings settings, std::FILE* out) {
 
   std::atomic<int> signals_seen{0};
   signal_forwarder forwarder{[&](int sig) {
+    if (sig == SIGWINCH)
+      return; // a resized terminal is no reason to stop
     if (signals_seen.fetch_add(1) == 0) {
       spdlog::info("signal {}: interrupting the run", sig);
       caf::anon_send<caf::message_priority::high>(agent, interrupt_atom::value);

@@ -14,6 +14,7 @@ sigset_t termination_signals() {
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGHUP);
+  sigaddset(&set, SIGWINCH);
   sigaddset(&set, SIGUSR1);
   return set;
 }

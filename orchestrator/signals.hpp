@@ -7,11 +7,11 @@
 
 namespace troupe {
 
-/// Blocks SIGINT, SIGTERM, SIGHUP (and SIGUSR1, the forwarder's own wake-up) for this thread and the
+/// Blocks SIGINT, SIGTERM, SIGHUP, SIGWINCH (and SIGUSR1, the forwarder's own wake-up) for this thread and the
 /// threads it starts later. Call before the actor system exists so CAF's threads inherit it.
 void block_termination_signals();
 
-/// Waits for SIGINT/SIGTERM/SIGHUP on its own thread and hands each to a callback.
+/// Waits for SIGINT/SIGTERM/SIGHUP/SIGWINCH on its own thread and hands each to a callback.
 class signal_forwarder {
 public:
   explicit signal_forwarder(std::function<void(int)> on_signal);

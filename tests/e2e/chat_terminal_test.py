@@ -188,6 +188,55 @@ class ChatInATerminal(unittest.TestCase):
         c.wait_for("asked-and-ran")
         c.wait_for("done")
 
+    def test_keys_typed_ahead_never_answer_a_question(self):
+        c = self.chat([{"text": "Let me check.\n\n```shell\necho checked\n```", "delay_ms": 1500},
+                       {"text": "All checked."}, {"text": "Looking at the logs."}])
+        prompt_ready(c)
+        c.type("run it")
+        c.keys("Enter")
+        time.sleep(0.3)
+        c.type("yes")                    # typed ahead, before any question was asked
+        c.keys("Enter")
+        c.wait_for("Allow? [y]es / [n]o / [a]lways")
+        time.sleep(0.3)
+        self.assertNotIn("checked\n", c.screen().split("Allow?")[-1])  # not run yet
+        c.type("n")
+        c.keys("Enter")
+        c.wait_for("The user declined to run this call.")
+        # The typed-ahead line was a message after all: it goes to the agent at the next prompt.
+        c.wait_for("› yes")
+        c.wait_for("All checked.")
+        log = self.transcript(c)
+        self.assertIn("yes", [m["content"] for m in log if m["role"] == "user"])
+
+    def test_sigterm_at_the_prompt_ends_the_chat_cleanly(self):
+        c = self.chat([{"text": "unused"}])
+        prompt_ready(c)
+        shell = c.tmux("display-message", "-p", "-t", "0", "#{pane_pid}").stdout.strip()
+        pid = subprocess.run(["pgrep", "-P", shell, "-x", "troupe"], capture_output=True,
+                             text=True).stdout.split()
+        self.assertTrue(pid, "no troupe process under the pane's shell")
+        os.kill(int(pid[0]), 15)
+        c.wait_for("EXIT=0")
+
+    def test_a_first_prompt_shows_under_the_session_header(self):
+        c = self.chat([{"text": "Answered."}], args=["look", "around"])
+        c.wait_for("Answered.")
+        screen = c.screen()
+        self.assertLess(screen.index("● session"), screen.index("› look around"), screen)
+
+    def test_the_prompt_survives_a_resize(self):
+        c = self.chat([{"text": "unused"}])
+        prompt_ready(c)
+        c.tmux("resize-window", "-t", "0", "-x", "40", "-y", "20")
+        time.sleep(0.3)
+        c.type("a" * 30 + " " + "b" * 30)
+        c.keys("C-a")
+        c.type("X")
+        c.keys("Enter")
+        c.wait_for("unused")
+        self.assertEqual(self.transcript(c)[0]["content"], "X" + "a" * 30 + " " + "b" * 30)
+
     def test_colours_on_a_terminal_and_none_with_no_color(self):
         coloured = self.chat([{"text": "hi"}])
         prompt_ready(coloured)
