@@ -6,6 +6,8 @@
 #include <set>
 
 #include <caf/actor_system.hpp>
+#include <caf/event_based_actor.hpp>
+#include <caf/send.hpp>
 #include <caf/typed_event_based_actor.hpp>
 #include <spdlog/spdlog.h>
 
@@ -23,9 +25,19 @@ struct queue_progress {
 
 struct disk_io_state {
   std::map<std::string, queue_progress> queues;
+  /// Flushes go to a thread of their own: a burst of them (a hundred subagents ending at once)
+  /// must not hold up the queue reads that deliver notifications.
+  caf::actor syncer;
 };
 
 disk_io_actor::behavior_type disk_io(disk_io_actor::stateful_pointer<disk_io_state> self) {
+  self->state.syncer = self->system().spawn<caf::detached>([]() -> caf::behavior {
+    return {[](sync_atom, int32_t fd) {
+      ::fsync(fd);
+      ::close(fd);
+    }};
+  });
+  self->link_to(self->state.syncer);
   return {
     [=](read_atom, const std::string& path, bool from_start) {
       auto& progress = self->state.queues[path];
@@ -55,10 +67,7 @@ disk_io_actor::behavior_type disk_io(disk_io_actor::stateful_pointer<disk_io_sta
       if (auto saved = append_notification(path, n, SIZE_MAX); !saved)
         spdlog::error("a notification for {} is lost: {}", path, saved.error());
     },
-    [=](sync_atom, int32_t fd) {
-      ::fsync(fd);
-      ::close(fd);
-    },
+    [=](sync_atom, int32_t fd) { caf::anon_send(self->state.syncer, sync_atom::value, fd); },
   };
 }
 

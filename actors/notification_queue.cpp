@@ -70,10 +70,13 @@ expected<bool> append_notification(const std::filesystem::path& queue,
                                                 nlohmann::json::error_handler_t::replace) +
               "\n";
   // One write of the whole line (O_APPEND), then fsync: a reader never sees half an entry,
-  // and an acknowledged notify survives a crash.
+  // and an acknowledged notify survives a crash. The fsync runs after the lock is let go: it
+  // flushes the line wherever the file's other writers have moved it, and holding the lock
+  // through a flush made every writer (and the session's reader) queue behind each disk wait.
   auto n = ::write(lock.fd(), line.data(), line.size());
   if (n != static_cast<ssize_t>(line.size()))
     return failure{"cannot write " + queue.string() + ": " + std::strerror(errno)};
+  ::flock(lock.fd(), LOCK_UN);
   if (::fsync(lock.fd()) < 0)
     return failure{"cannot sync " + queue.string() + ": " + std::strerror(errno)};
   return true;
