@@ -37,6 +37,22 @@ json native(const std::string& tool, json input, const std::string& text = "") {
   return {{"text", text}, {"tool_calls", json::array({{{"name", tool}, {"input", input}}})}};
 }
 
+/// The outcome of every hook_response line of a stream-json run, in order.
+strings hook_outcomes(const process_result& r) {
+  strings out;
+  for (auto& line : split_lines(r.out)) {
+    auto j = json::parse(line);
+    if (j.value("subtype", "") == "hook_response")
+      out.push_back(j["outcome"]);
+  }
+  return out;
+}
+
+/// Settings hooks of one event: one command, for every tool.
+json one_hook(const std::string& event, const std::string& command, double timeout = 0) {
+  return json{{event, json::array({{{"hooks", json::array({hook(command, timeout)})}}})}};
+}
+
 std::vector<json> roles_and_contents(const std::vector<json>& log) {
   std::vector<json> out;
   for (auto& m : log)
@@ -52,11 +68,11 @@ TEST_CASE("every hook event fires once per occasion with its documented input") 
   json hooks;
   for (auto* event : hook_events)
     hooks[event] = json::array({{{"hooks", json::array({hook(logging(log))})}}});
-  auto r = f.run({"--model",
-                  f.script({native("shell", {{"command", "echo hi"}}, "running"),
-                            {{"text", "done"}}}),
-                  "--tool-format", "tool", "--settings", settings(f, hooks), "--session-id",
-                  "hooked", "--output-format", "stream-json", "say hi"});
+  auto r =
+      f.run({"--model",
+             f.script({native("shell", {{"command", "echo hi"}}, "running"), {{"text", "done"}}}),
+             "--tool-format", "tool", "--settings", settings(f, hooks), "--session-id", "hooked",
+             "--output-format", "stream-json", "say hi"});
   CHECK(r.exit_code == 0);
   auto runs = read_jsonl(log);
   strings events;
@@ -102,19 +118,19 @@ TEST_CASE("every hook event fires once per occasion with its documented input") 
 
 TEST_CASE("PreToolUse: exit 2 or a block decision refuses the call, and the model reads why") {
   cli_fixture f;
-  auto hooks = json{{"PreToolUse",
-                     json::array({{{"matcher", "Bash"},
-                                   {"hooks", json::array({hook(
-                                               "grep -q 'rm -rf' && { echo 'no rm -rf' >&2; "
-                                               "exit 2; } || true")})}},
-                                  {{"matcher", "write"},
-                                   {"hooks", json::array({hook(
-                                               "echo '{\"decision\":\"block\",\"reason\":"
-                                               "\"docs are frozen\"}'")})}}})}};
+  auto hooks =
+      json{{"PreToolUse",
+            json::array({{{"matcher", "Bash"},
+                          {"hooks", json::array({hook("grep -q 'rm -rf' && { echo 'no rm -rf' >&2; "
+                                                      "exit 2; } || true")})}},
+                         {{"matcher", "write"},
+                          {"hooks", json::array({hook("echo '{\"decision\":\"block\",\"reason\":"
+                                                      "\"docs are frozen\"}'")})}}})}};
   auto r = f.run({"--model",
                   f.script({native("shell", {{"command", "rm -rf build"}}),
                             native("write", {{"path", "a.md"}, {"content", "x"}}),
-                            native("shell", {{"command", "echo fine"}}), {{"text", "ok"}}}),
+                            native("shell", {{"command", "echo fine"}}),
+                            {{"text", "ok"}}}),
                   "--tool-format", "tool", "--settings", settings(f, hooks), "--session-id", "pre",
                   "go"});
   CHECK(r.exit_code == 0);
@@ -130,82 +146,78 @@ TEST_CASE("PreToolUse: exit 2 or a block decision refuses the call, and the mode
 TEST_CASE("Stop: a block continues the turn with the reason, once") {
   cli_fixture f;
   // This hook always blocks: stop_hook_active is what keeps the loop bounded.
-  auto hooks = json{{"Stop", json::array({{{"hooks", json::array({hook(
-                                                       "echo '{\"decision\":\"block\",\"reason\":"
-                                                       "\"run the tests too\"}'")})}}})}};
+  auto hooks = json{
+      {"Stop", json::array({{{"hooks", json::array({hook("echo '{\"decision\":\"block\",\"reason\":"
+                                                         "\"run the tests too\"}'")})}}})}};
   auto r = f.run({"--model", f.script({{{"text", "first answer"}}, {{"text", "tests pass"}}}),
                   "--settings", settings(f, hooks), "--session-id", "stop", "go"});
   CHECK(r.exit_code == 0);
   auto log = read_jsonl(f.dir / "home/sessions/stop/transcript.jsonl");
-  CHECK(roles_and_contents(log) ==
-        std::vector<json>{{"user", "prompt", "go"},
-                          {"assistant", "", "first answer"},
-                          {"user", "hook", "run the tests too"},
-                          {"assistant", "", "tests pass"}});
+  CHECK(roles_and_contents(log) == std::vector<json>{{"user", "prompt", "go"},
+                                                     {"assistant", "", "first answer"},
+                                                     {"user", "hook", "run the tests too"},
+                                                     {"assistant", "", "tests pass"}});
   auto state = json::parse(read_file(f.dir / "home/sessions/stop/state.json"));
   CHECK(state["turn_count"] == 1);
 }
 
 TEST_CASE("UserPromptSubmit: context joins the prompt, a block keeps the prompt out") {
   cli_fixture f;
-  auto hooks = json{{"UserPromptSubmit",
-                     json::array({{{"hooks", json::array({hook(
-                                               "input=$(cat); case \"$input\" in *secret*) "
-                                               "echo 'prompt holds a secret' >&2; exit 2;; "
-                                               "*) echo 'the repo uses tabs';; esac")})}}})}};
+  auto hooks = json{
+      {"UserPromptSubmit",
+       json::array({{{"hooks", json::array({hook("input=$(cat); case \"$input\" in *secret*) "
+                                                 "echo 'prompt holds a secret' >&2; exit 2;; "
+                                                 "*) echo 'the repo uses tabs';; esac")})}}})}};
   auto path = settings(f, hooks);
-  auto ok = f.run({"--model", f.script({{{"text", "noted"}}}), "--settings", path,
-                   "--session-id", "ups", "format the file"});
+  auto ok = f.run({"--model", f.script({{{"text", "noted"}}}), "--settings", path, "--session-id",
+                   "ups", "format the file"});
   CHECK(ok.exit_code == 0);
   auto log = read_jsonl(f.dir / "home/sessions/ups/transcript.jsonl");
   CHECK(roles_and_contents(log) == std::vector<json>{{"user", "prompt", "format the file"},
                                                      {"user", "hook", "the repo uses tabs"},
                                                      {"assistant", "", "noted"}});
-  auto blocked = f.run({"--model", f.script({{{"text", "never"}}}), "--settings", path, "--session-id", "ups2",
-                        "my secret is 1234"});
+  auto blocked = f.run({"--model", f.script({{{"text", "never"}}}), "--settings", path,
+                        "--session-id", "ups2", "my secret is 1234"});
   CHECK(blocked.exit_code == 0); // nothing was left to do
   auto kept_out = read_jsonl(f.dir / "home/sessions/ups2/transcript.jsonl");
   REQUIRE(kept_out.size() == 1);
   CHECK(kept_out[0]["origin"] == "hook_blocked");
-  CHECK(kept_out[0]["content"] == "A UserPromptSubmit hook blocked the prompt: prompt holds a secret");
+  CHECK(kept_out[0]["content"] ==
+        "A UserPromptSubmit hook blocked the prompt: prompt holds a secret");
   CHECK(kept_out[0]["meta"]["prompt"] == "my secret is 1234");
 }
 
 TEST_CASE("a hook past its timeout is killed with its process group, and ignored") {
   cli_fixture f;
   auto marker = f.dir / "child.pid";
-  auto hooks =
-    json{{"PreToolUse",
-          json::array({{{"hooks", json::array({hook("sleep 30 & echo $! > '" + marker.string() +
-                                                      "'; wait",
-                                                    0.5)})}}})}};
+  auto hooks = json{
+      {"PreToolUse",
+       json::array(
+           {{{"hooks", json::array({hook("sleep 30 & echo $! > '" + marker.string() + "'; wait",
+                                         0.5)})}}})}};
   auto start = std::chrono::steady_clock::now();
-  auto r = f.run({"--model", f.script({native("shell", {{"command", "echo ran"}}), {{"text", "ok"}}}),
-                  "--tool-format", "tool", "--settings", settings(f, hooks), "--session-id",
-                  "slow", "--output-format", "stream-json", "go"});
+  auto r =
+      f.run({"--model", f.script({native("shell", {{"command", "echo ran"}}), {{"text", "ok"}}}),
+             "--tool-format", "tool", "--settings", settings(f, hooks), "--session-id", "slow",
+             "--output-format", "stream-json", "go"});
   CHECK(r.exit_code == 0);
   CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds{10});
   auto log = read_jsonl(f.dir / "home/sessions/slow/transcript.jsonl");
   REQUIRE(log.size() == 4);
   CHECK(log[2]["content"] == "ran\n"); // a timed-out hook does not block
-  bool timed_out = false;
-  for (auto& line : split_lines(r.out)) {
-    auto j = json::parse(line);
-    if (j.value("subtype", "") == "hook_response")
-      timed_out = timed_out || j["outcome"] == "timeout";
-  }
-  CHECK(timed_out);
+  auto outcomes = hook_outcomes(r);
+  CHECK(std::find(outcomes.begin(), outcomes.end(), "timeout") != outcomes.end());
   auto pid = std::stoi(read_file(marker));
   CHECK(wait_until([&] { return ::kill(pid, 0) != 0; }, std::chrono::seconds{3}));
 }
 
 TEST_CASE("Stop and LoopContinue messages are queued as the next inputs") {
   cli_fixture f;
-  auto hooks = json{{"LoopContinue",
-                     json::array({{{"hooks", json::array({hook(
-                                               "input=$(cat); case \"$input\" in "
-                                               "*'\"turn\":1'*) echo '{\"messages\":[\"now "
-                                               "write the changelog\"]}';; esac")})}}})}};
+  auto hooks =
+      json{{"LoopContinue",
+            json::array({{{"hooks", json::array({hook("input=$(cat); case \"$input\" in "
+                                                      "*'\"turn\":1'*) echo '{\"messages\":[\"now "
+                                                      "write the changelog\"]}';; esac")})}}})}};
   auto r = f.run({"--model", f.script({{{"text", "fixed"}}, {{"text", "changelog written"}}}),
                   "--settings", settings(f, hooks), "--session-id", "cont", "fix it"});
   CHECK(r.exit_code == 0);
@@ -228,16 +240,17 @@ TEST_CASE("bad hook settings are a one-line error and exit 2 before anything run
 TEST_CASE("PreCompact: the hook's context joins the compaction's instructions") {
   cli_fixture f;
   auto log = f.dir / "compact.jsonl";
-  auto hooks = json{{"PreCompact",
-                     json::array({{{"hooks", json::array({hook(logging(
-                                               log, "echo '{\"additionalContext\":\"keep the "
-                                                    "API names\"}'"))})}}})}};
+  auto hooks = json{
+      {"PreCompact",
+       json::array(
+           {{{"hooks", json::array({hook(logging(log, "echo '{\"additionalContext\":\"keep the "
+                                                      "API names\"}'"))})}}})}};
   auto path = settings(f, hooks);
   REQUIRE(f.run({"--model", f.script({{{"text", "a long answer"}}}), "--settings", path,
                  "--session-id", "pc", "explain"})
-            .exit_code == 0);
-  auto r = f.run({"--resume", "pc", "--model", f.script({{{"text", "the summary"}}}),
-                  "--settings", path, "/compact mind the tests"});
+              .exit_code == 0);
+  auto r = f.run({"--resume", "pc", "--model", f.script({{{"text", "the summary"}}}), "--settings",
+                  path, "/compact mind the tests"});
   CHECK(r.exit_code == 0);
   auto runs = read_jsonl(log);
   REQUIRE(runs.size() == 1);
@@ -251,14 +264,14 @@ TEST_CASE("PreCompact: the hook's context joins the compaction's instructions") 
 
 TEST_CASE("an interrupt during a slow PreToolUse hook answers the call at once") {
   cli_fixture f;
-  auto hooks = json{{"PreToolUse", json::array({{{"hooks", json::array({hook("sleep 20")})}}})}};
+  auto hooks = one_hook("PreToolUse", "sleep 20");
   process_options opts;
   opts.interrupt_after = std::chrono::milliseconds{700};
   auto start = std::chrono::steady_clock::now();
-  auto r = f.run({"--model", f.script({native("shell", {{"command", "echo never"}})}),
-                  "--tool-format", "tool", "--settings", settings(f, hooks), "--session-id",
-                  "intr", "go"},
-                 opts);
+  auto r =
+      f.run({"--model", f.script({native("shell", {{"command", "echo never"}})}), "--tool-format",
+             "tool", "--settings", settings(f, hooks), "--session-id", "intr", "go"},
+            opts);
   CHECK(r.exit_code == 130);
   CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds{5});
   auto log = read_jsonl(f.dir / "home/sessions/intr/transcript.jsonl");
@@ -270,28 +283,32 @@ TEST_CASE("an interrupt during a slow PreToolUse hook answers the call at once")
 
 TEST_CASE("StepPre context reaches the model call, a StepPre block ends the turn") {
   cli_fixture f;
-  auto hooks = json{{"StepPre", json::array({{{"hooks", json::array({hook(
-                                  "input=$(cat); case \"$input\" in *'\"step\":2'*) "
-                                  "echo '{\"decision\":\"block\",\"reason\":\"one step is "
-                                  "enough\"}';; *) echo '{\"additionalContext\":\"budget: 1 "
-                                  "step\"}';; esac")})}}})}};
+  auto hooks = json{
+      {"StepPre",
+       json::array(
+           {{{"hooks", json::array({hook("input=$(cat); case \"$input\" in *'\"step\":2'*) "
+                                         "echo '{\"decision\":\"block\",\"reason\":\"one step is "
+                                         "enough\"}';; *) echo '{\"additionalContext\":\"budget: 1 "
+                                         "step\"}';; esac")})}}})}};
   auto r = f.run({"--model", f.script({{{"text", "```shell\necho one\n```"}}, {{"text", "never"}}}),
                   "--settings", settings(f, hooks), "--session-id", "sp", "go"});
   CHECK(r.exit_code == 0);
   auto log = read_jsonl(f.dir / "home/sessions/sp/transcript.jsonl");
   CHECK(roles_and_contents(log) ==
-        std::vector<json>{{"user", "prompt", "go"},
-                          {"user", "hook", "budget: 1 step"},
-                          {"assistant", "", "```shell\necho one\n```"},
-                          {"tool", "", "one\n"},
-                          {"system", "hook_blocked", "A StepPre hook stopped the turn: one step is enough"}});
+        std::vector<json>{
+            {"user", "prompt", "go"},
+            {"user", "hook", "budget: 1 step"},
+            {"assistant", "", "```shell\necho one\n```"},
+            {"tool", "", "one\n"},
+            {"system", "hook_blocked", "A StepPre hook stopped the turn: one step is enough"}});
 }
 
 TEST_CASE("GenerationPost context goes in after the reply's tool results") {
   cli_fixture f;
-  auto hooks = json{{"GenerationPost", json::array({{{"hooks", json::array({hook(
-                                         "grep -q shell && echo '{\"additionalContext\":"
-                                         "\"that command was slow\"}' || true")})}}})}};
+  auto hooks = json{
+      {"GenerationPost",
+       json::array({{{"hooks", json::array({hook("grep -q shell && echo '{\"additionalContext\":"
+                                                 "\"that command was slow\"}' || true")})}}})}};
   auto r = f.run({"--model", f.script({native("shell", {{"command", "echo x"}}), {{"text", "ok"}}}),
                   "--tool-format", "tool", "--settings", settings(f, hooks), "--session-id", "gp",
                   "go"});
@@ -306,34 +323,29 @@ TEST_CASE("GenerationPost context goes in after the reply's tool results") {
 
 TEST_CASE("a hook that closes its output still times out") {
   cli_fixture f;
-  auto hooks = json{{"PreToolUse", json::array({{{"hooks", json::array({hook(
-                                     "exec >/dev/null 2>&1; sleep 20", 0.5)})}}})}};
+  auto hooks = one_hook("PreToolUse", "exec >/dev/null 2>&1; sleep 20", 0.5);
   auto start = std::chrono::steady_clock::now();
-  auto r = f.run({"--model", f.script({native("shell", {{"command", "echo ran"}}), {{"text", "ok"}}}),
-                  "--tool-format", "tool", "--settings", settings(f, hooks), "--output-format",
-                  "stream-json", "go"});
+  auto r =
+      f.run({"--model", f.script({native("shell", {{"command", "echo ran"}}), {{"text", "ok"}}}),
+             "--tool-format", "tool", "--settings", settings(f, hooks), "--output-format",
+             "stream-json", "go"});
   CHECK(r.exit_code == 0);
   CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds{10});
-  bool timed_out = false;
-  for (auto& line : split_lines(r.out)) {
-    auto j = json::parse(line);
-    if (j.value("subtype", "") == "hook_response")
-      timed_out = timed_out || j["outcome"] == "timeout";
-  }
-  CHECK(timed_out);
+  auto outcomes = hook_outcomes(r);
+  CHECK(std::find(outcomes.begin(), outcomes.end(), "timeout") != outcomes.end());
 }
 
 TEST_CASE("an interrupt does not wait for the hooks of any event") {
-  for (std::string event : {"SessionStart", "UserPromptSubmit", "StepPre", "GenerationPost",
-                            "Stop", "LoopContinue"}) {
+  for (std::string event :
+       {"SessionStart", "UserPromptSubmit", "StepPre", "GenerationPost", "Stop", "LoopContinue"}) {
     CAPTURE(event);
     cli_fixture f;
     auto hooks = json{{event, json::array({{{"hooks", json::array({hook("sleep 20")})}}})}};
     process_options opts;
     opts.interrupt_after = std::chrono::milliseconds{700};
     auto start = std::chrono::steady_clock::now();
-    auto r = f.run({"--model", f.script({{{"text", "answer"}}, {{"text", "more"}}}),
-                    "--settings", settings(f, hooks), "--session-id", "i", "the prompt"},
+    auto r = f.run({"--model", f.script({{{"text", "answer"}}, {{"text", "more"}}}), "--settings",
+                    settings(f, hooks), "--session-id", "i", "the prompt"},
                    opts);
     CHECK(r.exit_code == 130);
     CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds{5});
@@ -345,15 +357,15 @@ TEST_CASE("an interrupt does not wait for the hooks of any event") {
 
 TEST_CASE("SessionStart context is no message to answer on resume") {
   cli_fixture f;
-  auto hooks = json{{"SessionStart", json::array({{{"hooks", json::array({hook("echo 'on branch main'")})}}})}};
+  auto hooks = one_hook("SessionStart", "echo 'on branch main'");
   auto path = settings(f, hooks);
   REQUIRE(f.run({"--model", f.script({{{"text", "hello"}}}), "--settings", path, "--session-id",
                  "ss", "hi"})
-            .exit_code == 0);
+              .exit_code == 0);
   // Resumed with the hook again just to exit: its context is the last message now.
-  REQUIRE(f.run({"--resume", "ss", "--settings", path, "--model", f.script({{{"text", "x"}}}),
-                 "/exit"})
-            .exit_code == 0);
+  REQUIRE(
+      f.run({"--resume", "ss", "--settings", path, "--model", f.script({{{"text", "x"}}}), "/exit"})
+          .exit_code == 0);
   auto log = read_jsonl(f.dir / "home/sessions/ss/transcript.jsonl");
   REQUIRE(log.back()["origin"] == "hook");
   auto again = f.run({"--resume", "ss", "--model", f.script({{{"text", "x"}}})});
