@@ -74,7 +74,8 @@ int transcript_writer::duplicate_descriptor() const {
   return fd_ ? ::fcntl(fd_.get(), F_DUPFD_CLOEXEC, 0) : -1;
 }
 
-expected<loaded_transcript> load_transcript(const std::filesystem::path& path) {
+expected<loaded_transcript> load_transcript(const std::filesystem::path& path,
+                                            transcript_access access) {
   std::ifstream in{path, std::ios::binary};
   if (!in)
     return failure{"cannot read transcript " + path.string()};
@@ -101,6 +102,8 @@ expected<loaded_transcript> load_transcript(const std::filesystem::path& path) {
           ok = false;
         }
       }
+      if (!ok && !whole && access == transcript_access::reader)
+        break; // half a line its writer is still writing (or died writing): not read
       if (!ok && !whole) {
         // A crash mid-append leaves a partial last line: keep its bytes aside, cut it off.
         std::ofstream torn{path.string() + ".torn", std::ios::binary | std::ios::app};
@@ -120,9 +123,12 @@ expected<loaded_transcript> load_transcript(const std::filesystem::path& path) {
       result.messages.push_back(std::move(msg));
     }
     if (!whole) {
-      // A valid last line without its newline: complete it so the next append starts clean.
-      std::ofstream out{path, std::ios::binary | std::ios::app};
-      out << '\n';
+      // A valid last line without its newline: its owner completes it so the next append
+      // starts clean.
+      if (access == transcript_access::owner) {
+        std::ofstream out{path, std::ios::binary | std::ios::app};
+        out << '\n';
+      }
       break;
     }
     pos = end + 1;

@@ -60,10 +60,15 @@ struct loaded_transcript {
   std::string repair_note;
 };
 
-/// Loads a transcript. A torn last line (no newline: a crash mid-write) is moved aside and the
-/// file cut back to its last whole line; any other bad line, the last complete one included,
-/// is an error naming its number, and the file is left as it is.
-expected<loaded_transcript> load_transcript(const std::filesystem::path& path);
+/// How a transcript is read: by the process about to run its session (which may repair it), or
+/// by anyone else (which must never write to it: another process may be appending).
+enum class transcript_access { owner, reader };
+
+/// Loads a transcript. A torn last line (no newline: a crash mid-write, or a line being
+/// written) is skipped; its owner also moves it aside and cuts the file back to its last whole
+/// line. Any other bad line, the last complete one included, is an error naming its number.
+expected<loaded_transcript> load_transcript(const std::filesystem::path& path,
+                                            transcript_access access = transcript_access::owner);
 
 /// Keeps a small JSON file up to date (state.json after every step, session.json after every
 /// turn): rewritten in place, one pwrite(2) per update, no rename: a rename over an existing

@@ -68,6 +68,8 @@ struct run_settings {
   std::filesystem::path fork_source;
   /// This process's hold on the session (see session_lock), kept for the whole run.
   std::shared_ptr<void> session_lock;
+  /// The session's directory did not exist before this run.
+  bool created_session_dir = false;
   /// Messages of an existing session with this id (empty for a new one).
   std::vector<message> history;
   /// The loop state that session left behind, when state.json could be read.

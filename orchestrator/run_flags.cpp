@@ -225,6 +225,26 @@ std::string join_words(const std::vector<std::string>& words) {
 
 namespace {
 
+// Removes the directory a run that failed its checks created for its session (it holds
+// nothing but the lock), unless dismissed.
+class new_session_cleanup {
+public:
+  explicit new_session_cleanup(std::filesystem::path dir) : dir_(std::move(dir)) {}
+  new_session_cleanup(const new_session_cleanup&) = delete;
+  new_session_cleanup& operator=(const new_session_cleanup&) = delete;
+  ~new_session_cleanup() {
+    if (dir_.empty())
+      return;
+    std::error_code ec;
+    std::filesystem::remove(dir_ / "session.lock", ec);
+    std::filesystem::remove(dir_, ec); // only when empty
+  }
+  void dismiss() { dir_.clear(); }
+
+private:
+  std::filesystem::path dir_;
+};
+
 // The session a run continues or starts: --resume or --continue (into a new id with --fork),
 // --session-id (continued when it exists), or a new one; its transcript and state are loaded.
 // Returns true when its last message was never answered: crash recovery answers it, so the
@@ -282,6 +302,15 @@ expected<bool> resolve_session(const run_flags& flags, run_settings& settings) {
   } else {
     settings.session_id = flags.session_id.empty() ? new_session_id() : flags.session_id;
   }
+  // The lock before anything is read: one process runs a session at a time, and only the one
+  // that holds it may repair its transcript.
+  auto own_dir = settings.troupe_home / "sessions" / settings.session_id;
+  std::error_code exists_ec;
+  settings.created_session_dir = !std::filesystem::exists(own_dir, exists_ec);
+  auto locked = session_lock::take(own_dir);
+  if (!locked)
+    return failure{locked.error()};
+  settings.session_lock = *locked;
   std::error_code ec;
   auto dir = settings.fork_source.empty() ? settings.troupe_home / "sessions" / settings.session_id
                                           : settings.fork_source;
@@ -294,7 +323,10 @@ expected<bool> resolve_session(const run_flags& flags, run_settings& settings) {
     if (settings.recorded_model.empty())
       settings.recorded_model = existing.info.model;
   }
-  auto loaded = load_transcript(transcript);
+  // A fork's source may be running in another process: read, never repaired.
+  auto loaded = load_transcript(transcript, settings.fork_source.empty()
+                                              ? transcript_access::owner
+                                              : transcript_access::reader);
   if (!loaded)
     return failure{loaded.error()};
   if (!loaded->repair_note.empty())
@@ -457,6 +489,10 @@ expected<run_settings> resolve_run(const run_flags& flags, bool interactive) {
   settings.troupe_home = troupe_home();
   settings.interactive = interactive;
   auto resumed = resolve_session(flags, settings);
+  // Bad input found from here on leaves no directory behind for a session it would have made.
+  new_session_cleanup leave_no_trace{settings.created_session_dir
+                                       ? settings.troupe_home / "sessions" / settings.session_id
+                                       : std::filesystem::path{}};
   if (!resumed)
     return failure{resumed.error()};
 
@@ -505,16 +541,12 @@ expected<run_settings> resolve_run(const run_flags& flags, bool interactive) {
                          " has nothing left to answer; give the next prompt as arguments or "
                          "on stdin"};
   // Last, once everything else is known to be usable, so that bad input leaves nothing
-  // behind: the fork's copy, then the session's lock (one process runs a session at a time).
-  auto dir = settings.troupe_home / "sessions" / settings.session_id;
+  // behind: the fork's copy.
   if (!settings.fork_source.empty())
     if (auto forked = fork_session(read_session(settings.fork_source), settings.session_id);
         !forked)
       return failure{forked.error()};
-  auto locked = session_lock::take(dir);
-  if (!locked)
-    return failure{locked.error()};
-  settings.session_lock = *locked;
+  leave_no_trace.dismiss();
   return settings;
 }
 
@@ -576,7 +608,8 @@ void add_agent_flags(CLI::App& command, run_flags& flags, bool headless) {
     ->check(CLI::Range(0, 100));
   command.add_option("--idle-timeout", flags.idle_timeout_s,
                   "with --wait-notifications: end the run (completed) after this many seconds "
-                  "without any; otherwise the same as --stream-idle-timeout")
+                  "without any; in chat: end after this long without a key or any output; "
+                  "otherwise the same as --stream-idle-timeout")
     ->check(CLI::Range(1, 86400));
   command.add_option("--stream-idle-timeout", flags.stream_idle_timeout_s,
                   "seconds a streaming reply may stay silent before it fails (default 120)")

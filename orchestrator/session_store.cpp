@@ -1,7 +1,6 @@
 #include "orchestrator/session_store.hpp"
 
 #include <fcntl.h>
-#include <sys/file.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -19,6 +18,7 @@
 #include "actors/ids.hpp"
 #include "actors/transcript.hpp"
 #include "context/token_budget.hpp"
+#include "tools/tool_spec.hpp"
 #include "orchestrator/environment.hpp"
 #include "orchestrator/output_format.hpp"
 
@@ -115,7 +115,12 @@ expected<std::shared_ptr<session_lock>> session_lock::take(const std::filesystem
   int fd = ::open((dir / "session.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   if (fd < 0)
     return failure{"cannot open " + (dir / "session.lock").string() + ": " + std::strerror(errno)};
-  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+  // An open-file-description lock: released when the descriptor closes (or the process dies),
+  // and testable without taking it (see session_running).
+  struct flock whole{};
+  whole.l_type = F_WRLCK;
+  whole.l_whence = SEEK_SET;
+  if (::fcntl(fd, F_OFD_SETLK, &whole) != 0) {
     ::close(fd);
     return failure{"session " + dir.filename().string() +
                    " is running in another process; send it a message with troupe notify " +
@@ -130,10 +135,14 @@ session_lock::~session_lock() {
 }
 
 bool session_running(const std::filesystem::path& dir) {
-  int fd = ::open((dir / "session.lock").c_str(), O_RDONLY | O_CLOEXEC);
+  int fd = ::open((dir / "session.lock").c_str(), O_RDWR | O_CLOEXEC);
   if (fd < 0)
     return false; // never run by a troupe that locks
-  bool held = ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  // Asked, not taken: a probe never gets in the way of a run that is starting.
+  struct flock whole{};
+  whole.l_type = F_WRLCK;
+  whole.l_whence = SEEK_SET;
+  bool held = ::fcntl(fd, F_OFD_GETLK, &whole) == 0 && whole.l_type != F_UNLCK;
   ::close(fd);
   return held;
 }
@@ -215,17 +224,23 @@ expected<std::filesystem::path> fork_session(const stored_session& from,
                                              const std::string& new_id) {
   auto dir = session_dir_of(new_id);
   std::error_code ec;
-  if (std::filesystem::exists(dir, ec))
+  if (std::filesystem::exists(dir / "transcript.jsonl", ec))
     return failure{"cannot fork into " + new_id + ": that session exists already"};
   std::filesystem::create_directories(dir, ec);
   if (ec)
     return failure{"cannot create " + dir.string() + ": " + ec.message()};
-  for (auto name : {"transcript.jsonl", "state.json"})
-    if (std::filesystem::exists(from.dir / name)) {
-      std::filesystem::copy_file(from.dir / name, dir / name, ec);
-      if (ec)
-        return failure{"cannot copy " + (from.dir / name).string() + ": " + ec.message()};
-    }
+  // The source may be running: only its whole lines are copied (a line being written is not).
+  std::string text;
+  if (!read_whole_file(from.dir / "transcript.jsonl", text).empty())
+    return failure{"cannot read " + (from.dir / "transcript.jsonl").string()};
+  text.erase(text.rfind('\n') == std::string::npos ? 0 : text.rfind('\n') + 1);
+  if (!write_whole_file(dir / "transcript.jsonl", text).empty())
+    return failure{"cannot write " + (dir / "transcript.jsonl").string()};
+  if (std::filesystem::exists(from.dir / "state.json")) {
+    std::filesystem::copy_file(from.dir / "state.json", dir / "state.json", ec);
+    if (ec)
+      return failure{"cannot copy " + (from.dir / "state.json").string() + ": " + ec.message()};
+  }
   return dir;
 }
 
@@ -267,7 +282,7 @@ int run_show(const std::string& id_or_name) {
   auto found = find_session(id_or_name);
   if (!found)
     return fail_at_runtime(found.error());
-  auto loaded = load_transcript(found->dir / "transcript.jsonl");
+  auto loaded = load_transcript(found->dir / "transcript.jsonl", transcript_access::reader);
   if (!loaded)
     return fail_at_runtime(loaded.error());
   const auto& info = found->info;

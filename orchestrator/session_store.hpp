@@ -12,7 +12,7 @@
 
 namespace troupe {
 
-/// An exclusive flock on `<session>/session.lock`, held for as long as the object lives: one
+/// An exclusive lock on `<session>/session.lock` (an open-file-description lock), held for as long as the object lives: one
 /// process runs a session at a time.
 class session_lock {
 public:
@@ -61,8 +61,9 @@ expected<stored_session> find_session(const std::string& id_or_name);
 /// The most recently active session whose workspace is `cwd`.
 expected<stored_session> newest_session_in(const std::filesystem::path& cwd);
 
-/// Copies a session's transcript and loop state into a new session `new_id` (its queue stays
-/// with the original). Returns the new session's directory.
+/// Copies a session's transcript (its whole lines) and loop state into a new session `new_id`
+/// (its queue stays with the original); refused when `new_id` has a transcript. Returns the new
+/// session's directory.
 expected<std::filesystem::path> fork_session(const stored_session& from, const std::string& new_id);
 
 /// `troupe ls`: a table (or JSON lines with --json) of the sessions, newest first.
