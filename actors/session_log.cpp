@@ -1,6 +1,8 @@
 // The session's record: the log (transcript first, then memory, then subscribers), the state
 // and info files, the prompt queue, in-process hooks, and the terminal state.
 
+#include <algorithm>
+
 #include <caf/actor_system.hpp>
 #include <caf/send.hpp>
 #include <spdlog/spdlog.h>
@@ -47,7 +49,8 @@ bool append_message(session_ptr self, message msg) {
   }
   if (msg.role == role::assistant)
     st.last_assistant_text = msg.content;
-  if (msg.role == role::user && msg.origin == "prompt" && st.info.first_prompt.empty())
+  bool first_prompt = msg.role == role::user && msg.origin == "prompt" && st.info.first_prompt.empty();
+  if (first_prompt)
     st.info.first_prompt = msg.content.substr(0, 200);
   auto ptr = std::make_shared<const message>(std::move(msg));
   st.log.push_back(ptr);
@@ -56,6 +59,8 @@ bool append_message(session_ptr self, message msg) {
   publish(self, message_event{st.config.session_id, *ptr});
   if (ptr->origin == "task-notification")
     note_logged(self, *ptr);
+  if (first_prompt)
+    save_info(self); // troupe ls names the session by it even if the process dies in this turn
   return true;
 }
 
@@ -156,7 +161,8 @@ void end_session(session_ptr self, terminal_reason reason, std::string error,
     ++st.end_waits;
     run_hooks(
       self, "SessionEnd", {{"reason", to_string(reason)}},
-      [=](const hook_outcome&) { end_wait_done(self); }, true);
+      [=](const hook_outcome&) { end_wait_done(self); }, true,
+      [=] { end_wait_done(self); }); // an interrupt does not wait for them either
   }
   auto elapsed = std::chrono::steady_clock::now() - st.started_at;
   session_ended_event ended;
@@ -232,6 +238,9 @@ void publish_status(session_ptr self, bool busy) {
   status.cost_known = st.info.cost_known;
   status.context_tokens = st.window.projected_tokens();
   status.context_window = st.window.budget().limits.context_window;
+  status.background = static_cast<int32_t>(
+    std::count_if(st.children.begin(), st.children.end(),
+                  [](auto& c) { return c.second.running && !c.second.waiting; }));
   publish(self, status);
 }
 

@@ -66,6 +66,12 @@ void run_stop_hooks(session_ptr self, std::function<void(const hook_outcome&)> t
 // headless run ends `interrupted`, a chat drops what was queued and waits for input.
 void after_interrupted_turn(session_ptr self) {
   auto& st = self->state;
+  message note;
+  note.role = role::system;
+  note.origin = "interrupt";
+  note.content = "Interrupted by the user.";
+  if (!append_message(self, std::move(note)))
+    return;
   if (!st.config.interactive) {
     end_session(self, terminal_reason::interrupted);
     return;

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <deque>
 #include <future>
+#include <map>
 #include <mutex>
 
 #include <caf/actor_system.hpp>
@@ -36,8 +37,8 @@ struct chat_item {
   std::string text;
   session_status_event status;
   session_ended_event ended;
-  /// For an ask: where the answer goes ("yes", "no", "always").
-  std::shared_ptr<std::promise<std::string>> answer;
+  /// For an ask: its number with the asker.
+  uint64_t ask_id = 0;
   int signal = 0;
 };
 
@@ -78,29 +79,40 @@ private:
   std::atomic<bool> closed_{false};
 };
 
-// Asks at the chat's prompt: the question goes to the main thread, and this actor, on a thread
-// of its own, waits for the answer.
-permission_asker_actor spawn_chat_asker(caf::actor_system& sys,
-                                        std::shared_ptr<chat_mailbox> box) {
-  return sys.spawn<caf::detached>(
-    [box](permission_asker_actor::pointer) -> permission_asker_actor::behavior_type {
-      return {
-        [box](ask_atom, const tool_call& call, const std::string& reason) {
-          auto answer = std::make_shared<std::promise<std::string>>();
-          auto future = answer->get_future();
-          chat_item item;
-          item.what = chat_item::kind::ask;
-          item.text = reason + "\n  " + describe_call(call);
-          item.answer = answer;
-          box->push(std::move(item));
-          using namespace std::chrono_literals;
-          while (future.wait_for(100ms) != std::future_status::ready)
-            if (box->closed())
-              return std::string{"no"};
-          return future.get();
-        },
-      };
-    });
+// Asks at the chat's prompt: the question goes to the main thread, which answers it later with
+// a message; the asker never blocks, so a question withdrawn (its step interrupted) holds up no
+// other.
+struct chat_asker_state {
+  uint64_t next = 0;
+  std::map<uint64_t, caf::typed_response_promise<std::string>> pending;
+};
+
+deferred_asker_actor spawn_chat_asker(caf::actor_system& sys, std::shared_ptr<chat_mailbox> box) {
+  return sys.spawn([box](deferred_asker_actor::stateful_pointer<chat_asker_state> self)
+                     -> deferred_asker_actor::behavior_type {
+    return {
+      [=](ask_atom, const tool_call& call, const std::string& reason) -> caf::result<std::string> {
+        if (box->closed())
+          return std::string{"no"};
+        auto id = ++self->state.next;
+        auto promise = self->make_response_promise<std::string>();
+        self->state.pending.emplace(id, promise);
+        chat_item item;
+        item.what = chat_item::kind::ask;
+        item.text = reason + "\n  " + describe_call(call);
+        item.ask_id = id;
+        box->push(std::move(item));
+        return promise;
+      },
+      [=](ask_atom, uint64_t id, const std::string& answer) {
+        auto it = self->state.pending.find(id);
+        if (it == self->state.pending.end())
+          return;
+        it->second.deliver(answer);
+        self->state.pending.erase(it);
+      },
+    };
+  });
 }
 
 std::string thousands(int64_t tokens) {
@@ -132,11 +144,11 @@ std::string status_line(const session_status_event& s) {
 // input and hands every line typed to the session.
 class chat_front {
 public:
-  chat_front(session_actor session, std::shared_ptr<chat_mailbox> box, bool terminal,
-             text_style style, const std::filesystem::path& history,
+  chat_front(session_actor session, deferred_asker_actor asker, std::shared_ptr<chat_mailbox> box,
+             bool terminal, text_style style, const std::filesystem::path& history,
              std::chrono::milliseconds idle_timeout, std::string first_prompt)
-    : session_(std::move(session)), box_(std::move(box)), terminal_(terminal),
-      style_(std::move(style)), idle_timeout_(idle_timeout),
+    : session_(std::move(session)), asker_(std::move(asker)), box_(std::move(box)),
+      terminal_(terminal), style_(std::move(style)), idle_timeout_(idle_timeout),
       first_prompt_(std::move(first_prompt)) {
     // The terminal stays as it is until the first prompt: libedit learns its special keys
     // (Ctrl+D as end of input among them) from a terminal it first finds in cooked mode.
@@ -150,9 +162,10 @@ public:
       pollfd fds[2] = {{box_->fd(), POLLIN, 0}, {STDIN_FILENO, POLLIN, 0}};
       bool read_stdin = terminal_ ? (editor_->prompting()) : (!input_closed_ && waiting_);
       int timeout = -1;
+      bool idle_clock = waiting_ && idle_timeout_.count() > 0 && last_status_.background == 0;
       if (pending_ask_)
         timeout = wait_ms(ask_due_);
-      else if (waiting_ && idle_timeout_.count() > 0)
+      else if (idle_clock)
         timeout = wait_ms(last_activity_ + idle_timeout_);
       int n = ::poll(fds, read_stdin ? 2 : 1, timeout);
       if (n < 0 && errno != EINTR)
@@ -169,9 +182,9 @@ public:
       if (pending_ask_ && clock::now() >= ask_due_) {
         auto item = std::move(*pending_ask_);
         pending_ask_.reset();
-        ask(item.text, std::move(item.answer));
+        ask(item.text, item.ask_id);
       }
-      if (waiting_ && idle_timeout_.count() > 0 && clock::now() >= last_activity_ + idle_timeout_) {
+      if (idle_clock && waiting_ && clock::now() >= last_activity_ + idle_timeout_) {
         if (editor_)
           editor_->stop();
         write("\n" + style_.dim + "(idle for " + std::to_string(idle_timeout_.count() / 1000) +
@@ -179,14 +192,14 @@ public:
         submit("/exit");
       }
     }
-    if (pending_ask_)
-      pending_ask_->answer->set_value("no");
     box_->close();
+    if (pending_ask_)
+      reply(pending_ask_->ask_id, "no");
     for (auto& item : box_->take())
       if (item.what == chat_item::kind::ask)
-        item.answer->set_value("no");
+        reply(item.ask_id, "no");
     if (pending_answer_)
-      pending_answer_->set_value("no");
+      reply(*pending_answer_, "no");
     return exit_code_;
   }
 
@@ -235,7 +248,7 @@ private:
         // Asked from the step, apart from the text that led to it: give that text a moment to
         // arrive, so the question reads after the reply that made the call.
         if (pending_ask_)
-          pending_ask_->answer->set_value("no");
+          reply(pending_ask_->ask_id, "no");
         pending_ask_ = std::move(item);
         ask_due_ = std::chrono::steady_clock::now() + std::chrono::milliseconds{30};
         break;
@@ -246,10 +259,14 @@ private:
   }
 
   void on_status(const session_status_event& s) {
+    // A question still up when the session waits for input again (its step was interrupted,
+    // from here or from another process) is stale: withdrawn, answered "no" for the step that
+    // no longer waits. (A busy status proves nothing: it may come after the question it
+    // precedes, the two travel different ways.)
+    if ((pending_answer_ || pending_ask_) && !s.busy)
+      withdraw_question();
     last_status_ = s;
     if (s.busy) {
-      if (!first_prompt_.empty()) // the prompt from the command line, under the header
-        write(style_.bold + "› " + std::exchange(first_prompt_, {}) + style_.reset + "\n");
       waiting_ = false;
       if (editor_ && editor_->prompting() && !pending_answer_) {
         editor_->stop(); // a notification started a turn: what was typed waits
@@ -263,6 +280,16 @@ private:
     empty_interrupts_ = 0;
     if (exit_when_idle_) {
       submit("/exit");
+      return;
+    }
+    // The prompt from the command line, sent as if typed once the session waits for input
+    // (after a crash-recovery answer, under the header).
+    if (!first_prompt_.empty()) {
+      auto text = std::exchange(first_prompt_, {});
+      write(style_.bold + "› " + text + style_.reset + "\n");
+      if (editor_)
+        editor_->remember(text);
+      submit(text);
       return;
     }
     if (s.turn_count != shown_turns_ || !status_shown_) {
@@ -312,7 +339,25 @@ private:
           }
         continue;
       }
-      if (c >= 0x20 && c != 0x7f)
+      if (c == 0x7f || c == 0x08) { // backspace: the last character (all its UTF-8 bytes)
+        while (!text.empty() && (static_cast<unsigned char>(text.back()) & 0xC0) == 0x80)
+          text.pop_back();
+        if (!text.empty())
+          text.pop_back();
+        continue;
+      }
+      if (c == 0x15) { // Ctrl+U: the whole line
+        text.clear();
+        continue;
+      }
+      if (c == 0x17) { // Ctrl+W: the last word
+        while (!text.empty() && text.back() == ' ')
+          text.pop_back();
+        while (!text.empty() && text.back() != ' ')
+          text.pop_back();
+        continue;
+      }
+      if (c >= 0x20)
         text += static_cast<char>(c);
     }
     typed_ahead_.clear();
@@ -348,14 +393,33 @@ private:
     submit(text);
   }
 
-  void ask(const std::string& question, std::shared_ptr<std::promise<std::string>> answer) {
+  void reply(uint64_t id, const std::string& answer_text) {
+    caf::anon_send(asker_, ask_atom::value, id, answer_text);
+  }
+
+  void withdraw_question() {
+    if (pending_ask_) {
+      reply(pending_ask_->ask_id, "no");
+      pending_ask_.reset();
+    }
+    if (!pending_answer_)
+      return;
+    if (editor_ && editor_->prompting())
+      editor_->stop();
+    editor_->take_kept(); // the half-typed answer goes with the question
+    write("\n" + style_.dim + "(the question was withdrawn: its step was interrupted)" +
+          style_.reset + "\n");
+    answer("no");
+  }
+
+  void ask(const std::string& question, uint64_t id) {
     if (!terminal_) {
-      answer->set_value("no"); // nobody to ask: a headless ask is a denial
+      reply(id, "no"); // nobody to ask: a headless ask is a denial
       return;
     }
     if (pending_answer_)
-      pending_answer_->set_value("no");
-    pending_answer_ = std::move(answer);
+      reply(*pending_answer_, "no");
+    pending_answer_ = id;
     if (editor_->prompting())
       editor_->stop();
     // What was typed before the question is kept for later, never taken as its answer.
@@ -377,12 +441,16 @@ private:
                     });
   }
 
-  void answer(const std::string& reply) {
+  void answer(const std::string& reply_text) {
     if (!pending_answer_)
       return;
-    pending_answer_->set_value(reply);
+    reply(*pending_answer_, reply_text);
     pending_answer_.reset();
     editor_->keep(std::exchange(line_before_question_, {}));
+    // Keys typed before the question go back to the terminal, edits and all, for the next
+    // prompt to read; where the terminal refuses (TIOCSTI off), they are replayed by hand.
+    if (editor_->give_back(typed_ahead_))
+      typed_ahead_.clear();
     editor_->quiet_terminal();
   }
 
@@ -399,8 +467,7 @@ private:
     }
     if (sig == SIGTERM) {
       // Asked to stop: like /exit, after the step in flight is interrupted.
-      if (pending_answer_)
-        answer("no");
+      withdraw_question();
       if (waiting_) {
         if (editor_)
           editor_->stop();
@@ -411,6 +478,7 @@ private:
       }
       return;
     }
+    typed_ahead_.clear(); // Ctrl+C drops what was typed ahead, as the terminal does
     if (pending_answer_) {
       if (editor_->prompting())
         editor_->stop();
@@ -481,6 +549,7 @@ private:
   }
 
   session_actor session_;
+  deferred_asker_actor asker_;
   std::shared_ptr<chat_mailbox> box_;
   bool terminal_;
   text_style style_;
@@ -495,7 +564,8 @@ private:
   int exit_code_ = 0;
   int empty_interrupts_ = 0;
   std::string continued_;
-  std::shared_ptr<std::promise<std::string>> pending_answer_;
+  /// The question at the prompt, by its number with the asker.
+  std::optional<uint64_t> pending_answer_;
   std::string piped_;
   bool input_closed_ = false;
   /// Keys typed ahead while a question was asked: replayed at the next prompt.
@@ -526,11 +596,12 @@ int execute_chat(run_settings settings) {
   caf::actor_system sys{cfg};
   auto box = std::make_shared<chat_mailbox>();
   settings.interactive = true;
-  auto first_prompt = settings.prompt;
+  auto first_prompt = std::exchange(settings.prompt, {}); // the front end sends it
   // The chat keeps the idle timeout itself: a person typing is not idle, whatever the session
   // sees.
   auto idle_timeout = std::exchange(settings.idle_timeout, std::chrono::milliseconds{0});
-  auto launched = launch_agent(sys, settings, spawn_chat_asker(sys, box));
+  auto asker = spawn_chat_asker(sys, box);
+  auto launched = launch_agent(sys, settings, asker);
   if (!launched) {
     std::fprintf(stderr, "troupe: %s\n", launched.error().c_str());
     return 2;
@@ -570,7 +641,8 @@ int execute_chat(run_settings settings) {
   caf::anon_send(agent, start_atom::value);
   int code = 0;
   {
-    chat_front front{agent, box, terminal, style, settings.troupe_home / "history", idle_timeout,
+    chat_front front{agent,        asker,        box,         terminal,
+                     style,        settings.troupe_home / "history", idle_timeout,
                      first_prompt};
     code = front.run();
   }

@@ -1,6 +1,7 @@
 #include "orchestrator/line_editor.hpp"
 
 #include <poll.h>
+#include <sys/ioctl.h>
 #include <termios.h>
 #include <unistd.h>
 
@@ -166,6 +167,20 @@ std::string line_editor::take_typed_ahead() {
     bytes.append(buffer, static_cast<size_t>(n));
   }
   return bytes;
+}
+
+bool line_editor::give_back(const std::string& keys) {
+  for (size_t i = 0; i < keys.size(); ++i) {
+    char c = keys[i];
+    if (::ioctl(STDIN_FILENO, TIOCSTI, &c) != 0) {
+      if (i == 0)
+        return false; // refused outright: the caller replays them
+      // Refused midway (the input queue is full): what is left is lost, like keys typed
+      // into a full terminal.
+      return true;
+    }
+  }
+  return true;
 }
 
 void line_editor::resize() {

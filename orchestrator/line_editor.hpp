@@ -52,6 +52,10 @@ public:
   /// terminal for the next prompt. Ctrl+C still raises SIGINT.
   void quiet_terminal();
 
+  /// Puts keys back into the terminal's input (TIOCSTI), for the next prompt to read with its
+  /// line editing; false when the terminal refuses (they are then the caller's to replay).
+  bool give_back(const std::string& keys);
+
   /// Takes the keys typed ahead that wait in the terminal (a question must not answer itself
   /// with them).
   std::string take_typed_ahead();

@@ -93,7 +93,7 @@ void to_json(nlohmann::json& j, const session_status_event& x) {
        {"name", x.name},             {"turn_count", x.turn_count},
        {"usage", x.usage},           {"cost_usd", x.cost_usd},
        {"cost_known", x.cost_known}, {"context_tokens", x.context_tokens},
-       {"context_window", x.context_window}};
+       {"context_window", x.context_window}, {"background", x.background}};
 }
 
 void from_json(const nlohmann::json& j, session_status_event& x) {
@@ -109,6 +109,7 @@ void from_json(const nlohmann::json& j, session_status_event& x) {
   x.cost_known = j.value("cost_known", true);
   x.context_tokens = j.value("context_tokens", int64_t{0});
   x.context_window = j.value("context_window", int64_t{0});
+  x.background = j.value("background", 0);
 }
 
 void to_json(nlohmann::json& j, const hook_run_event& x) {

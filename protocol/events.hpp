@@ -117,12 +117,15 @@ struct session_status_event {
   /// The projected size of the next request, and the model's window.
   int64_t context_tokens = 0;
   int64_t context_window = 0;
+  /// Background subagents still running (a session waiting for them is not idle).
+  int32_t background = 0;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, session_status_event& x) {
   return f(caf::meta::type_name("session_status_event"), x.session_id, x.busy, x.model, x.name,
-           x.turn_count, x.usage, x.cost_usd, x.cost_known, x.context_tokens, x.context_window);
+           x.turn_count, x.usage, x.cost_usd, x.cost_known, x.context_tokens, x.context_window,
+           x.background);
 }
 
 /// An external hook command started (`finished` false) or ended.

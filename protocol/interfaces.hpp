@@ -105,6 +105,12 @@ using permission_asker_actor = caf::typed_actor<
   // The call and why it needs approval.
   caf::replies_to<ask_atom, tool_call, std::string>::with<std::string>>;
 
+/// An asker whose questions are answered later, from outside its handler (the chat's terminal,
+/// on the main thread): each question gets a number, and its answer comes back as a message.
+using deferred_asker_actor = permission_asker_actor::extend<
+  // The answer to question number N: "yes", "no" or "always".
+  caf::reacts_to<ask_atom, uint64_t, std::string>>;
+
 using step_actor = caf::typed_actor<
   // Run a step. Before any tool runs, the reply goes to the session as (reply_atom, message)
   // and the step waits for its answer.

@@ -209,6 +209,55 @@ class ChatInATerminal(unittest.TestCase):
         log = self.transcript(c)
         self.assertIn("yes", [m["content"] for m in log if m["role"] == "user"])
 
+    def test_a_question_whose_step_is_interrupted_elsewhere_is_withdrawn(self):
+        c = self.chat([{"text": "```shell\necho first-call\n```"},
+                       {"text": "```shell\necho second-call\n```"}, {"text": "done"}],
+                      args=["--session-id", "asked"])
+        prompt_ready(c)
+        c.type("first")
+        c.keys("Enter")
+        c.wait_for("Allow? [y]es / [n]o / [a]lways")
+        env = {**os.environ, "TROUPE_HOME": c.home}
+        subprocess.run([TROUPE, "interrupt", "asked"], capture_output=True, env=env, check=True)
+        c.wait_for("the question was withdrawn")
+        c.type("again")
+        c.keys("Enter")
+        c.wait_for("shell: echo second-call")             # the next question is asked
+        c.wait_for("Allow? [y]es / [n]o / [a]lways")
+        c.type("y")
+        c.keys("Enter")
+        c.wait_for("second-call")
+
+    def test_typed_ahead_keys_keep_their_edits_and_ctrl_c_drops_them(self):
+        c = self.chat([{"text": "```shell\necho ok\n```", "delay_ms": 1500}, {"text": "ran"},
+                       {"text": "edited reply"}, {"text": "slow", "delay_ms": 5000},
+                       {"text": "after"}])
+        prompt_ready(c)
+        c.type("go")
+        c.keys("Enter")
+        time.sleep(0.2)
+        c.type("hellp")                  # typed ahead, with an edit
+        c.keys("BSpace")
+        c.type("o")
+        c.keys("Enter")
+        c.wait_for("Allow? [y]es")
+        c.type("y")
+        c.keys("Enter")
+        c.wait_for("edited reply")
+        users = [m["content"] for m in self.transcript(c) if m.get("origin") == "prompt"]
+        self.assertEqual(users, ["go", "hello"])
+        c.type("wait")
+        c.keys("Enter")
+        time.sleep(0.3)
+        c.type("dropped")                # typed ahead, then Ctrl+C
+        c.keys("Enter")
+        time.sleep(0.2)
+        c.keys("C-c")
+        c.wait_for("Interrupted by the user.")
+        time.sleep(0.5)
+        users = [m["content"] for m in self.transcript(c) if m.get("origin") == "prompt"]
+        self.assertNotIn("dropped", users)
+
     def test_sigterm_at_the_prompt_ends_the_chat_cleanly(self):
         c = self.chat([{"text": "unused"}])
         prompt_ready(c)

@@ -142,3 +142,35 @@ TEST_CASE("piped input with CRLF line ends works like LF") {
   CHECK(r.out.find("/rename NAME") != std::string::npos);
   CHECK(only_transcript(f)[0]["content"] == "hello");
 }
+
+TEST_CASE("a chat's first prompt is sent once the session waits, a slash command included") {
+  cli_fixture f;
+  auto r = chat(f, {"--model", f.script({{{"text", "unused"}}}), "/tokens"}, "");
+  CHECK(r.exit_code == 0);
+  auto echoed = r.out.find("› /tokens");
+  auto answered = r.out.find("-token window");
+  REQUIRE(echoed != std::string::npos);
+  REQUIRE(answered != std::string::npos);
+  CHECK(echoed < answered);
+}
+
+TEST_CASE("a chat's idle timeout waits for background subagents") {
+  cli_fixture f;
+  write_script(f.dir / "work/child.jsonl", {{{"text", "child done"}, {"delay_ms", 2500}}});
+  auto model = f.script(
+    {{{"tool_calls", json::array({{{"name", "task"},
+                                   {"input", {{"prompt", "work"}, {"mode", "background"},
+                                              {"model", "scripted:child.jsonl"}}}}})}},
+     {{"text", "launched"}},
+     {{"text", "the child reported"}}});
+  // Input that stays open (no end of input): the chat has to end by its idle timeout, which
+  // must not count the time the background subagent works.
+  std::vector<std::string> shell{"/bin/sh", "-c", "sleep 6 | \"$0\" \"$@\"", TROUPE_BINARY,
+                                 "chat", "--cwd", (f.dir / "work").string(), "--model", model,
+                                 "--idle-timeout", "1", "go"};
+  auto opts = f.options();
+  opts.timeout = std::chrono::seconds{30};
+  auto chatted = run_process(shell, opts);
+  CHECK(chatted.exit_code == 0);
+  CHECK(chatted.out.find("the child reported") != std::string::npos);
+}

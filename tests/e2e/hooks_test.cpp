@@ -372,3 +372,15 @@ TEST_CASE("SessionStart context is no message to answer on resume") {
   CHECK(again.exit_code == 2);
   CHECK(again.err.find("nothing left to answer") != std::string::npos);
 }
+
+TEST_CASE("an interrupt does not wait for SessionEnd hooks either") {
+  cli_fixture f;
+  process_options opts;
+  opts.interrupt_after = std::chrono::milliseconds{700};
+  auto start = std::chrono::steady_clock::now();
+  auto r = f.run({"--model", f.script({{{"text", "done"}}}), "--settings",
+                  settings(f, one_hook("SessionEnd", "sleep 20")), "go"},
+                 opts);
+  CHECK(r.exit_code == 0); // it had completed: the interrupt only stops the wait
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds{5});
+}

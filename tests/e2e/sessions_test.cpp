@@ -3,6 +3,7 @@
 
 #include <doctest/doctest.h>
 
+#include <fstream>
 #include <future>
 #include <thread>
 
@@ -233,4 +234,38 @@ TEST_CASE("session.json adds up the usage of every run, as it adds up the cost")
   CHECK(info["usage"]["input_tokens"] == 200);
   CHECK(info["usage"]["output_tokens"] == 20);
   CHECK(info["turns"] == 2);
+}
+
+TEST_CASE("a refused run never touches the running session's transcript") {
+  cli_fixture f;
+  auto live = std::async(std::launch::async, [&] {
+    return f.run({"--model", f.script({text_line("slow", 20000)}), "--session-id", "held",
+                  "first"});
+  });
+  auto transcript = session_dir(f, "held") / "transcript.jsonl";
+  REQUIRE(wait_until([&] { return read_jsonl(transcript).size() == 1; }, std::chrono::seconds{10}));
+  // A line being written, as the live process would leave it between two writes.
+  {
+    std::ofstream out{transcript, std::ios::app};
+    out << R"({"id":"msg_half","role":"assist)";
+  }
+  auto before = read_file(transcript);
+  CHECK(f.run({"--resume", "held", "--model", f.script({text_line("x")}), "x"}).exit_code == 2);
+  CHECK(run_troupe({"show", "held"}, f.options()).exit_code == 0);
+  // The copy ends with the live session's unanswered prompt: it answers that first.
+  CHECK(f.run({"--resume", "held", "--fork", "--session-id", "copy", "--model",
+               f.script({text_line("recovered"), text_line("y")}), "y"})
+          .exit_code == 0);
+  CHECK(read_file(transcript) == before); // nothing cut, nothing moved aside
+  CHECK(!std::filesystem::exists(transcript.string() + ".torn"));
+  CHECK(read_jsonl(session_dir(f, "copy") / "transcript.jsonl").size() == 4); // whole lines only
+  CHECK(run_troupe({"interrupt", "held"}, f.options()).exit_code == 0);
+  live.get();
+}
+
+TEST_CASE("a run that fails its checks leaves no directory for the session it would have made") {
+  cli_fixture f;
+  auto r = f.run({"--model", "bogus/x", "--session-id", "never", "x"});
+  CHECK(r.exit_code == 2);
+  CHECK(!std::filesystem::exists(session_dir(f, "never")));
 }
