@@ -168,6 +168,24 @@ void fire_and_enqueue(session_ptr self, hook_point point);
 /// queued the session waits (interactive, waiting for news) or ends.
 void next_turn(session_ptr self);
 
+/// A turn starts (its input is logged): counters, TURN_PRE in-process hooks, the first step.
+void start_turn(session_ptr self);
+
+/// The next step of the turn, or the step cap's end of it.
+void run_next_step(session_ptr self);
+
+/// A turn that ended normally: TURN_POST (Stop may continue it once), LoopContinue, the next
+/// input.
+void end_turn(session_ptr self);
+
+/// TURN_POST of a turn that cannot go on (complete, a run's step cap, permissions): the Stop
+/// hooks are told, then `then`.
+void end_turn_for_good(session_ptr self, std::function<void()> then);
+
+/// The turn stops (interrupted, or a declined call): a note, TURN_POST, then control back to
+/// the user (interactive) or the run's end.
+void stop_turn_interrupted(session_ptr self, bool declined);
+
 /// Runs a slash command. Returns false for ordinary text. A command that starts a compaction
 /// leaves the session compacting; the loop resumes when it is done.
 bool run_command(session_ptr self, const message& input);

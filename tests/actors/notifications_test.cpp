@@ -283,7 +283,8 @@ TEST_CASE("a notification written to the durable queue is delivered on the next 
   CHECK(ended.reason == terminal_reason::completed);
   CHECK(f.transcript_roles() == strings{"user:task-notification", "assistant", "user:prompt",
                                         "assistant"});
-  CHECK(read_file(f.config.session_dir / "queue.jsonl").empty());
+  // The disk actor drops delivered entries on its own thread, a moment after they are logged.
+  CHECK(wait_until([&] { return read_file(f.config.session_dir / "queue.jsonl").empty(); }));
   CHECK(has_role(f, "user:task-notification"));
 }
 

@@ -1,0 +1,373 @@
+// The session's step loop: a step sent to the step actor (after StepPre, compacting first when
+// the context is full), what its outcome means (a tool round, a structural stop, the step cap,
+// a failure and the one reactive compaction), the reply's GenerationPost, and interrupts.
+
+#include <algorithm>
+#include <functional>
+
+#include <caf/actor_system.hpp>
+#include <caf/send.hpp>
+#include <spdlog/spdlog.h>
+
+#include "actors/ids.hpp"
+#include "actors/session_state.hpp"
+#include "context/compaction.hpp"
+#include "tools/tool_spec.hpp"
+
+namespace troupe {
+
+namespace {
+
+void send_step(session_ptr self, bool may_compact);
+
+// Applies what successful calls of the todo and complete tools change in the loop. Returns
+// the summary when the model called complete.
+std::optional<std::string> apply_loop_effects(session_ptr self, const step_outcome& outcome) {
+  auto& st = self->state;
+  std::optional<std::string> summary;
+  for (auto& result : outcome.tool_messages) {
+    const auto* spec = st.config.registry->find(result.tool_name);
+    if (spec == nullptr || result.is_error || spec->effect == loop_effect::none)
+      continue;
+    if (spec->effect == loop_effect::complete) {
+      summary = result.content;
+      continue;
+    }
+    for (auto& call : outcome.reply.tool_calls)
+      if (call.id == result.tool_call_id) {
+        st.state.todos = call.input.at("todos");
+        publish_notice(self, "todos", result.content);
+      }
+  }
+  return summary;
+}
+
+// A prompt the provider refused as too long gets one reactive compaction and the same step
+// again; any other failure, or a second refusal, ends the run.
+// A failed step ends a headless run `error`. In a chat the person decides: the error is logged
+// as a system message and the prompt comes back (the session goes on, /model or /compact may
+// help).
+void fail_turn(session_ptr self, std::string error, model_error_kind kind) {
+  auto& st = self->state;
+  if (!st.config.interactive) {
+    end_session(self, terminal_reason::error, std::move(error), kind);
+    return;
+  }
+  message note;
+  note.role = role::system;
+  note.origin = "error";
+  note.content = "The turn stopped: " + error;
+  if (!append_message(self, std::move(note)))
+    return;
+  save_state(self);
+  fire_and_enqueue(self, hook_point::turn_post);
+  next_turn(self);
+}
+
+void on_step_failed(session_ptr self, const step_outcome& outcome) {
+  auto& st = self->state;
+  st.state.transition = transition_reason::model_error;
+  if (outcome.error != model_error_kind::prompt_too_long) {
+    fail_turn(self, outcome.error_message, outcome.error);
+    return;
+  }
+  if (st.state.has_attempted_reactive_compact) {
+    fail_turn(self,
+              "the conversation is still too long for the model's context window after a "
+              "compaction (" +
+                  outcome.error_message + "); start a new session or lower what the tools return",
+              outcome.error);
+    return;
+  }
+  if (auto_compaction_off(st)) {
+    fail_turn(self,
+              "the conversation is too long for the model's context window and "
+              "auto-compaction is off after " +
+                  std::to_string(compaction_breaker) + " failed compactions (" +
+                  outcome.error_message + ")",
+              outcome.error);
+    return;
+  }
+  st.state.has_attempted_reactive_compact = true;
+  save_state(self);
+  auto refused = outcome.error_message;
+  bool started =
+      compact(self, compaction_trigger{"auto", true, ""},
+              [=](compaction_status status, const std::string& why) {
+                auto& s = self->state;
+                if (s.phase == session_phase::ended)
+                  return;
+                if (status == compaction_status::done) {
+                  send_step(self, false); // the same step again, on the compacted context
+                } else if (status == compaction_status::interrupted) {
+                  stop_turn_interrupted(self, false);
+                } else {
+                  fail_turn(self,
+                            "the conversation is too long for the model's context window (" +
+                                refused + ") and compacting it failed: " + why,
+                            model_error_kind::prompt_too_long);
+                }
+              });
+  if (!started)
+    fail_turn(self,
+              "the conversation is too long for the model's context window (" + refused +
+                  ") and there is nothing left to compact",
+              outcome.error);
+}
+
+void on_step_done(session_ptr self, step_outcome& outcome) {
+  auto& st = self->state;
+  if (st.phase == session_phase::ended)
+    return;
+  count_usage(self, outcome.usage);
+  for (auto& result : outcome.tool_messages)
+    if (!append_message(self, result))
+      return;
+  st.permission_denials.insert(st.permission_denials.end(), outcome.denials.begin(),
+                               outcome.denials.end());
+  if (!outcome.reply.tool_calls.empty())
+    st.last_tool_step_denied = !outcome.denials.empty();
+  // An interrupt that raced with the step's end still stops the loop here.
+  bool interrupted = outcome.status == step_status::interrupted || st.interrupt_requested;
+  st.interrupt_requested = false;
+  if (outcome.status == step_status::failed) {
+    on_step_failed(self, outcome);
+    return;
+  }
+  if (interrupted) {
+    stop_turn_interrupted(self, outcome.declined);
+    return;
+  }
+  st.state.has_attempted_reactive_compact = false;
+  st.state.max_output_recovery_count = outcome.continuations;
+  if (outcome.continuations == 0)
+    st.window.calibrate(st.sent_estimate, outcome.usage.input_tokens +
+                                              outcome.usage.cache_read_tokens +
+                                              outcome.usage.cache_write_tokens);
+  if (!outcome.unfinished_call.empty()) {
+    message note;
+    note.role = role::system;
+    note.origin = "max_output";
+    note.content =
+        "The reply was cut at the output token limit " + std::to_string(outcome.continuations + 1) +
+        " times; its unfinished call to the " + outcome.unfinished_call + " tool was not run.";
+    if (!append_message(self, std::move(note)))
+      return;
+  }
+  if (auto summary = apply_loop_effects(self, outcome)) {
+    // The model declared the task done: its summary is the run's answer.
+    st.last_assistant_text = std::move(*summary);
+    st.state.transition = transition_reason::completed;
+    save_state(self);
+    end_turn_for_good(self, [=] {
+      auto& s = self->state;
+      if (s.config.interactive || s.config.wait_for_notifications)
+        next_turn(self);
+      else
+        end_session(self, terminal_reason::completed);
+    });
+    return;
+  }
+  st.state.transition = outcome.reply.tool_calls.empty() ? transition_reason::structural_stop
+                                                         : transition_reason::tool_round;
+  save_state(self);
+  if (st.state.transition == transition_reason::structural_stop && st.last_tool_step_denied &&
+      !st.config.interactive) {
+    // The model gave up after calls were refused: the run is blocked, not done.
+    end_turn_for_good(self, [=] { end_session(self, terminal_reason::permission_blocked); });
+  } else if (st.state.transition == transition_reason::structural_stop) {
+    end_turn(self);
+  } else {
+    run_next_step(self);
+  }
+}
+
+// Sends the context since the last boundary to the step; when the projected request is past
+// the threshold, compacts first (at most once per step, and not once the breaker tripped).
+void send_step(session_ptr self, bool may_compact) {
+  auto& st = self->state;
+  // An interrupt that came while hooks ran between steps stops the turn before the model call.
+  if (std::exchange(st.interrupt_requested, false)) {
+    stop_turn_interrupted(self, false);
+    return;
+  }
+  // Notifications that arrived while the step before ran go in before this model call, and so
+  // does what GenerationPost hooks added about its reply.
+  for (auto* waiting : {&st.pending_notifications, &st.pending_hook_context})
+    for (auto& note : std::exchange(*waiting, {}))
+      if (!append_message(self, std::move(note)))
+        return;
+  if (may_compact && st.window.over_threshold() && !auto_compaction_off(st) &&
+      compact(self, compaction_trigger{"auto", false, ""},
+              [=](compaction_status status, const std::string&) {
+                if (self->state.phase == session_phase::ended)
+                  return;
+                if (status == compaction_status::interrupted)
+                  stop_turn_interrupted(self, false);
+                else
+                  send_step(self, false);
+              }))
+    return;
+  st.phase = session_phase::stepping;
+  st.sent_estimate = st.window.estimated_tokens();
+  spdlog::debug("session {}: step {}: ~{} tokens projected ({} messages, {} results elided; "
+                "compaction at {})",
+                st.config.session_id, st.state.step_count, st.window.projected_tokens(),
+                st.window.size(), st.window.elided_count(), st.window.budget().compact_threshold());
+  step_request request{st.window.snapshot(), st.state.step_count};
+  self->request(st.step, caf::infinite, step_atom::value, std::move(request))
+      .then([=](step_outcome& outcome) { on_step_done(self, outcome); },
+            [=](caf::error& err) {
+              end_session(self, terminal_reason::error,
+                          "step failed: " + self->system().render(err));
+            });
+}
+
+// The first reply of an unnamed session: the namer is asked, and the loop goes on without
+// waiting for its answer.
+void ask_for_name(session_ptr self, const std::string& reply) {
+  auto& st = self->state;
+  if (!st.config.namer || st.naming || !st.info.name.empty() || st.info.first_prompt.empty())
+    return;
+  st.naming = true;
+  st.name_pending = true;
+  auto done = [=](const std::string& name) {
+    auto& s = self->state;
+    bool waited_for = s.name_pending && s.phase == session_phase::ended;
+    s.name_pending = false;
+    // It may replace the end's fallback from the prompt, never a name the user gave.
+    if (!name.empty() && (s.info.name.empty() || s.info.name_source == "prompt")) {
+      s.info.name = name;
+      s.info.name_source = s.config.namer_uses_model ? "model" : "prompt";
+      save_info(self); // no notice: the next status line (and troupe ls) shows it
+    }
+    if (waited_for)
+      end_wait_done(self);
+  };
+  self->request(st.config.namer, std::chrono::seconds{90}, name_atom::value, st.info.first_prompt,
+                reply)
+      .then(done, [=](caf::error&) { done({}); });
+}
+
+} // namespace
+
+void run_next_step(session_ptr self) {
+  auto& st = self->state;
+  if (st.config.max_steps > 0 && st.state.step_count >= st.config.max_steps) {
+    st.state.transition = transition_reason::max_steps;
+    message cap;
+    cap.role = role::system;
+    cap.origin = "max_steps";
+    cap.content = "Stopped: reached the maximum of " + std::to_string(st.config.max_steps) +
+                  " steps for this turn (raise it with --max-steps or TROUPE_MAX_STEPS).";
+    if (!append_message(self, std::move(cap)))
+      return;
+    save_state(self);
+    if (st.config.interactive) {
+      end_turn(self); // control goes back to the user
+      return;
+    }
+    end_turn_for_good(self, [=] { end_session(self, terminal_reason::max_turns); });
+    return;
+  }
+  fire_and_enqueue(self, hook_point::step_pre);
+  if (has_hooks(st, "StepPre"))
+    st.phase = session_phase::hooking;
+  run_hooks(
+      self, "StepPre", {{"step", st.state.step_count + 1}, {"turn", st.state.turn_count}},
+      [=](const hook_outcome& hook) {
+        auto& s = self->state;
+        if (hook.blocked) {
+          message note;
+          note.role = role::system;
+          note.origin = "hook_blocked";
+          note.content = "A StepPre hook stopped the turn: " + hook.reason;
+          if (!append_message(self, std::move(note)))
+            return;
+          queue_hook_messages(self, hook);
+          s.state.transition = transition_reason::structural_stop;
+          save_state(self);
+          end_turn(self);
+          return;
+        }
+        if (!log_hook_context(self, "StepPre", hook.additional_context))
+          return;
+        queue_hook_messages(self, hook);
+        s.state.step_count++;
+        s.state.total_steps++;
+        send_step(self, true);
+      },
+      false, [=] { stop_turn_interrupted(self, false); });
+}
+
+caf::result<bool> accept_reply(session_ptr self, message reply) {
+  auto& st = self->state;
+  if (st.phase != session_phase::stepping)
+    return false;
+  auto text = reply.content;
+  auto calls = nlohmann::json::array();
+  for (auto& call : reply.tool_calls)
+    calls.push_back({{"id", call.id}, {"name", call.name}, {"input", call.input}});
+  if (!append_message(self, std::move(reply)))
+    return false;
+  ask_for_name(self, text);
+  fire_and_enqueue(self, hook_point::generation_post);
+  if (!has_hooks(st, "GenerationPost"))
+    return st.phase == session_phase::stepping && !st.interrupt_requested;
+  // The step waits for this answer before any tool runs: the hooks see the reply first.
+  auto promise = self->make_response_promise<bool>();
+  run_hooks(
+      self, "GenerationPost", {{"reply", text}, {"tool_calls", calls}},
+      [=](const hook_outcome& hook) mutable {
+        auto& s = self->state;
+        if (!hook.additional_context.empty()) {
+          auto context = make_input(hook.additional_context, "hook");
+          context.meta = {{"hook_event", "GenerationPost"}};
+          s.pending_hook_context.push_back(std::move(context));
+        }
+        queue_hook_messages(self, hook);
+        promise.deliver(s.phase == session_phase::stepping && !s.interrupt_requested);
+      },
+      false, [=]() mutable { promise.deliver(false); }); // interrupted: no tool runs
+  return promise;
+}
+
+std::string request_interrupt(session_ptr self) {
+  auto& st = self->state;
+  // Hooks in flight are not waited for. GenerationPost's run while the step waits: the step is
+  // interrupted too, below; elsewhere the interrupt's whole effect is what the hooks' site does.
+  if (interrupt_hooks(self) && st.phase != session_phase::stepping)
+    return "interrupted";
+  if (st.phase == session_phase::idle) {
+    if (st.config.interactive) {
+      // At the prompt an interrupt takes back what was queued, never the session.
+      drop_queue(self, "interrupted while idle");
+      return "cleared the queue: the session is idle";
+    }
+    // A headless run waiting (for subagents, for notifications) is stopped: nobody else will.
+    end_session(self, terminal_reason::interrupted, "interrupted while waiting");
+    return "interrupted: the run ended";
+  }
+  if (st.phase == session_phase::created) {
+    st.interrupt_before_start = true;
+    return "interrupted: the session is starting";
+  }
+  if (st.phase == session_phase::hooking) {
+    // Hooks that cannot be abandoned (none so far): the model is not asked after them.
+    interrupt_foreground_children(self);
+    st.interrupt_requested = true;
+    return "interrupted";
+  }
+  if (st.phase != session_phase::stepping && st.phase != session_phase::compacting)
+    return "nothing to interrupt: the session has ended";
+  if (st.interrupt_requested)
+    return "interrupted";
+  interrupt_foreground_children(self);
+  st.interrupt_requested = true;
+  // Normal priority: a high-priority interrupt could overtake the step request it is meant
+  // to stop and reach an idle step, which would then run the whole step.
+  self->send(st.step, interrupt_atom::value);
+  return "interrupted";
+}
+
+} // namespace troupe
