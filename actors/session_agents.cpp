@@ -279,6 +279,20 @@ caf::result<std::string> run_control(session_ptr self, const std::string& comman
   }
   if (command == "interrupt")
     return request_interrupt(self);
+  if (command == "detach") {
+    // The parent has ended and lets this agent finish: its end goes to the parent's queue.
+    if (st.config.parent) {
+      self->demonitor(st.config.parent.address());
+      st.config.parent = session_actor{};
+    }
+    if (!st.detached) {
+      st.detached = true;
+      publish_notice(self, "detached",
+                     "the parent session ended; this agent finishes on its own and leaves its "
+                     "result in the parent's queue");
+    }
+    return std::string{"detached"};
+  }
   if (command == "input") {
     // From a parent resuming this agent while it runs: the prompt joins the queue, unless the
     // agent has just ended (the parent then continues it from its transcript).
@@ -342,6 +356,11 @@ void interrupt_foreground_children(session_ptr self) {
 
 void on_child_down(session_ptr self, const caf::down_msg& down) {
   auto& st = self->state;
+  // A child left to finish after this session ended: one less to wait for.
+  if (st.detached_children.erase(down.source) > 0) {
+    end_wait_done(self);
+    return;
+  }
   for (auto& [id, child] : st.children) {
     if (child.actor.address() != down.source || !child.running)
       continue;
@@ -367,8 +386,17 @@ void finish_agents(session_ptr self, terminal_reason reason, const std::string& 
       continue;
     if (child.waiting)
       answer_launch(child, error_result("[the parent session ended]"));
-    if (st.config.stop_children_on_end)
+    if (st.config.stop_children_on_end) {
       self->send_exit(child.actor, caf::exit_reason::user_shutdown);
+      continue;
+    }
+    // Left to finish: detached (its end goes to this session's durable queue), and waited for,
+    // so that this process lives until it is done and an interrupt can still stop it.
+    self->request(child.actor, std::chrono::seconds{10}, control_atom::value,
+                  std::string{"detach"}, std::string{})
+      .then([](const std::string&) {}, [](caf::error&) {});
+    st.detached_children.insert(child.actor.address());
+    ++st.end_waits;
   }
   // Notifications taken but not yet logged are written back for the next resume.
   std::vector<message> undelivered = std::exchange(st.pending_notifications, {});

@@ -107,6 +107,8 @@ struct session_state {
   /// What the ended session still waits for before it quits: the parent's answer to its end
   /// notification, a name being written.
   int end_waits = 0;
+  /// Children left to finish after this session ended (--let-agents-finish): waited for.
+  std::set<caf::actor_addr> detached_children;
   /// The terminal event, held until nothing is waited for.
   std::optional<session_ended_event> ended_event;
 };

@@ -358,6 +358,13 @@ std::string request_interrupt(session_ptr self) {
     st.interrupt_requested = true;
     return "interrupted";
   }
+  if (st.phase == session_phase::ended && !st.detached_children.empty()) {
+    // Ended, and waiting for the children it let finish: an interrupt stops them.
+    for (auto& child : st.children)
+      if (st.detached_children.count(child.second.actor.address()))
+        self->send_exit(child.second.actor, caf::exit_reason::user_shutdown);
+    return "interrupted: stopping the agents left to finish";
+  }
   if (st.phase != session_phase::stepping && st.phase != session_phase::compacting)
     return "nothing to interrupt: the session has ended";
   if (st.interrupt_requested)

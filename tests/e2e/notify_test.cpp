@@ -201,3 +201,23 @@ TEST_CASE("past the depth cap the task tool answers with the cap, not an unknown
   CHECK(log[2]["is_error"] == true);
   CHECK(log[2]["content"].get<std::string>().find("the limit is 1") != std::string::npos);
 }
+
+TEST_CASE("with --let-agents-finish the run waits for its agents, and an interrupt stops them") {
+  cli_fixture f;
+  write_script(f.dir / "work/child.jsonl", {text_line("child done", 20000)});
+  auto parent = f.script(
+    {{{"tool_calls", json::array({{{"name", "task"},
+                                   {"input", {{"prompt", "long job"}, {"mode", "background"},
+                                              {"model", "scripted:child.jsonl"}}}}})}},
+     {{"tool_calls", json::array({{{"name", "complete"}, {"input", {{"summary", "parent done"}}}}})}}});
+  process_options opts;
+  opts.interrupt_after = std::chrono::milliseconds{1500};
+  auto start = std::chrono::steady_clock::now();
+  auto r = f.run({"--model", parent, "--let-agents-finish", "--session-id", "lf", "go"}, opts);
+  CHECK(r.exit_code == 0); // the parent had completed
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds{8});
+  auto queue = read_jsonl(session_dir(f, "lf") / "queue.jsonl");
+  REQUIRE(queue.size() == 1);
+  CHECK(queue[0]["source"] == "agent");
+  CHECK(queue[0]["status"] == "stopped");
+}
