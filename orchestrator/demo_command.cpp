@@ -9,6 +9,7 @@
 #include "actors/ids.hpp"
 #include "orchestrator/environment.hpp"
 #include "orchestrator/run_command.hpp"
+#include "orchestrator/model_flags.hpp"
 #include "orchestrator/run_flags.hpp"
 #include "tools/tool_spec.hpp"
 

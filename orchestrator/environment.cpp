@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 
@@ -51,5 +52,25 @@ std::filesystem::path config_home() {
   return xdg.empty() ? home_dir() / ".config" : std::filesystem::path{xdg};
 }
 
+expected<long> parse_count(const std::string& text, const std::string& where, long low, long high,
+                           const char* what) {
+  char* end = nullptr;
+  errno = 0;
+  long value = std::strtol(text.c_str(), &end, 10);
+  if (text.empty() || end == text.c_str() || *end != '\0' || errno != 0 || value < low ||
+      value > high)
+    return failure{"invalid " + where + " '" + text + "': expected a whole number of " + what +
+                   " from " + std::to_string(low) + " to " + std::to_string(high)};
+  return value;
+}
+
+expected<long> count_setting(const std::string& flag_value, const char* flag, const char* variable,
+                             long fallback, long low, long high, const char* what) {
+  if (!flag_value.empty())
+    return parse_count(flag_value, flag, low, high, what);
+  if (auto text = env_or(variable); !text.empty())
+    return parse_count(text, variable, low, high, what);
+  return fallback;
+}
 
 } // namespace troupe

@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <string>
 
+#include "protocol/expected.hpp"
+
 namespace troupe {
 
 /// Exit code of a usage or configuration error, and of a runtime error.
@@ -31,5 +33,15 @@ std::filesystem::path troupe_home();
 
 /// The first executable bash on PATH.
 std::string find_bash();
+
+/// Parses a flag's or variable's value as a whole number in [low, high]; the error names
+/// `where` it came from and `what` it counts.
+expected<long> parse_count(const std::string& text, const std::string& where, long low, long high,
+                           const char* what);
+
+/// The flag when given, else the environment variable, else `fallback`, each checked by
+/// parse_count.
+expected<long> count_setting(const std::string& flag_value, const char* flag, const char* variable,
+                             long fallback, long low, long high, const char* what);
 
 } // namespace troupe

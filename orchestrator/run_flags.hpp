@@ -55,10 +55,6 @@ void add_agent_flags(CLI::App& command, run_flags& flags, bool headless);
 /// Sets up diagnostics: spdlog at `level` (default warn) on stderr or in `log_file`.
 expected<bool> configure_logging(const std::string& log_file, const std::string& level);
 
-/// Resolves one model spec the way --model is resolved: the provider, its endpoint and key
-/// from the environment, and the tool format.
-expected<model_choice> resolve_model_spec(const std::string& model, const run_flags& flags);
-
 /// Joins words with single spaces.
 std::string join_words(const std::vector<std::string>& words);
 

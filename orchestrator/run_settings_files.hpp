@@ -1,0 +1,35 @@
+#pragma once
+// The settings files a run reads (user, project, --settings) and what they decide: the context
+// budget, the hook commands and the permission policy.
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "context/token_budget.hpp"
+#include "orchestrator/run_flags.hpp"
+#include "protocol/expected.hpp"
+#include "protocol/hooks.hpp"
+#include "tools/permissions.hpp"
+
+namespace troupe {
+
+/// The settings files in the order they apply: the user's, the project's, then --settings
+/// (which must exist).
+expected<std::vector<std::filesystem::path>> settings_files(const run_flags& flags,
+                                                            const std::filesystem::path& workspace);
+
+/// The context window and output size: the model's row of the built-in table, then the settings
+/// files ("contextWindow", "maxOutputTokens"), then the environment, then the flags.
+expected<context_budget> resolve_budget(const run_flags& flags, const std::string& model,
+                                        const std::filesystem::path& workspace);
+
+/// The hook commands of every settings file, in the order the files apply.
+expected<std::vector<hook_command>> resolve_hooks(const run_flags& flags,
+                                                  const std::filesystem::path& workspace);
+
+/// The permission policy from the settings files and the flags, which come last.
+expected<permission_policy> resolve_permissions(const run_flags& flags,
+                                                const std::filesystem::path& workspace);
+
+} // namespace troupe
