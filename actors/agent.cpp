@@ -12,7 +12,7 @@ session_actor spawn_agent(caf::actor_system& sys, session_config session, tool_c
                           model_client_actor model) {
   if (!session.disk)
     session.disk = spawn_disk_io(sys);
-  auto executor = spawn_tool_executor(sys, session.registry, std::move(tools));
+  auto executor = spawn_tool_executor(sys, session.registry, std::move(tools), session.disk);
   auto agent = spawn_session(sys, std::move(session), std::move(model), executor);
   caf::anon_send(executor, subscribe_atom::value, agent);
   return agent;

@@ -21,7 +21,6 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/ids.hpp"
-#include "actors/notification_queue.hpp"
 #include "actors/shell_reader.hpp"
 #include "tools/shell.hpp"
 
@@ -79,6 +78,8 @@ struct tool_executor_state {
   uint64_t next_waiter = 0;
   /// Told when a background task ends on its own (not stopped, nobody waiting for it).
   session_actor session;
+  /// Writes the ends of tasks stopped at shutdown to the durable queue, off this thread.
+  disk_io_actor disk;
 
   ~tool_executor_state() {
     // Background tasks end with the session; their waiters reap them. Each one stopped here is
@@ -113,8 +114,7 @@ struct tool_executor_state {
     n.text = "[stopped: the session ended while the task was still running]\n" +
              task_report(*this, id, task, "notification-" + id).output;
     n.sent_at_us = now_us();
-    if (auto saved = append_notification(context.notification_queue, n, SIZE_MAX); !saved)
-      spdlog::error("background task {}: its end is lost: {}", id, saved.error());
+    caf::anon_send(disk, append_atom::value, context.notification_queue.string(), std::move(n));
   }
 };
 
@@ -356,9 +356,10 @@ caf::result<tool_result> execute(self_ptr self, const tool_call& call) {
 
 tool_executor_actor::behavior_type tool_executor(self_ptr self,
                                                  std::shared_ptr<const tool_registry> registry,
-                                                 tool_context context) {
+                                                 tool_context context, disk_io_actor disk) {
   self->state.registry = std::move(registry);
   self->state.context = std::move(context);
+  self->state.disk = std::move(disk);
   return {
     [=](execute_atom, const tool_call& call) -> caf::result<tool_result> {
       return execute(self, call);
@@ -466,8 +467,8 @@ tool_executor_actor::behavior_type tool_executor(self_ptr self,
 
 tool_executor_actor spawn_tool_executor(caf::actor_system& sys,
                                         std::shared_ptr<const tool_registry> registry,
-                                        tool_context context) {
-  return sys.spawn(tool_executor, std::move(registry), std::move(context));
+                                        tool_context context, disk_io_actor disk) {
+  return sys.spawn(tool_executor, std::move(registry), std::move(context), std::move(disk));
 }
 
 } // namespace troupe

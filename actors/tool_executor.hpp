@@ -14,9 +14,10 @@ class actor_system;
 namespace troupe {
 
 /// Spawns a tool executor for one session. Unknown tools and bad input become error
-/// results; process tools run as children whose groups are killed on timeout or cancel.
+/// results; process tools run as children whose groups are killed on timeout or cancel. Background
+/// tasks the session's end stops are written to its durable queue through `disk`.
 tool_executor_actor spawn_tool_executor(caf::actor_system& sys,
                                         std::shared_ptr<const tool_registry> registry,
-                                        tool_context context);
+                                        tool_context context, disk_io_actor disk);
 
 } // namespace troupe

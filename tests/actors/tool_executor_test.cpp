@@ -9,6 +9,7 @@
 #include <caf/actor_system.hpp>
 #include <caf/scoped_actor.hpp>
 
+#include "actors/disk_io.hpp"
 #include "actors/tool_executor.hpp"
 #include "support/test_support.hpp"
 
@@ -31,7 +32,7 @@ struct executor_fixture {
     context.results_dir = dir / "results";
     executor = spawn_tool_executor(actors.sys(),
                                    std::make_shared<const tool_registry>(make_builtin_registry()),
-                                   context);
+                                   context, spawn_disk_io(actors.sys()));
   }
 
   ~executor_fixture() { caf::anon_send_exit(executor, caf::exit_reason::user_shutdown); }

@@ -221,3 +221,20 @@ TEST_CASE("with --let-agents-finish the run waits for its agents, and an interru
   CHECK(queue[0]["source"] == "agent");
   CHECK(queue[0]["status"] == "stopped");
 }
+
+TEST_CASE("a background shell task the run's end stops is in the queue when the process exits") {
+  cli_fixture f;
+  auto parent = f.script(
+    {{{"tool_calls", json::array({{{"name", "shell"},
+                                   {"input", {{"command", "sleep 30"},
+                                              {"run_in_background", true}}}}})}},
+     text_line("left it running")});
+  auto r = f.run({"--model", parent, "--session-id", "bg", "go"});
+  CHECK(r.exit_code == 0);
+  // Read at once: the process has exited, so the entry was written before it did.
+  auto queue = read_jsonl(session_dir(f, "bg") / "queue.jsonl");
+  REQUIRE(queue.size() == 1);
+  CHECK(queue[0]["source"] == "shell");
+  CHECK(queue[0]["status"] == "stopped");
+  CHECK(queue[0]["description"] == "sleep 30");
+}
