@@ -12,6 +12,7 @@
 #include <ctime>
 #include <fstream>
 #include <optional>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -37,13 +38,18 @@ int64_t mtime_ms(const std::filesystem::path& path) {
 }
 
 std::optional<nlohmann::json> read_json(const std::filesystem::path& path) {
-  std::ifstream in{path, std::ios::binary};
-  if (!in)
-    return std::nullopt;
-  auto parsed = nlohmann::json::parse(in, nullptr, false);
-  if (parsed.is_discarded() || !parsed.is_object())
-    return std::nullopt;
-  return parsed;
+  // A live session rewrites the file in place (json_file): a read that races the write can
+  // come back torn, and reading again a moment later gets the whole file.
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    std::ifstream in{path, std::ios::binary};
+    if (!in)
+      return std::nullopt;
+    auto parsed = nlohmann::json::parse(in, nullptr, false);
+    if (!parsed.is_discarded())
+      return parsed.is_object() ? std::optional{std::move(parsed)} : std::nullopt;
+    std::this_thread::sleep_for(std::chrono::milliseconds{1});
+  }
+  return std::nullopt;
 }
 
 // A session written before session.json existed: what its transcript and state tell.

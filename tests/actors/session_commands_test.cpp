@@ -157,7 +157,7 @@ TEST_CASE("/model switches to another model at the turn boundary") {
   auto answers = f.events->notices("command");
   REQUIRE(!answers.empty());
   CHECK(answers.back()["text"] == "model: other/model");
-  auto info = json::parse(read_file(f.config.session_dir / "session.json"));
+  auto info = read_json(f.config.session_dir / "session.json");
   CHECK(info["model"] == "other/model");
   CHECK(f.transcript()[2]["origin"] == "model");
 }
@@ -215,7 +215,7 @@ TEST_CASE("/rename names the session in session.json, and a name the namer finds
   caf::anon_send(session, submit_atom::value, make_input("/exit"));
   f.events->wait_for_end();
   CHECK(f.events->notices("usage").size() == 1);
-  auto info = json::parse(read_file(f.config.session_dir / "session.json"));
+  auto info = read_json(f.config.session_dir / "session.json");
   CHECK(info["name"] == "my chat");
   CHECK(info["name_source"] == "user");
   CHECK(info["state"] == "completed");
@@ -240,14 +240,14 @@ TEST_CASE("a slow namer does not hold up the loop, and its name arrives later") 
                          {"fix the parser", "and the lexer"});
   // Both turns run while the namer still thinks.
   REQUIRE(wait_until([&] { return f.transcript().size() == 4; }));
-  auto before = json::parse(read_file(f.config.session_dir / "session.json"));
+  auto before = read_json(f.config.session_dir / "session.json");
   CHECK(before["name"] == "");
   release->set_value();
   REQUIRE(wait_until([&] {
-    return json::parse(read_file(f.config.session_dir / "session.json"))["name"] ==
+    return read_json(f.config.session_dir / "session.json")["name"] ==
            "Parser Test Fixes";
   }));
-  CHECK(json::parse(read_file(f.config.session_dir / "session.json"))["name_source"] == "model");
+  CHECK(read_json(f.config.session_dir / "session.json")["name_source"] == "model");
   caf::anon_send(session, submit_atom::value, make_input("/exit"));
   f.events->wait_for_end();
 }
@@ -261,9 +261,9 @@ TEST_CASE("session.json follows the session: running, turns, usage and cost, the
   auto session = f.start({priced}, {"count the files"});
   REQUIRE(wait_until([&] { return f.transcript().size() == 2; }));
   REQUIRE(wait_until([&] {
-    return json::parse(read_file(f.config.session_dir / "session.json"))["turns"] == 1;
+    return read_json(f.config.session_dir / "session.json")["turns"] == 1;
   }));
-  auto running = json::parse(read_file(f.config.session_dir / "session.json"));
+  auto running = read_json(f.config.session_dir / "session.json");
   CHECK(running["state"] == "running");
   CHECK(running["cwd"] == f.config.cwd.string());
   CHECK(running["usage"]["input_tokens"] == 1000000);
@@ -271,7 +271,7 @@ TEST_CASE("session.json follows the session: running, turns, usage and cost, the
   CHECK(running["cost_usd"].get<double>() == doctest::Approx(4.5));
   caf::anon_send(session, submit_atom::value, make_input("/exit"));
   f.events->wait_for_end();
-  auto ended = json::parse(read_file(f.config.session_dir / "session.json"));
+  auto ended = read_json(f.config.session_dir / "session.json");
   CHECK(ended["state"] == "completed");
   CHECK(ended["name"] == "count the files"); // no namer: the prompt's first words
   CHECK(ended["name_source"] == "prompt");

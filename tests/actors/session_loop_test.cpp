@@ -405,5 +405,5 @@ TEST_CASE("todo keeps the task list in the loop state and publishes it") {
   auto published = f.events->notices("todos");
   REQUIRE(published.size() == 1);
   CHECK(published[0]["text"] == "Task list (1/2 done):\n[x] read the code\n[>] fix it\n");
-  CHECK(json::parse(read_file(f.config.session_dir / "state.json"))["todos"] == todos);
+  CHECK(read_json(f.config.session_dir / "state.json")["todos"] == todos);
 }

@@ -152,7 +152,7 @@ TEST_CASE("--continue takes the newest session of the workspace, --fork copies i
   REQUIRE(copy.size() == 4);
   CHECK(copy[0]["content"] == "first task");
   CHECK(copy[3]["content"] == "forked answer");
-  auto info = json::parse(read_file(session_dir(f, "copy") / "session.json"));
+  auto info = read_json(session_dir(f, "copy") / "session.json");
   CHECK(info["forked_from"] == "old");
   CHECK(info["first_prompt"] == "first task");
 }
@@ -174,7 +174,7 @@ TEST_CASE("a run resumed without a prompt answers the message its last run died 
   REQUIRE(log.size() == 2);
   CHECK(log[1]["content"] == "42");
   // It died before its record was written: the transcript names it.
-  auto info = json::parse(read_file(dir / "session.json"));
+  auto info = read_json(dir / "session.json");
   CHECK(info["first_prompt"] == "what is 6 times 7?");
   CHECK(info["name"] == "what is 6 times 7");
   // Nothing left to answer: a prompt is needed now.
@@ -230,7 +230,7 @@ TEST_CASE("session.json adds up the usage of every run, as it adds up the cost")
   json priced = {{"text", "ok"}, {"usage", {{"input_tokens", 100}, {"output_tokens", 10}}}};
   REQUIRE(f.run({"--model", f.script({priced}), "--session-id", "u", "one"}).exit_code == 0);
   REQUIRE(f.run({"--resume", "u", "--model", f.script({priced}), "two"}).exit_code == 0);
-  auto info = json::parse(read_file(session_dir(f, "u") / "session.json"));
+  auto info = read_json(session_dir(f, "u") / "session.json");
   CHECK(info["usage"]["input_tokens"] == 200);
   CHECK(info["usage"]["output_tokens"] == 20);
   CHECK(info["turns"] == 2);

@@ -22,6 +22,16 @@ struct agent_fixture {
   session_config config;
   tool_context tools;
   std::vector<std::shared_ptr<subagent_factory>> factories;
+  /// Every session started, stopped at the end so that a failed check cannot leave one waiting
+  /// for input and the actor system's shutdown waiting for it.
+  std::vector<session_actor> sessions;
+
+  agent_fixture(const agent_fixture&) = delete;
+  agent_fixture& operator=(const agent_fixture&) = delete;
+  ~agent_fixture() {
+    for (auto& session : sessions)
+      caf::anon_send_exit(session, caf::exit_reason::user_shutdown);
+  }
 
   agent_fixture() {
     config.session_id = "test-session";
@@ -95,6 +105,7 @@ struct agent_fixture {
     config.subscribers.push_back(spawn_recorder(actors.sys(), events));
     auto session = spawn_agent(actors.sys(), config, tools, model);
     caf::anon_send(session, start_atom::value);
+    sessions.push_back(session);
     return session;
   }
 
@@ -110,7 +121,7 @@ struct agent_fixture {
   }
 
   nlohmann::json state() {
-    return nlohmann::json::parse(read_file(config.session_dir / "state.json"));
+    return read_json(config.session_dir / "state.json");
   }
 
   /// Returns "role" or "role:origin" of every transcript line, in order.

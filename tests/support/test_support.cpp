@@ -7,7 +7,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
+#include <stdexcept>
 #include <thread>
 #include <fstream>
 #include <sstream>
@@ -48,6 +50,18 @@ std::string read_file(const std::filesystem::path& path) {
   std::stringstream buffer;
   buffer << in.rdbuf();
   return buffer.str();
+}
+
+nlohmann::json read_json(const std::filesystem::path& path) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{2};
+  for (;;) {
+    auto parsed = nlohmann::json::parse(read_file(path), nullptr, false);
+    if (!parsed.is_discarded())
+      return parsed;
+    if (std::chrono::steady_clock::now() > deadline)
+      throw std::runtime_error{path.string() + " is not valid JSON"};
+    std::this_thread::sleep_for(std::chrono::milliseconds{1});
+  }
 }
 
 std::vector<std::string> split_lines(const std::string& text) {

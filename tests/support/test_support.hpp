@@ -47,6 +47,10 @@ void write_file(const std::filesystem::path& path, const std::string& text);
 /// Returns a file's whole content ("" when missing).
 std::string read_file(const std::filesystem::path& path);
 
+/// Reads a small JSON file the session rewrites in place (session.json, state.json), reading
+/// again while a racing write leaves it torn; throws if it never parses within 2 s.
+nlohmann::json read_json(const std::filesystem::path& path);
+
 /// Returns the JSON objects of a JSONL file, one per non-empty line.
 std::vector<nlohmann::json> read_jsonl(const std::filesystem::path& path);
 
