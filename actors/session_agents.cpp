@@ -188,7 +188,13 @@ caf::result<tool_result> launch_subagent(session_ptr self, const tool_call& call
       return error_result(*problem);
   const auto& input = call.input;
   auto prompt = input.value("prompt", std::string{});
+  if (prompt.find_first_not_of(" \t\r\n") == std::string::npos)
+    return error_result("the task needs a prompt: the whole task, self-contained");
   if (auto resume = input.value("resume", std::string{}); !resume.empty()) {
+    // An id names a directory under agents/: never a path out of it.
+    if (!is_valid_session_id(resume))
+      return error_result("no agent '" + resume + "' in this session (agents: " +
+                          child_list(st) + ")");
     auto c = st.children.find(resume);
     if (c != st.children.end() && c->second.running) {
       // Alive: the prompt joins its queue, and its end is reported as usual. It may have ended

@@ -51,6 +51,19 @@ std::optional<std::string> validate_input(const tool_spec& spec, const nlohmann:
       if (!has_json_type(value, type->get<std::string>()))
         return "argument '" + key + "' of tool '" + spec.name + "' must be of type " +
                type->get<std::string>() + ", got " + value.dump();
+    if (value.is_number_integer())
+      for (auto [bound, below] : {std::pair{"minimum", true}, std::pair{"maximum", false}})
+        if (auto limit = property->find(bound);
+            limit != property->end() && limit->is_number_integer() &&
+            (below ? value.get<int64_t>() < limit->get<int64_t>()
+                   : value.get<int64_t>() > limit->get<int64_t>()))
+          return "argument '" + key + "' of tool '" + spec.name + "' must be " +
+                 (below ? "at least " : "at most ") + limit->dump() + ", got " + value.dump();
+    if (auto shortest = property->find("minLength");
+        value.is_string() && shortest != property->end() && shortest->is_number_integer() &&
+        static_cast<int64_t>(value.get_ref<const std::string&>().size()) <
+          shortest->get<int64_t>())
+      return "argument '" + key + "' of tool '" + spec.name + "' must not be empty";
     if (auto allowed = property->find("enum"); allowed != property->end() && allowed->is_array())
       if (std::find(allowed->begin(), allowed->end(), value) == allowed->end()) {
         std::string choices;

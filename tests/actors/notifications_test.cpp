@@ -210,6 +210,39 @@ TEST_CASE("the depth and concurrency caps answer with clear errors") {
     CHECK(result["content"].get<std::string>().find("no agent 'agent_nosuch'") !=
           std::string::npos);
   }
+  SUBCASE("a path in place of an agent id to resume") {
+    // The id comes from the model: it must never reach another session's transcript.
+    agent_fixture f;
+    auto victim = f.dir / "victim";
+    write_file(victim / "transcript.jsonl",
+               R"({"content":"victim","id":"msg_1","role":"user","timestamp_ms":1})" "\n");
+    auto before = read_file(victim / "transcript.jsonl");
+    f.enable_subagents({{"child", {text_reply("injected")}}});
+    f.run({task_call({{"prompt", "p"}, {"resume", victim.string()}, {"model", "scripted:child"}}),
+           task_call({{"prompt", "p"}, {"resume", "../../victim"}, {"model", "scripted:child"}}),
+           text_reply("ok")});
+    auto log = f.transcript();
+    for (auto i : {2, 4}) {
+      CHECK(log[i]["is_error"] == true);
+      CHECK(log[i]["content"].get<std::string>().find("no agent '") != std::string::npos);
+    }
+    CHECK(read_file(victim / "transcript.jsonl") == before);
+    CHECK(!std::filesystem::exists(victim / "session.json"));
+  }
+  SUBCASE("an empty prompt and a step cap below one") {
+    agent_fixture f;
+    f.enable_subagents({{"child", {text_reply("never")}}});
+    f.run({task_call({{"prompt", " \n"}, {"model", "scripted:child"}}),
+           task_call({{"prompt", ""}, {"model", "scripted:child"}}),
+           task_call({{"prompt", "p"}, {"max_steps", 0}, {"model", "scripted:child"}}),
+           text_reply("ok")});
+    auto log = f.transcript();
+    REQUIRE(log.size() == 8);
+    CHECK(log[2]["content"].get<std::string>().find("needs a prompt") != std::string::npos);
+    CHECK(log[4]["content"].get<std::string>().find("must not be empty") != std::string::npos);
+    CHECK(log[6]["content"].get<std::string>().find("must be at least 1") != std::string::npos);
+    CHECK(f.events->notices("agent_started").empty());
+  }
   SUBCASE("concurrency") {
     agent_fixture f;
     f.config.max_children = 1;
