@@ -138,6 +138,14 @@ expected<model_choice> resolve_model_spec(const std::string& model, const run_fl
   return choice;
 }
 
+std::string anchored_model_spec(const std::string& spec, const std::filesystem::path& base) {
+  constexpr std::string_view scripted = "scripted:";
+  if (spec.rfind(scripted, 0) != 0 || spec.size() == scripted.size() ||
+      spec[scripted.size()] == '/' || base.empty())
+    return spec;
+  return std::string{scripted} + (base / spec.substr(scripted.size())).lexically_normal().string();
+}
+
 expected<bool> resolve_model(const run_flags& flags, run_settings& settings) {
   // A resumed session keeps its model unless --model names another.
   bool recorded = flags.model.empty() && !settings.recorded_model.empty();
@@ -153,6 +161,10 @@ expected<bool> resolve_model(const run_flags& flags, run_settings& settings) {
     else
       return failure{no_model_help};
   }
+  // A script is found again on resume from anywhere: given, it is anchored where troupe was
+  // started; recorded relative (sessions from before), in the session's workspace.
+  std::error_code ec;
+  model = anchored_model_spec(model, recorded ? settings.cwd : std::filesystem::current_path(ec));
   settings.model_name = model;
   auto choice = resolve_model_spec(model, flags);
   if (!choice)

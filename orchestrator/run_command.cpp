@@ -23,6 +23,7 @@
 #include "actors/namer.hpp"
 #include "actors/runtime.hpp"
 #include "actors/scripted_model.hpp"
+#include "orchestrator/model_flags.hpp"
 #include "orchestrator/permission_prompt.hpp"
 #include "orchestrator/renderer.hpp"
 #include "orchestrator/signals.hpp"
@@ -70,9 +71,7 @@ expected<session_actor> spawn_subagent(caf::actor_system& sys,
     if (launch.model.empty())
       return failure{"this run's model is scripted, so a subagent needs a \"model\" of its "
                      "own (scripted:PATH, relative to the workspace)"};
-    auto spec = launch.model;
-    if (spec.rfind("scripted:", 0) == 0 && !spec.substr(9).empty() && spec[9] != '/')
-      spec = "scripted:" + (parent_settings.cwd / spec.substr(9)).string();
+    auto spec = anchored_model_spec(launch.model, parent_settings.cwd);
     auto resolved = setup->settings.resolve_model ? setup->settings.resolve_model(spec)
                                                   : expected<model_choice>{failure{"no resolver"}};
     if (!resolved)

@@ -89,10 +89,13 @@ expected<bool> resolve_session(const run_flags& flags, run_settings& settings) {
   if (from) {
     settings.recorded_model = from->info.model;
     // A resumed session goes on in its own workspace unless --cwd names another.
-    std::error_code cwd_ec;
-    if (flags.cwd.empty() && !from->info.cwd.empty() &&
-        std::filesystem::is_directory(from->info.cwd, cwd_ec))
+    if (flags.cwd.empty() && !from->info.cwd.empty()) {
+      std::error_code cwd_ec;
+      if (!std::filesystem::is_directory(from->info.cwd, cwd_ec))
+        return failure{"session " + from->info.id + ": its workspace " + from->info.cwd +
+                       " no longer exists; give --cwd DIR to go on elsewhere"};
       settings.cwd = from->info.cwd;
+    }
     if (flags.fork) {
       settings.session_id = flags.session_id.empty() ? new_session_id() : flags.session_id;
       std::error_code exists_ec;

@@ -132,6 +132,41 @@ TEST_CASE("--resume continues a session by id or name, in its own workspace and 
   CHECK(lone_fork.err.find("--fork needs --resume") != std::string::npos);
 }
 
+TEST_CASE("a resumed session finds its relative script from anywhere; a lost workspace is refused") {
+  cli_fixture f;
+  write_script(f.dir / "replies.jsonl", {text_line("an answer")});
+  process_options in_work = f.options();
+  in_work.cwd = f.dir / "work";
+  auto r = run_troupe({"run", "--model", "scripted:../replies.jsonl", "--session-id", "rel", "hi"},
+                      in_work);
+  REQUIRE(r.exit_code == 0);
+  CHECK(read_json(session_dir(f, "rel") / "session.json")["model"] ==
+        "scripted:" + (f.dir / "replies.jsonl").lexically_normal().string());
+  process_options elsewhere = f.options();
+  elsewhere.cwd = f.dir / "home";
+  auto resumed = run_troupe({"run", "--resume", "rel", "again"}, elsewhere);
+  CHECK(resumed.exit_code == 0);
+  CHECK(read_jsonl(session_dir(f, "rel") / "transcript.jsonl").size() == 4);
+
+  std::filesystem::create_directories(f.dir / "gone");
+  REQUIRE(run_troupe({"run", "--cwd", (f.dir / "gone").string(), "--model",
+                      f.script({text_line("a")}), "--session-id", "lost", "hi"},
+                     f.options())
+            .exit_code == 0);
+  std::filesystem::remove_all(f.dir / "gone");
+  auto before = read_file(session_dir(f, "lost") / "transcript.jsonl");
+  auto refused = run_troupe({"run", "--resume", "lost", "--model", f.script({text_line("b")}),
+                             "where am I"},
+                            f.options());
+  CHECK(refused.exit_code == 2);
+  CHECK(refused.err.find("no longer exists; give --cwd DIR") != std::string::npos);
+  CHECK(read_file(session_dir(f, "lost") / "transcript.jsonl") == before);
+  auto moved = run_troupe({"run", "--resume", "lost", "--cwd", (f.dir / "work").string(),
+                           "--model", f.script({text_line("b")}), "go on here"},
+                          f.options());
+  CHECK(moved.exit_code == 0);
+}
+
 TEST_CASE("--continue takes the newest session of the workspace, --fork copies it") {
   cli_fixture f;
   REQUIRE(f.run({"--model", f.script({text_line("a")}), "--session-id", "old", "first task"})

@@ -118,6 +118,8 @@ process_result run_process(const std::vector<std::string>& argv, const process_o
   posix_spawn_file_actions_adddup2(&actions, in_pipe[0], 0);
   posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 1);
   posix_spawn_file_actions_adddup2(&actions, err_pipe[1], 2);
+  if (!opts.cwd.empty())
+    posix_spawn_file_actions_addchdir_np(&actions, opts.cwd.c_str());
 
   std::map<std::string, std::string> env;
   for (char** e = environ; *e != nullptr; ++e) {

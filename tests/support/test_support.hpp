@@ -81,6 +81,8 @@ struct process_options {
   std::chrono::seconds timeout{60};
   /// Close our end of the child's stdout at once, as `| head -0` would.
   bool close_stdout = false;
+  /// The child's working directory (default: the test's).
+  std::filesystem::path cwd;
 };
 
 /// A tool context whose workspace is `dir` and whose home is `dir`/home.
