@@ -135,6 +135,11 @@ struct session_config {
   /// What session.json starts from: the name, creation time and fork origin of a resumed or
   /// forked session (the session fills in the rest).
   session_info info;
+  /// A subagent's description (what its parent launched it for), carried in its notifications.
+  std::string description;
+  /// The subagents an earlier run of this session launched (their session.json under agents/):
+  /// /agents lists them, and their ids can be resumed.
+  std::vector<session_info> past_agents;
   /// Does the blocking file work (durable queues, fsync); shared by the sessions of a process.
   /// Unset: spawn_agent starts one for this agent.
   disk_io_actor disk;

@@ -240,6 +240,10 @@ caf::result<tool_result> launch_subagent(session_ptr self, const tool_call& call
                                   : "agent_" + random_hex(6);
   launch.prompt = prompt;
   launch.description = input.value("description", prompt.substr(0, 60));
+  if (auto known = st.children.find(launch.agent_id);
+      launch.resume && !input.contains("description") && known != st.children.end() &&
+      !known->second.description.empty())
+    launch.description = known->second.description;
   launch.model = input.value("model", std::string{});
   launch.max_steps = input.value("max_steps", 0);
   if (auto tools = input.find("tools"); tools != input.end() && tools->is_array())
@@ -427,6 +431,7 @@ void finish_agents(session_ptr self, terminal_reason reason, const std::string& 
   n.source = "agent";
   n.task_id = st.config.session_id;
   n.status = status_for(reason);
+  n.description = st.config.description;
   n.text = reason == terminal_reason::completed || st.last_assistant_text.empty()
              ? (st.last_assistant_text.empty() ? error : st.last_assistant_text)
              : st.last_assistant_text + (error.empty() ? "" : "\n[" + error + "]");

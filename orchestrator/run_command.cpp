@@ -26,6 +26,7 @@
 #include "orchestrator/model_flags.hpp"
 #include "orchestrator/permission_prompt.hpp"
 #include "orchestrator/renderer.hpp"
+#include "orchestrator/session_store.hpp"
 #include "orchestrator/signals.hpp"
 #include "tools/prompt.hpp"
 
@@ -109,6 +110,7 @@ expected<session_actor> spawn_subagent(caf::actor_system& sys,
   child.max_steps = launch.max_steps > 0 ? launch.max_steps : parent_settings.max_steps;
   child.max_parallel_tools = parent_settings.max_parallel_tools;
   child.permissions = setup->permissions;
+  child.description = launch.description;
   if (launch.resume) {
     auto loaded = load_transcript(launch.session_dir / "transcript.jsonl");
     if (!loaded)
@@ -116,7 +118,13 @@ expected<session_actor> spawn_subagent(caf::actor_system& sys,
     child.history = std::move(loaded->messages);
     if (auto state = read_loop_state(launch.session_dir / "state.json"))
       child.resumed_state = *state;
+    child.info = read_session(launch.session_dir).info; // its usage and cost add up over runs
+    child.past_agents = agents_of(launch.session_dir);
+  } else {
+    child.info.first_prompt = launch.prompt.substr(0, 200);
   }
+  child.info.name = launch.description;
+  child.info.name_source = "task";
   child.initial_inputs.push_back(make_input(launch.prompt, "parent"));
   child.spawn_subagent = setup->factory;
   child.depth = launch.depth;
@@ -197,6 +205,7 @@ expected<launched_agent> launch_agent(caf::actor_system& sys, run_settings& sett
   session.history = std::move(settings.history);
   session.resumed_state = settings.resumed_state;
   session.info = settings.info;
+  session.past_agents = agents_of(session_dir);
   if (!settings.prompt.empty())
     session.initial_inputs.push_back(make_input(std::move(settings.prompt)));
   session.permissions = std::make_shared<const permission_policy>(settings.permissions);

@@ -244,10 +244,16 @@ expected<run_settings> resolve_run(const run_flags& flags, bool interactive) {
                          "on stdin"};
   // Last, once everything else is known to be usable, so that bad input leaves nothing
   // behind: the fork's copy.
-  if (!settings.fork_source.empty())
-    if (auto forked = fork_session(read_session(settings.fork_source), settings.session_id);
-        !forked)
+  if (!settings.fork_source.empty()) {
+    auto forked = fork_session(read_session(settings.fork_source), settings.session_id);
+    if (!forked)
       return failure{forked.error()};
+    // The copy's own paths (full tool outputs) from here on, not the original's.
+    auto copied = load_transcript(*forked / "transcript.jsonl", transcript_access::reader);
+    if (!copied)
+      return failure{copied.error()};
+    settings.history = std::move(copied->messages);
+  }
   leave_no_trace.dismiss();
   return settings;
 }

@@ -168,6 +168,18 @@ expected<std::filesystem::path> existing_session(const std::string& session_id) 
   return dir;
 }
 
+std::vector<session_info> agents_of(const std::filesystem::path& dir) {
+  std::vector<session_info> agents;
+  std::error_code ec;
+  for (auto it = std::filesystem::directory_iterator(dir / "agents", ec);
+       !ec && it != std::filesystem::directory_iterator(); it.increment(ec))
+    if (it->is_directory(ec) && std::filesystem::exists(it->path() / "transcript.jsonl", ec))
+      agents.push_back(read_session(it->path()).info);
+  std::sort(agents.begin(), agents.end(),
+            [](const session_info& a, const session_info& b) { return a.id < b.id; });
+  return agents;
+}
+
 stored_session read_session(const std::filesystem::path& dir) {
   stored_session s;
   s.dir = dir;
@@ -226,6 +238,30 @@ expected<stored_session> newest_session_in(const std::filesystem::path& cwd) {
   return failure{"no session has run in " + cwd.string() + " yet (troupe ls lists them all)"};
 }
 
+namespace {
+
+// Replaces every occurrence of `from` in `text` with `to`.
+void replace_all(std::string& text, const std::string& from, const std::string& to) {
+  for (auto at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size()))
+    text.replace(at, from.size(), to);
+}
+
+// Copies a transcript's whole lines (the source may be running: a line being written is not
+// copied), with paths into the source session's directory pointed at the copy's.
+std::string copy_transcript(const std::filesystem::path& from, const std::filesystem::path& to,
+                            const std::string& old_dir, const std::string& new_dir) {
+  std::string text;
+  if (!read_whole_file(from, text).empty())
+    return "cannot read " + from.string();
+  text.erase(text.rfind('\n') == std::string::npos ? 0 : text.rfind('\n') + 1);
+  replace_all(text, old_dir, new_dir);
+  if (!write_whole_file(to, text).empty())
+    return "cannot write " + to.string();
+  return {};
+}
+
+} // namespace
+
 expected<std::filesystem::path> fork_session(const stored_session& from,
                                              const std::string& new_id) {
   auto dir = session_dir_of(new_id);
@@ -235,18 +271,44 @@ expected<std::filesystem::path> fork_session(const stored_session& from,
   std::filesystem::create_directories(dir, ec);
   if (ec)
     return failure{"cannot create " + dir.string() + ": " + ec.message()};
-  // The source may be running: only its whole lines are copied (a line being written is not).
-  std::string text;
-  if (!read_whole_file(from.dir / "transcript.jsonl", text).empty())
-    return failure{"cannot read " + (from.dir / "transcript.jsonl").string()};
-  text.erase(text.rfind('\n') == std::string::npos ? 0 : text.rfind('\n') + 1);
-  if (!write_whole_file(dir / "transcript.jsonl", text).empty())
-    return failure{"cannot write " + (dir / "transcript.jsonl").string()};
-  if (std::filesystem::exists(from.dir / "state.json")) {
-    std::filesystem::copy_file(from.dir / "state.json", dir / "state.json", ec);
-    if (ec)
-      return failure{"cannot copy " + (from.dir / "state.json").string() + ": " + ec.message()};
+  // Paths as they appear inside JSON strings, with the separator after them so that a
+  // session whose id extends the source's is left alone.
+  auto json_path = [](const std::filesystem::path& p) {
+    auto quoted = nlohmann::json(p.string() + "/").dump();
+    return quoted.substr(1, quoted.size() - 2);
+  };
+  auto old_dir = json_path(from.dir);
+  auto new_dir = json_path(dir);
+  // Everything the session made goes with it — its subagents (resumable in the copy), the full
+  // outputs its context points to, its tasks' logs — except what belongs to a live process
+  // (lock, control endpoint) and the queue, which stays with the original.
+  for (auto it = std::filesystem::recursive_directory_iterator(from.dir, ec);
+       !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+    auto relative = it->path().lexically_relative(from.dir);
+    auto name = it->path().filename().string();
+    auto target = dir / relative;
+    if (it->is_directory(ec)) {
+      std::filesystem::create_directories(target, ec);
+      continue;
+    }
+    if (name == "session.lock" || name == "control.json" || name == "queue.jsonl" ||
+        (relative == "session.json"))
+      continue;
+    std::string problem;
+    if (name == "transcript.jsonl") {
+      problem = copy_transcript(it->path(), target, old_dir, new_dir);
+    } else {
+      std::error_code copy_ec;
+      std::filesystem::copy_file(it->path(), target,
+                                 std::filesystem::copy_options::overwrite_existing, copy_ec);
+      if (copy_ec)
+        problem = "cannot copy " + it->path().string() + ": " + copy_ec.message();
+    }
+    if (!problem.empty())
+      return failure{problem};
   }
+  if (ec)
+    return failure{"cannot copy " + from.dir.string() + ": " + ec.message()};
   return dir;
 }
 

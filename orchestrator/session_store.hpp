@@ -54,6 +54,9 @@ std::vector<stored_session> list_sessions();
 /// Reads what is known of the session in `dir`.
 stored_session read_session(const std::filesystem::path& dir);
 
+/// What session.json tells of each subagent under `dir`/agents/, by id.
+std::vector<session_info> agents_of(const std::filesystem::path& dir);
+
 /// The session with this id, else the one with this name. A name that several sessions carry
 /// is an error listing their ids.
 expected<stored_session> find_session(const std::string& id_or_name);
@@ -61,9 +64,10 @@ expected<stored_session> find_session(const std::string& id_or_name);
 /// The most recently active session whose workspace is `cwd`.
 expected<stored_session> newest_session_in(const std::filesystem::path& cwd);
 
-/// Copies a session's transcript (its whole lines) and loop state into a new session `new_id`
-/// (its queue stays with the original); refused when `new_id` has a transcript. Returns the new
-/// session's directory.
+/// Copies a session into a new session `new_id`: its transcript (whole lines), loop state,
+/// subagents, full tool outputs and task logs, with paths into the old directory pointed at
+/// the new one; its queue stays with the original. Refused when `new_id` has a transcript.
+/// Returns the new session's directory.
 expected<std::filesystem::path> fork_session(const stored_session& from, const std::string& new_id);
 
 /// `troupe ls`: a table (or JSON lines with --json) of the sessions, newest first.

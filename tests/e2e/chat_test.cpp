@@ -174,3 +174,23 @@ TEST_CASE("a chat's idle timeout waits for background subagents") {
   CHECK(chatted.exit_code == 0);
   CHECK(chatted.out.find("the child reported") != std::string::npos);
 }
+
+TEST_CASE("/agents in a resumed chat lists the subagents of earlier runs") {
+  cli_fixture f;
+  write_script(f.dir / "work/child.jsonl", {{{"text", "child answer"}}});
+  auto launch = json{{"prompt", "survey the tree"}, {"description", "survey"},
+                     {"model", "scripted:child.jsonl"}};
+  auto model = f.script({{{"text", ""},
+                          {"tool_calls", json::array({{{"name", "task"}, {"input", launch}}})}},
+                         {{"text", "surveyed"}}});
+  REQUIRE(chat(f, {"--model", model, "--session-id", "ag"}, "go\n").exit_code == 0);
+  auto r = chat(f, {"--resume", "ag", "--model", f.script({{{"text", "unused"}}})}, "/agents\n");
+  CHECK(r.exit_code == 0);
+  auto agent = std::filesystem::directory_iterator(session_dir(f, "ag") / "agents")->path();
+  auto id = agent.filename().string();
+  CHECK(r.out.find(id + "  completed  survey") != std::string::npos);
+  CHECK(r.out.find("no subagents") == std::string::npos);
+  auto info = read_json(agent / "session.json");
+  CHECK(info["name"] == "survey");
+  CHECK(info["first_prompt"] == "survey the tree");
+}

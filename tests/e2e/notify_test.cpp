@@ -220,6 +220,7 @@ TEST_CASE("with --let-agents-finish the run waits for its agents, and an interru
   REQUIRE(queue.size() == 1);
   CHECK(queue[0]["source"] == "agent");
   CHECK(queue[0]["status"] == "stopped");
+  CHECK(queue[0]["description"] == "long job"); // the child's own report carries it
 }
 
 TEST_CASE("a background shell task the run's end stops is in the queue when the process exits") {

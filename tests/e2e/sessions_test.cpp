@@ -132,7 +132,7 @@ TEST_CASE("--resume continues a session by id or name, in its own workspace and 
   CHECK(lone_fork.err.find("--fork needs --resume") != std::string::npos);
 }
 
-TEST_CASE("a resumed session finds its relative script from anywhere; a lost workspace is refused") {
+TEST_CASE("a resumed session finds its relative script from anywhere, a lost workspace is refused") {
   cli_fixture f;
   write_script(f.dir / "replies.jsonl", {text_line("an answer")});
   process_options in_work = f.options();
@@ -303,4 +303,47 @@ TEST_CASE("a run that fails its checks leaves no directory for the session it wo
   auto r = f.run({"--model", "bogus/x", "--session-id", "never", "x"});
   CHECK(r.exit_code == 2);
   CHECK(!std::filesystem::exists(session_dir(f, "never")));
+}
+
+TEST_CASE("a fork takes its subagents and full tool outputs along, the original keeps its own") {
+  cli_fixture f;
+  write_script(f.dir / "work/child.jsonl", {text_line("first child answer")});
+  write_script(f.dir / "work/child2.jsonl", {text_line("second child answer")});
+  auto launch = json{{"prompt", "look"}, {"model", "scripted:child.jsonl"}};
+  auto big = json{{"command", "seq 1 2000"}};
+  auto first = f.script({{{"text", ""}, {"tool_calls", json::array({{{"name", "task"},
+                                                                     {"input", launch}}})}},
+                         {{"text", ""}, {"tool_calls", json::array({{{"name", "shell"},
+                                                                     {"input", big}}})}},
+                         text_line("done")});
+  REQUIRE(f.run({"--model", first, "--max-tool-output", "1000", "--session-id", "orig", "go"})
+            .exit_code == 0);
+  auto agent = std::filesystem::directory_iterator(session_dir(f, "orig") / "agents")->path();
+  auto id = agent.filename().string();
+  auto child_before = read_file(agent / "transcript.jsonl");
+
+  auto resume = json{{"prompt", "again"}, {"resume", id}, {"model", "scripted:child2.jsonl"}};
+  auto second = f.script({{{"text", ""}, {"tool_calls", json::array({{{"name", "task"},
+                                                                      {"input", resume}}})}},
+                          text_line("forked done")});
+  auto fork = f.run({"--resume", "orig", "--fork", "--session-id", "copy", "--model", second,
+                     "go on"});
+  CHECK(fork.exit_code == 0);
+  auto log = read_jsonl(session_dir(f, "copy") / "transcript.jsonl");
+  auto resumed = std::find_if(log.begin(), log.end(), [](const json& m) {
+    return m["role"] == "tool" && m["content"].get<std::string>().find("second child") !=
+                                    std::string::npos;
+  });
+  CHECK(resumed != log.end());
+  CHECK(read_jsonl(session_dir(f, "copy") / "agents" / id / "transcript.jsonl").size() == 4);
+  CHECK(read_file(agent / "transcript.jsonl") == child_before); // the original's child: as it was
+
+  // The truncated output's pointer names the copy's file, which outlives the original.
+  auto text = read_file(session_dir(f, "copy") / "transcript.jsonl");
+  CHECK(text.find((session_dir(f, "orig") / "tool-results").string()) == std::string::npos);
+  REQUIRE(text.find((session_dir(f, "copy") / "tool-results").string()) != std::string::npos);
+  REQUIRE(run_troupe({"rm", "orig"}, f.options()).exit_code == 0);
+  auto results = session_dir(f, "copy") / "tool-results";
+  REQUIRE(std::filesystem::exists(results));
+  CHECK(!std::filesystem::is_empty(results));
 }
