@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <regex>
 
 #include <caf/actor_system.hpp>
@@ -95,6 +96,11 @@ pid_t start_hook(const hook_runner_config& config, const std::string& command, i
   return pid;
 }
 
+/// How long output is still read after a hook has exited, from what it left running.
+constexpr std::chrono::milliseconds output_grace{500};
+/// How often a hook whose output stays open is checked for having exited.
+constexpr std::chrono::milliseconds exit_check{50};
+
 // Runs one hook to its end, its timeout, or a byte on `cancel` (its runner is going away).
 // Blocks: called on a thread of its own. Owns `cancel` and closes it.
 hook_process_result run_hook(const hook_runner_config& config, const hook_command& hook,
@@ -119,13 +125,29 @@ hook_process_result run_hook(const hook_runner_config& config, const hook_comman
     open[0] = false;
   }
   char buffer[65536];
+  int status = 0;
+  bool reaped = false;
+  // Once the hook has exited, what it left in the background may hold its output open: that
+  // gets a moment to finish writing, then the answer is what the hook wrote.
+  std::optional<clock::time_point> drain_until;
   while (open[1] || open[2]) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now());
+    if (!reaped && ::waitpid(pid, &status, WNOHANG) == pid) {
+      reaped = true;
+      drain_until = clock::now() + output_grace;
+    }
+    auto now = clock::now();
+    if (drain_until && now >= *drain_until)
+      break;
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
     if (left.count() <= 0) {
       result.timed_out = true;
       ::kill(-pid, SIGKILL); // the whole group: whatever the hook started goes too
       break;
     }
+    // Woken now and then to see whether the hook itself has exited.
+    auto wait = std::min(left, drain_until ? std::chrono::duration_cast<std::chrono::milliseconds>(
+                                               *drain_until - now)
+                                           : exit_check);
     pollfd p[4];
     nfds_t n = 0;
     int which[4];
@@ -136,7 +158,7 @@ hook_process_result run_hook(const hook_runner_config& config, const hook_comman
       }
     p[n] = {cancel, POLLIN, 0};
     which[n++] = 3;
-    if (::poll(p, n, static_cast<int>(left.count())) < 0 && errno != EINTR)
+    if (::poll(p, n, static_cast<int>(wait.count())) < 0 && errno != EINTR)
       break;
     if (p[n - 1].revents != 0) {
       ::kill(-pid, SIGKILL); // the session ended: nobody waits for this hook any more
@@ -174,10 +196,13 @@ hook_process_result run_hook(const hook_runner_config& config, const hook_comman
       ::close(fds[i]);
   // A hook that closed its output may still run: its deadline and the cancel pipe hold until
   // it has exited too.
-  int status = 0;
-  while (!result.timed_out) {
-    auto reaped = ::waitpid(pid, &status, WNOHANG);
-    if (reaped == pid || (reaped < 0 && errno != EINTR))
+  while (!result.timed_out && !reaped) {
+    auto waited = ::waitpid(pid, &status, WNOHANG);
+    if (waited == pid) {
+      reaped = true;
+      break;
+    }
+    if (waited < 0 && errno != EINTR)
       break;
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now());
     if (left.count() <= 0) {
@@ -192,7 +217,7 @@ hook_process_result run_hook(const hook_runner_config& config, const hook_comman
     }
   }
   ::close(cancel);
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  while (!reaped && ::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status)
                      : WIFSIGNALED(status) ? 128 + WTERMSIG(status)

@@ -335,6 +335,29 @@ TEST_CASE("a hook that closes its output still times out") {
   CHECK(std::find(outcomes.begin(), outcomes.end(), "timeout") != outcomes.end());
 }
 
+TEST_CASE("a hook that leaves a background process holding its output is answered when it exits") {
+  cli_fixture f;
+  // The guard's answer counts though what it started keeps stdout open far past its timeout.
+  auto hooks = json{
+    {"PreToolUse",
+     json::array({{{"matcher", "Bash"},
+                   {"hooks", json::array({hook("(sleep 30 &); echo '{\"decision\":\"block\","
+                                               "\"reason\":\"guard says no\"}'",
+                                               20)})}}})}};
+  auto start = std::chrono::steady_clock::now();
+  auto r = f.run({"--model",
+                  f.script({native("shell", {{"command", "touch PWNED"}}), {{"text", "ok"}}}),
+                  "--tool-format", "tool", "--settings", settings(f, hooks), "--session-id",
+                  "bgguard", "--output-format", "stream-json", "go"});
+  CHECK(r.exit_code == 0);
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds{10}); // not its timeout
+  CHECK(!std::filesystem::exists(f.dir / "work/PWNED"));
+  auto log = read_jsonl(f.dir / "home/sessions/bgguard/transcript.jsonl");
+  REQUIRE(log.size() >= 3);
+  CHECK(log[2]["content"] == "Blocked by a PreToolUse hook: guard says no");
+  CHECK(hook_outcomes(r) == strings{"blocked"});
+}
+
 TEST_CASE("an interrupt does not wait for the hooks of any event") {
   for (std::string event :
        {"SessionStart", "UserPromptSubmit", "StepPre", "GenerationPost", "Stop", "LoopContinue"}) {
