@@ -12,6 +12,7 @@
 #include "actors/session.hpp"
 #include "context/token_budget.hpp"
 #include "orchestrator/line_editor.hpp"
+#include "orchestrator/output_format.hpp"
 #include "orchestrator/permission_prompt.hpp"
 
 namespace troupe {
@@ -29,9 +30,9 @@ std::string thousands(int64_t tokens) {
 
 // The line above the prompt: model, turns, tokens, context, cost.
 std::string status_line(const session_status_event& s) {
-  std::string line = s.model;
+  std::string line = printable(s.model);
   if (!s.name.empty())
-    line += " · " + s.name;
+    line += " · " + printable(s.name);
   line += " · " + std::to_string(s.turn_count) + " turn" + (s.turn_count == 1 ? "" : "s");
   line += " · " +
           thousands(s.usage.input_tokens + s.usage.cache_read_tokens + s.usage.cache_write_tokens) +

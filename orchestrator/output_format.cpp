@@ -33,6 +33,31 @@ std::string indent(const std::string& text, const std::string& prefix) {
 
 } // namespace
 
+std::string printable(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    auto c = static_cast<unsigned char>(text[i]);
+    if (c == '\r') {
+      if (i + 1 >= text.size() || text[i + 1] != '\n')
+        out += '\n';
+    } else if (c == '\n' || c == '\t' || (c >= 0x20 && c != 0x7f)) {
+      if (c == 0xc2 && i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) >= 0x80 &&
+          static_cast<unsigned char>(text[i + 1]) <= 0x9f) {
+        // A C1 control (U+0080..U+009F), which some terminals obey like ESC + a letter.
+        out += "^[";
+        out += static_cast<char>(static_cast<unsigned char>(text[++i]) - 0x40);
+      } else {
+        out += static_cast<char>(c);
+      }
+    } else {
+      out += '^';
+      out += static_cast<char>(c ^ 0x40); // ESC -> ^[, BEL -> ^G, DEL -> ^?
+    }
+  }
+  return out;
+}
+
 text_style text_style::make(bool on) {
   if (!on)
     return {};
@@ -144,7 +169,8 @@ nlohmann::json to_stream_json(const session_ended_event& e) {
 }
 
 std::string to_text(const session_started_event& e, const text_style& style) {
-  return style.dim + "● session " + e.session_id + " · " + e.model + " · " + e.cwd +
+  return style.dim + "● session " + e.session_id + " · " + printable(e.model) + " · " +
+         printable(e.cwd) +
          (e.loaded_messages > 0 ? " · " + std::to_string(e.loaded_messages) + " messages loaded"
                                 : "") +
          style.reset + "\n";
@@ -152,6 +178,7 @@ std::string to_text(const session_started_event& e, const text_style& style) {
 
 std::string to_text(const message_event& e, bool streamed, const text_style& style) {
   const auto& m = e.msg;
+  auto content = printable(m.content);
   switch (m.role) {
     case role::user:
       if (m.origin == "task-notification" && m.meta.is_object()) {
@@ -160,30 +187,31 @@ std::string to_text(const message_event& e, bool streamed, const text_style& sty
         auto status = m.meta.value("status", std::string{});
         return "\n" + style.magenta + "◆ task notification: " + source +
                (id.empty() ? "" : " " + id) + (status.empty() ? "" : " " + status) + style.reset +
-               "\n" + style.dim + indent(m.content, "  │ ") + style.reset;
+               "\n" + style.dim + indent(content, "  │ ") + style.reset;
       }
       if (m.origin == "hook")
-        return style.dim + "⚙ hook: " + m.content + style.reset +
-               (m.content.empty() || m.content.back() != '\n' ? "\n" : "");
-      return "\n" + style.bold + "> " + m.content + style.reset +
-             (m.content.empty() || m.content.back() != '\n' ? "\n" : "");
+        return style.dim + "⚙ hook: " + content + style.reset +
+               (content.empty() || content.back() != '\n' ? "\n" : "");
+      return "\n" + style.bold + "> " + content + style.reset +
+             (content.empty() || content.back() != '\n' ? "\n" : "");
     case role::assistant: {
-      std::string out = streamed ? "" : "\n" + m.content;
-      if (!m.content.empty() && m.content.back() != '\n')
+      std::string out = streamed ? "" : "\n" + content;
+      if (!content.empty() && content.back() != '\n')
         out += "\n";
       for (auto& call : m.tool_calls)
         if (call.format == call_format::native)
-          out += style.cyan + "→ " + call.name + " " + call.input.dump() + style.reset + "\n";
+          out += style.cyan + "→ " + printable(call.name) + " " + printable(call.input.dump()) +
+                 style.reset + "\n";
       return out;
     }
     case role::tool: {
-      std::string head = "← " + m.tool_name;
+      std::string head = "← " + printable(m.tool_name);
       if (m.tool_name == "shell")
         head += " (exit " + std::to_string(m.exit_code) + ")";
       if (m.is_error)
         head += " [error]";
       return (m.is_error ? style.red : style.cyan) + head + style.reset + "\n" + style.dim +
-             indent(m.content, "  │ ") + style.reset;
+             indent(content, "  │ ") + style.reset;
     }
     case role::system:
       if (is_compact_boundary(m) && m.meta.is_object())
@@ -192,7 +220,7 @@ std::string to_text(const message_event& e, bool streamed, const text_style& sty
                std::to_string(m.meta.value("pre_tokens", int64_t{0})) + " → ~" +
                std::to_string(m.meta.value("post_tokens", int64_t{0})) + " tokens" +
                style.reset + "\n";
-      return style.yellow + "[system] " + m.content + style.reset + "\n";
+      return style.yellow + "[system] " + content + style.reset + "\n";
   }
   return {};
 }
@@ -212,17 +240,18 @@ nlohmann::json to_stream_json(const generation_progress& e, bool include_partial
 
 std::string to_text(const generation_progress& e, const text_style& style) {
   if (e.kind == progress_kind::text_delta)
-    return e.text;
+    return printable(e.text);
   return style.yellow + "! api_retry: attempt " + std::to_string(e.attempt) + "/" +
          std::to_string(e.max_retries) + " in " + std::to_string(e.delay_ms) + " ms (" +
-         e.error + ")" + style.reset + "\n";
+         printable(e.error) + ")" + style.reset + "\n";
 }
 
 std::string to_text(const notice_event& e, const text_style& style) {
   // A command's answer is what the user asked for: plain text, not a warning.
+  auto text = printable(e.text);
   if (e.kind == "command")
-    return e.text + (e.text.empty() || e.text.back() != '\n' ? "\n" : "");
-  return style.yellow + "! " + e.kind + ": " + e.text + style.reset + "\n";
+    return text + (text.empty() || text.back() != '\n' ? "\n" : "");
+  return style.yellow + "! " + e.kind + ": " + text + style.reset + "\n";
 }
 
 std::string to_text(const hook_run_event& e, const text_style& style) {
@@ -231,10 +260,10 @@ std::string to_text(const hook_run_event& e, const text_style& style) {
   auto why = e.outcome == "timeout" ? std::string{"timed out"}
              : e.outcome == "blocked" ? "blocked"
                                       : "failed (exit " + std::to_string(e.exit_code) + ")";
-  auto detail = !e.stderr_text.empty() ? e.stderr_text : e.stdout_text;
+  auto detail = printable(!e.stderr_text.empty() ? e.stderr_text : e.stdout_text);
   while (!detail.empty() && (detail.back() == '\n' || detail.back() == ' '))
     detail.pop_back();
-  auto command = e.command.size() > 60 ? e.command.substr(0, 57) + "..." : e.command;
+  auto command = printable(e.command.size() > 60 ? e.command.substr(0, 57) + "..." : e.command);
   for (auto& c : command)
     if (c == '\n')
       c = ' ';
@@ -249,10 +278,10 @@ std::string to_text(const session_ended_event& e, const text_style& style) {
                     std::to_string(e.state.total_steps) + " step(s) · " +
                     std::to_string(e.duration_ms) + " ms" + style.reset + "\n";
   if (!e.error_message.empty())
-    out += style.red + "error: " + e.error_message + style.reset + "\n";
+    out += style.red + "error: " + printable(e.error_message) + style.reset + "\n";
   for (auto& denial : e.permission_denials)
-    out += "denied: " + denial.tool_name + " " + denial.tool_input.dump() + " (" + denial.reason +
-           ")\n";
+    out += printable("denied: " + denial.tool_name + " " + denial.tool_input.dump() + " (" +
+                     denial.reason + ")\n");
   return out;
 }
 

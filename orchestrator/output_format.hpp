@@ -2,6 +2,7 @@
 // How the CLI renders a session's events: readable text, or Claude Code-style stream-json.
 
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -18,6 +19,12 @@ struct text_style {
   /// Colours when `on`, else none.
   static text_style make(bool on);
 };
+
+/// Text from a model, a tool or a file made safe to show on a terminal: control characters
+/// (ESC, BEL, backspace, C1 codes, …) become visible caret forms (`^[`), so no escape sequence
+/// in them can retitle, recolour or clear the terminal; CR LF becomes LF and a lone CR a line
+/// break. Tabs and line breaks stay; everything else is passed as is.
+std::string printable(std::string_view text);
 
 /// True when text written to `fd` may carry colour: a terminal, NO_COLOR unset, TERM not dumb.
 bool colour_wanted(int fd);

@@ -9,6 +9,8 @@
 #include <caf/actor_system.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
+#include "orchestrator/output_format.hpp"
+
 namespace troupe {
 
 namespace {
@@ -43,7 +45,7 @@ std::string describe_call(const tool_call& call) {
     return call.name + ": " + command->get<std::string>();
   if (auto path = call.input.find("path"); path != call.input.end() && path->is_string())
     return call.name + " " + path->get<std::string>();
-  return call.name + " " + call.input.dump();
+  return printable(call.name + " " + call.input.dump());
 }
 
 std::string parse_permission_answer(const std::string& line) {

@@ -333,7 +333,7 @@ int run_ls(bool json) {
               "TURNS", "COST");
   for (auto& s : sessions) {
     auto name = s.info.name.empty() ? "(" + cut(s.info.first_prompt, 30) + ")" : s.info.name;
-    auto shown = cut(name, 32);
+    auto shown = cut(printable(name), 32);
     // printf pads by bytes: pad the name by characters so the columns stay aligned.
     size_t chars = 0;
     for (unsigned char c : shown)
@@ -355,8 +355,8 @@ int run_show(const std::string& id_or_name) {
     return fail_at_runtime(loaded.error());
   const auto& info = found->info;
   std::printf("● session %s%s · %s · %s · %s · %lld turn(s) · %s\n", info.id.c_str(),
-              info.name.empty() ? "" : (" (" + info.name + ")").c_str(), info.model.c_str(),
-              info.cwd.c_str(), state_text(*found).c_str(), static_cast<long long>(info.turns),
+              info.name.empty() ? "" : printable(" (" + info.name + ")").c_str(),
+              printable(info.model).c_str(), printable(info.cwd).c_str(), state_text(*found).c_str(), static_cast<long long>(info.turns),
               cost_text(info).c_str());
   if (!info.forked_from.empty())
     std::printf("  forked from %s\n", info.forked_from.c_str());

@@ -48,3 +48,30 @@ TEST_CASE("the result line names subtype, terminal reason and turns") {
   CHECK(std::string{result_subtype(terminal_reason::error)} == "error_during_execution");
   CHECK(std::string{result_subtype(terminal_reason::interrupted)} == "error_during_execution");
 }
+
+TEST_CASE("text shown on a terminal carries no escape sequence of a model's or a tool's") {
+  CHECK(printable("plain text\n\tindented, ünïcode ✓") == "plain text\n\tindented, ünïcode ✓");
+  CHECK(printable("A\033]0;HACKED\007B") == "A^[]0;HACKED^GB");
+  CHECK(printable("\033[31mRED\033[0m") == "^[[31mRED^[[0m");
+  CHECK(printable("line\r\nnext\rover") == "line\nnext\nover");
+  CHECK(printable("back\bspace\x7f") == "back^Hspace^?");
+  CHECK(printable("c1 \xc2\x9b" "2J") == "c1 ^[[2J"); // U+009B, CSI
+  CHECK(printable(std::string{"nul\0byte", 8}) == "nul^@byte");
+
+  // Every text a session shows goes through it; colours of troupe's own remain.
+  message tool = make_tool_message({"c1", "shell", {{"command", "x"}}, call_format::native},
+                                   tool_result{"A\033]0;HACKED\007B\033[2J", false, 0, false});
+  auto shown = to_text(message_event{"s", tool}, false, text_style::make(true));
+  CHECK(shown.find("\033]") == std::string::npos);
+  CHECK(shown.find("\033[2J") == std::string::npos);
+  CHECK(shown.find("^[]0;HACKED^GB^[[2J") != std::string::npos);
+  CHECK(shown.find("\033[36m") != std::string::npos);
+  message reply;
+  reply.role = role::assistant;
+  reply.content = "model says \033[2Jcleared";
+  CHECK(to_text(message_event{"s", reply}).find("model says ^[[2Jcleared") != std::string::npos);
+  generation_progress delta;
+  delta.kind = progress_kind::text_delta;
+  delta.text = "\033[1A";
+  CHECK(to_text(delta) == "^[[1A");
+}
