@@ -35,11 +35,11 @@ int run_cli(int argc, char** argv) {
   auto* notify = app.add_subcommand(
     "notify", "send a task notification to a session (queued durably; a running session "
               "gets it at once)");
-  notify->add_option("session-id", target_id, "the session")->required();
+  notify->add_option("session", target_id, "the session's id or name")->required();
   notify->add_option("text", notify_words, "the message (read from stdin when omitted)");
   notify->add_flag("--urgent", urgent, "interrupt the current step and start a turn with it");
   auto* interrupt = app.add_subcommand("interrupt", "interrupt the step a running session is in");
-  interrupt->add_option("session-id", target_id, "the session")->required();
+  interrupt->add_option("session", target_id, "the session's id or name")->required();
   auto* background = app.add_subcommand(
     "background", "move a foreground subagent to the background (its parent goes on)");
   background->add_option("agent-id", target_id, "the subagent")->required();

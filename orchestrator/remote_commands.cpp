@@ -31,10 +31,12 @@ struct client_system {
 
 } // namespace
 
-int run_notify(const std::string& session_id, const std::string& text, bool urgent) {
-  auto dir = existing_session(session_id);
-  if (!dir)
-    return fail_at_runtime(dir.error());
+int run_notify(const std::string& id_or_name, const std::string& text, bool urgent) {
+  auto found = find_session(id_or_name);
+  if (!found)
+    return fail_at_runtime(found.error());
+  auto dir = &found->dir;
+  const auto& session_id = found->info.id;
   if (text.empty())
     return fail(std::string{"no message: give it as arguments or on stdin"});
   task_notification n;
@@ -59,11 +61,13 @@ int run_notify(const std::string& session_id, const std::string& text, bool urge
   return 0;
 }
 
-int run_remote_command(const std::string& session_id, const std::string& command,
+int run_remote_command(const std::string& id_or_name, const std::string& command,
                        const std::string& arg) {
-  auto dir = existing_session(session_id);
-  if (!dir)
-    return fail_at_runtime(dir.error());
+  auto found = find_session(id_or_name);
+  if (!found)
+    return fail_at_runtime(found.error());
+  auto dir = &found->dir;
+  const auto& session_id = found->info.id;
   client_system client;
   auto answer = send_control(*client.sys, *dir, command, arg);
   if (!answer)

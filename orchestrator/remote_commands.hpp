@@ -5,13 +5,13 @@
 
 namespace troupe {
 
-/// `troupe notify SESSION [--urgent] TEXT`: appends to the durable queue, then pokes the
-/// session if it runs. Exit 0 once the message is durable; 1 for an unknown session or a full
+/// `troupe notify SESSION [--urgent] TEXT` (SESSION: an id or a name): appends to the durable
+/// queue, then pokes the session if it runs. Exit 0 once the message is durable; 1 for an unknown session or a full
 /// queue; 2 for an empty message.
-int run_notify(const std::string& session_id, const std::string& text, bool urgent);
+int run_notify(const std::string& id_or_name, const std::string& text, bool urgent);
 
 /// Sends a control command ("interrupt") to a running session; exit 1 when it does not run.
-int run_remote_command(const std::string& session_id, const std::string& command,
+int run_remote_command(const std::string& id_or_name, const std::string& command,
                        const std::string& arg);
 
 /// `troupe background AGENT`: finds the session that launched the agent and has it move the

@@ -161,8 +161,10 @@ expected<std::filesystem::path> existing_session(const std::string& session_id) 
   if (!is_valid_session_id(session_id))
     return failure{"invalid session id '" + session_id + "'"};
   auto dir = session_dir_of(session_id);
+  // A session that is starting has its control endpoint a moment before its transcript.
   std::error_code ec;
-  if (!std::filesystem::exists(dir / "transcript.jsonl", ec))
+  if (!std::filesystem::exists(dir / "transcript.jsonl", ec) &&
+      !std::filesystem::exists(dir / "control.json", ec))
     return failure{"unknown session '" + session_id + "' (no " + dir.string() +
                    "/transcript.jsonl)"};
   return dir;

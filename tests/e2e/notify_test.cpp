@@ -56,6 +56,30 @@ TEST_CASE("notify to a stopped session queues durably, the resumed session reads
   CHECK(read_file(queue).empty()); // delivered: the queue is emptied
 }
 
+TEST_CASE("notify and interrupt take a session's name, and reach a session that is starting") {
+  cli_fixture f;
+  REQUIRE(f.run({"--model", f.script({text_line("ok")}), "--session-id", "named",
+                 "zebra banana prompt"})
+            .exit_code == 0);
+  auto name = read_json(session_dir(f, "named") / "session.json")["name"].get<std::string>();
+  REQUIRE(!name.empty());
+  auto by_name = run_troupe({"notify", name, "hello by name"}, f.options());
+  CHECK(by_name.exit_code == 0);
+  CHECK(by_name.out.find("queued for session named") != std::string::npos);
+  CHECK(read_jsonl(session_dir(f, "named") / "queue.jsonl").size() == 1);
+  auto interrupt = run_troupe({"interrupt", name}, f.options());
+  CHECK(interrupt.exit_code == 1); // found by its name, but it does not run
+  CHECK(interrupt.err.find("session named is not running") != std::string::npos);
+
+  // A session in its first moments: its control endpoint is up, its transcript not yet.
+  std::filesystem::create_directories(session_dir(f, "starting"));
+  write_file(session_dir(f, "starting") / "control.json",
+             R"({"port": 1, "token": "t", "pid": 999999999})" "\n");
+  auto starting = run_troupe({"notify", "starting", "early news"}, f.options());
+  CHECK(starting.exit_code == 0);
+  CHECK(read_jsonl(session_dir(f, "starting") / "queue.jsonl").size() == 1);
+}
+
 TEST_CASE("notify: an unknown session, a missing message and a full queue are errors") {
   cli_fixture f;
   auto unknown = run_troupe({"notify", "nosuch", "hello"}, f.options());
