@@ -72,7 +72,7 @@ expected<std::vector<hook_command>> parse_hook_settings(const nlohmann::json& se
           if (!timeout->is_number() || timeout->get<double>() <= 0 ||
               timeout->get<double>() > 86400)
             return failure{where + "the timeout of a hook of hooks." + event +
-                           " must be a number of seconds from 0 to 86400"};
+                           " must be a number of seconds above 0, at most 86400"};
           parsed.timeout =
             std::chrono::milliseconds{static_cast<int64_t>(std::ceil(timeout->get<double>() * 1000))};
         }

@@ -11,8 +11,10 @@ expected<std::vector<std::filesystem::path>> settings_files(const run_flags& fla
                                               workspace / ".troupe/settings.json"};
   if (!flags.settings_file.empty()) {
     std::error_code ec;
-    if (!std::filesystem::is_regular_file(flags.settings_file, ec))
+    if (!std::filesystem::exists(flags.settings_file, ec))
       return failure{"--settings " + flags.settings_file + ": no such file"};
+    if (!std::filesystem::is_regular_file(flags.settings_file, ec))
+      return failure{"--settings " + flags.settings_file + ": not a regular file"};
     files.emplace_back(flags.settings_file);
   }
   return files;

@@ -323,6 +323,7 @@ TEST_CASE("bad permission settings are one-line errors, exit 2, before anything 
     {{"--permission-mode", "yolo"}, "invalid --permission-mode 'yolo'"},
     {{"--allow", "shell("}, "invalid permission rule 'shell('"},
     {{"--settings", (f.dir / "nope.json").string()}, "no such file"},
+    {{"--settings", f.dir.path().string()}, "not a regular file"},
     {{"--settings", (f.dir / "broken.json").string()}, "broken.json is not a JSON object"},
   };
   for (auto& row : rows) {

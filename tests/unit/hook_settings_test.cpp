@@ -52,6 +52,8 @@ TEST_CASE("bad hook settings are errors that name the file and what is wrong") {
                      "needs a \"command\" string"},
                  row{R"({"hooks": {"Stop": [{"hooks": [{"command": "x", "timeout": -1}]}]}})",
                      "timeout"},
+                 row{R"({"hooks": {"Stop": [{"hooks": [{"command": "x", "timeout": 0}]}]}})",
+                     "seconds above 0, at most 86400"},
                  row{R"({"hooks": {"PreToolUse": [{"matcher": "(", "hooks": []}]}})",
                      "is not a regular expression"},
                  row{R"({"hooks": {"PreToolUse": [{"matcher": 5, "hooks": []}]}})",
