@@ -73,9 +73,9 @@ namer_actor::behavior_type namer(namer_actor::stateful_pointer<namer_state> self
     self->link_to(self->state.model);
   return {
     [=](name_atom, const std::string& prompt,
-        const std::string& reply) -> caf::result<std::string> {
+        const std::string& reply) -> caf::result<std::string, token_usage> {
       if (!self->state.model)
-        return name_from_prompt(prompt);
+        return {name_from_prompt(prompt), token_usage{}};
       auto ask = std::make_shared<message>();
       ask->id = new_message_id();
       ask->role = role::user;
@@ -85,14 +85,15 @@ namer_actor::behavior_type namer(namer_actor::stateful_pointer<namer_state> self
       model_request request;
       request.system_prompt = namer_instruction;
       request.context.messages.push_back(std::move(ask));
-      auto promise = self->make_response_promise<std::string>();
+      auto promise = self->make_response_promise<std::string, token_usage>();
       self->request(self->state.model, std::chrono::seconds{60}, generate_atom::value,
                     std::move(request))
         .then(
           [=](model_reply& answer) mutable {
-            promise.deliver(answer.ok() ? clean_name(answer.assistant.content) : std::string{});
+            promise.deliver(answer.ok() ? clean_name(answer.assistant.content) : std::string{},
+                            answer.usage);
           },
-          [=](caf::error&) mutable { promise.deliver(std::string{}); });
+          [=](caf::error&) mutable { promise.deliver(std::string{}, token_usage{}); });
       return promise;
     },
   };

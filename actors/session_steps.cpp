@@ -231,8 +231,9 @@ void ask_for_name(session_ptr self, const std::string& reply) {
     return;
   st.naming = true;
   st.name_pending = true;
-  auto done = [=](const std::string& name) {
+  auto done = [=](const std::string& name, const token_usage& usage) {
     auto& s = self->state;
+    count_usage(self, usage); // the naming call is priced like every other
     bool waited_for = s.name_pending && s.phase == session_phase::ended;
     s.name_pending = false;
     // It may replace the end's fallback from the prompt, never a name the user gave.
@@ -246,7 +247,7 @@ void ask_for_name(session_ptr self, const std::string& reply) {
   };
   self->request(st.config.namer, std::chrono::seconds{90}, name_atom::value, st.info.first_prompt,
                 reply)
-      .then(done, [=](caf::error&) { done({}); });
+      .then(done, [=](caf::error&) { done({}, {}); });
 }
 
 } // namespace

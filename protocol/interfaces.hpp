@@ -157,8 +157,9 @@ using hook_runner_actor = caf::typed_actor<
 
 /// Names sessions: a few words for what a conversation is about, made off the session's loop.
 using namer_actor = caf::typed_actor<
-  // (first prompt, first reply) -> a 3-6 word name; empty when none could be made.
-  caf::replies_to<name_atom, std::string, std::string>::with<std::string>>;
+  // (first prompt, first reply) -> a 3-6 word name (empty when none could be made) and the
+  // usage of the model call that made it (none without a model), which the session prices.
+  caf::replies_to<name_atom, std::string, std::string>::with<std::string, token_usage>>;
 
 /// Receives the HTTP engine's answers to its requests.
 using http_client_actor = caf::typed_actor<

@@ -229,11 +229,15 @@ TEST_CASE("a slow namer does not hold up the loop, and its name arrives later") 
   auto release = std::make_shared<std::promise<void>>();
   auto released = release->get_future().share();
   f.config.namer_uses_model = true;
+  f.config.model_name = "anthropic/claude-sonnet-4-5"; // $3 per million tokens in
   f.config.namer = f.actors.sys().spawn<caf::detached>(
     [released](namer_actor::pointer) -> namer_actor::behavior_type {
-      return {[released](name_atom, const std::string&, const std::string&) {
+      return {[released](name_atom, const std::string&,
+                         const std::string&) -> caf::result<std::string, token_usage> {
         released.wait_for(std::chrono::seconds{20}); // never a hang, whatever the test does
-        return std::string{"Parser Test Fixes"};
+        token_usage usage;
+        usage.input_tokens = 1000000;
+        return {std::string{"Parser Test Fixes"}, usage};
       }};
     });
   auto session = f.start({text_reply("first reply"), text_reply("second reply")},
@@ -247,7 +251,10 @@ TEST_CASE("a slow namer does not hold up the loop, and its name arrives later") 
     return read_json(f.config.session_dir / "session.json")["name"] ==
            "Parser Test Fixes";
   }));
-  CHECK(read_json(f.config.session_dir / "session.json")["name_source"] == "model");
+  auto named = read_json(f.config.session_dir / "session.json");
+  CHECK(named["name_source"] == "model");
+  CHECK(named["usage"]["input_tokens"] == 1000000); // the naming call counts and is priced
+  CHECK(named["cost_usd"].get<double>() == doctest::Approx(3.0));
   caf::anon_send(session, submit_atom::value, make_input("/exit"));
   f.events->wait_for_end();
 }
