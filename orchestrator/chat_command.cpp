@@ -14,6 +14,7 @@
 #include "orchestrator/chat_front.hpp"
 #include "orchestrator/permission_prompt.hpp"
 #include "orchestrator/renderer.hpp"
+#include "orchestrator/session_store.hpp"
 #include "orchestrator/signals.hpp"
 
 namespace troupe {
@@ -57,9 +58,8 @@ deferred_asker_actor spawn_chat_asker(caf::actor_system& sys, std::shared_ptr<ch
   });
 }
 
-} // namespace
-
-int execute_chat(run_settings settings) {
+// The chat itself, to its end: the actor system and the session's lock are gone when it returns.
+int chat_until_end(run_settings settings) {
   block_termination_signals();
   if (settings.http_model)
     http_engine::warm_up();
@@ -115,6 +115,28 @@ int execute_chat(run_settings settings) {
   int code = run_chat_front({agent, asker, box, terminal, style, settings.troupe_home / "history",
                              idle_timeout, first_prompt});
   launched->stop_engine();
+  return code;
+}
+
+bool empty_file(const std::filesystem::path& path) {
+  std::error_code ec;
+  auto size = std::filesystem::file_size(path, ec);
+  return ec || size == 0;
+}
+
+} // namespace
+
+int execute_chat(run_settings settings) {
+  auto dir = settings.troupe_home / "sessions" / settings.session_id;
+  bool created = settings.created_session_dir;
+  int code = chat_until_end(std::move(settings));
+  // A chat left before a word was said leaves no session behind for `troupe ls` to list
+  // (unless news for it arrived meanwhile, or it was given a name).
+  if (created && empty_file(dir / "transcript.jsonl") && empty_file(dir / "queue.jsonl") &&
+      read_session(dir).info.name_source != "user") {
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  }
   return code;
 }
 

@@ -194,3 +194,16 @@ TEST_CASE("/agents in a resumed chat lists the subagents of earlier runs") {
   CHECK(info["name"] == "survey");
   CHECK(info["first_prompt"] == "survey the tree");
 }
+
+TEST_CASE("a chat left before a word was said leaves no session behind") {
+  cli_fixture f;
+  auto r = chat(f, {"--model", f.script({{{"text", "unused"}}})}, "/help\n/tokens\n");
+  CHECK(r.exit_code == 0);
+  CHECK(f.transcripts().empty());
+  auto listed = run_troupe({"ls"}, f.options());
+  CHECK(listed.out.find("no sessions yet") != std::string::npos);
+  // A word said, or a name given, and the session stays.
+  REQUIRE(chat(f, {"--model", f.script({{{"text", "hi"}}})}, "hello\n").exit_code == 0);
+  REQUIRE(chat(f, {"--model", f.script({{{"text", "x"}}})}, "/rename kept\n").exit_code == 0);
+  CHECK(f.transcripts().size() == 2);
+}
