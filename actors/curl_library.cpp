@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <future>
 #include <string>
@@ -49,6 +50,8 @@ expected<const curl_functions*> load() {
   return &f;
 }
 
+std::atomic<bool> preload_started{false};
+
 const std::shared_future<expected<const curl_functions*>>& loading() {
   static const std::shared_future<expected<const curl_functions*>> done =
     std::async(std::launch::async, load).share();
@@ -57,7 +60,15 @@ const std::shared_future<expected<const curl_functions*>>& loading() {
 
 } // namespace
 
-void preload_curl() { loading(); }
+void preload_curl() {
+  preload_started = true;
+  loading();
+}
+
+void await_preload() {
+  if (preload_started)
+    loading().wait();
+}
 
 expected<const curl_functions*> load_curl() { return loading().get(); }
 

@@ -34,6 +34,11 @@ struct curl_functions {
 /// helper thread. Calling it again, or never, is fine.
 void preload_curl();
 
+/// Waits for a load preload_curl() started; returns at once when none was. The loader reads
+/// the environment (libcurl's and its TLS library's set-up call getenv), so nothing may change
+/// the environment while it runs.
+void await_preload();
+
 /// Waits for the load (starting it if needed): the functions, or why libcurl is unusable.
 expected<const curl_functions*> load_curl();
 

@@ -301,6 +301,8 @@ struct http_engine::handle {
 
 void http_engine::warm_up() { preload_curl(); }
 
+void http_engine::await_warm_up() { await_preload(); }
+
 expected<http_engine> http_engine::start(caf::actor_system& sys) {
   auto curl = load_curl();
   if (!curl)

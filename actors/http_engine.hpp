@@ -22,6 +22,10 @@ public:
   /// overlaps other start-up work. Optional: start() waits for it or does it itself.
   static void warm_up();
 
+  /// Waits for a warm_up() in progress to finish (at once when none was started). Call it
+  /// before changing the environment: the loader reads it.
+  static void await_warm_up();
+
   /// Starts the engine on a thread of its own (a detached actor), or says why libcurl is
   /// unusable.
   static expected<http_engine> start(caf::actor_system& sys);

@@ -174,7 +174,9 @@ expected<launched_agent> launch_agent(caf::actor_system& sys, run_settings& sett
                          "asking (deny rules still hold)\n");
   spdlog::info("permission mode {}", to_string(settings.permissions.mode));
   auto session_dir = settings.troupe_home / "sessions" / settings.session_id;
-  // Tool processes can reach this session: `troupe notify "$TROUPE_SESSION_ID" …`.
+  // Tool processes can reach this session: `troupe notify "$TROUPE_SESSION_ID" …`. Never while
+  // libcurl loads: its set-up reads the environment, and setenv under a getenv crashed runs.
+  http_engine::await_warm_up();
   ::setenv("TROUPE_SESSION_ID", settings.session_id.c_str(), 1);
   ::setenv("TROUPE_HOME", settings.troupe_home.c_str(), 1);
   std::error_code self_ec;
