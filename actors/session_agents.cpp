@@ -145,6 +145,8 @@ void read_durable_queue(session_ptr self, bool from_start, std::function<void(si
         for (auto& n : read.entries) {
           if (n.id.empty())
             n.id = new_message_id();
+          if (s.untaken_notifications.count(n.id) && s.phase != session_phase::ended)
+            continue; // taken by an earlier read, not logged yet: it stays in the file
           if (s.notification_ids.count(n.id) || s.phase == session_phase::ended) {
             known.push_back(n.id); // delivered before; an ended session leaves the rest
             continue;

@@ -29,6 +29,9 @@ struct client_system {
   }
 };
 
+constexpr int poke_attempts = 3;
+constexpr std::chrono::milliseconds poke_timeout{1500};
+
 } // namespace
 
 int run_notify(const std::string& id_or_name, const std::string& text, bool urgent) {
@@ -48,8 +51,16 @@ int run_notify(const std::string& id_or_name, const std::string& text, bool urge
   // Durable first: once this returns the message survives anything.
   if (auto queued = append_notification(*dir / "queue.jsonl", n); !queued)
     return fail_at_runtime(queued.error());
-  client_system client;
-  auto answer = send_control(*client.sys, *dir, urgent ? "urgent" : "poke", "");
+  // A poke only makes the session read its queue, so it can be sent again. Now and then (about
+  // one in ten bursts of eight pokes at a session that has just started) a request over a new
+  // connection is never answered: a fresh connection gets the next try.
+  expected<std::string> answer = failure{"not sent"};
+  for (int attempt = 0; attempt < poke_attempts; ++attempt) {
+    client_system client;
+    answer = send_control(*client.sys, *dir, urgent ? "urgent" : "poke", "", poke_timeout);
+    if (answer || answer.error().find("request_timeout") == std::string::npos)
+      break;
+  }
   if (answer && answer->rfind("error", 0) != 0 && answer->rfind("refused", 0) != 0)
     std::printf("notification %s delivered to the running session %s\n", n.id.c_str(),
                 session_id.c_str());
