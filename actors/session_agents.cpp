@@ -434,9 +434,17 @@ void finish_agents(session_ptr self, terminal_reason reason, const std::string& 
   n.task_id = st.config.session_id;
   n.status = status_for(reason);
   n.description = st.config.description;
-  n.text = reason == terminal_reason::completed || st.last_assistant_text.empty()
-             ? (st.last_assistant_text.empty() ? error : st.last_assistant_text)
-             : st.last_assistant_text + (error.empty() ? "" : "\n[" + error + "]");
+  // The answers of earlier jobs first (a prompt sent while it ran), then the last one.
+  auto earlier = st.turn_answers;
+  if (!earlier.empty() && earlier.back() == st.last_assistant_text)
+    earlier.pop_back();
+  std::string before;
+  for (auto& answer : earlier)
+    before += "[the answer to an earlier prompt]\n" + answer + "\n\n";
+  n.text = before +
+           (reason == terminal_reason::completed || st.last_assistant_text.empty()
+              ? (st.last_assistant_text.empty() ? error : st.last_assistant_text)
+              : st.last_assistant_text + (error.empty() ? "" : "\n[" + error + "]"));
   n.usage = st.usage;
   n.cost_usd = st.info.cost_usd;
   n.sent_at_us = now_us();

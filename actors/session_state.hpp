@@ -78,6 +78,9 @@ struct session_state {
   bool interrupt_before_start = false;
   token_usage usage;
   std::string last_assistant_text;
+  /// A subagent's final answer of each turn of this run: a child resumed while it ran reports
+  /// every job it was given, not only the last.
+  std::vector<std::string> turn_answers;
   /// Every call the permission check refused, for the session_ended event.
   std::vector<permission_denial> permission_denials;
   /// The last step that ran tools had a call refused: a turn that then ends without another

@@ -158,6 +158,8 @@ void end_turn(session_ptr self) {
                          "turn ends: " +
                              stop.reason);
         queue_hook_messages(self, stop);
+        if (s.config.depth > 0 && !s.last_assistant_text.empty())
+          s.turn_answers.push_back(s.last_assistant_text);
         fire_and_enqueue(self, hook_point::loop_continue);
         run_hooks(
             self, "LoopContinue", {{"turn", s.state.turn_count}},

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include <caf/scoped_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
 
 #include "actors/notification_queue.hpp"
 #include "support/agent_fixture.hpp"
@@ -187,4 +188,60 @@ TEST_CASE("a notification still undelivered at the end is written back as it cam
   CHECK(entries[0]["id"] == "ntf_late");
   CHECK(entries[0]["text"] == "late"); // the message itself, not its rendered block
   CHECK(entries[0]["description"] == "about late");
+}
+
+namespace {
+
+// A parent's model that launches a background agent, then resumes it by the id its launch
+// answered with, while the agent still works on the first job.
+model_client_actor spawn_resuming_parent(caf::actor_system& sys) {
+  return sys.spawn([](model_client_actor::pointer) -> model_client_actor::behavior_type {
+    auto calls = std::make_shared<int>(0);
+    return {
+      [calls](generate_atom, const model_request& request) {
+        model_reply reply;
+        reply.assistant.role = role::assistant;
+        reply.stop_reason = "end_turn";
+        auto n = ++*calls;
+        if (n == 1) {
+          reply.assistant.tool_calls = {{"c1", "task",
+                                         {{"prompt", "first job"}, {"mode", "background"},
+                                          {"model", "scripted:child"}},
+                                         call_format::native}};
+        } else if (n == 2) {
+          const auto& started = request.context.messages.back()->content;
+          auto at = started.find("agent_");
+          auto id = started.substr(at, started.find(' ', at) - at);
+          reply.assistant.tool_calls = {{"c2", "task",
+                                         {{"prompt", "second job"}, {"resume", id}},
+                                         call_format::native}};
+        } else {
+          reply.assistant.content = "reply " + std::to_string(n);
+        }
+        return reply;
+      },
+      [](cancel_atom) {},
+      [](due_atom, uint64_t) {},
+    };
+  });
+}
+
+} // namespace
+
+TEST_CASE("a subagent resumed while it works reports the answers of both jobs") {
+  agent_fixture f;
+  f.enable_subagents({{"child", {slow_text("first answer", 500), text_reply("second answer")}}});
+  f.start_with(spawn_resuming_parent(f.actors.sys()), {"go"});
+  auto ended = f.events->wait_for_end();
+  CHECK(ended.reason == terminal_reason::completed);
+  auto log = f.transcript();
+  auto note = std::find_if(log.begin(), log.end(), [](const json& m) {
+    return m.value("origin", "") == "task-notification";
+  });
+  REQUIRE(note != log.end());
+  auto text = (*note)["content"].get<std::string>();
+  CHECK(text.find("[the answer to an earlier prompt]\nfirst answer") != std::string::npos);
+  CHECK(text.find("second answer") != std::string::npos);
+  CHECK(text.find("first answer") < text.find("second answer"));
+  CHECK(log[4]["content"].get<std::string>().find("still running") != std::string::npos);
 }
