@@ -139,6 +139,8 @@ hook_process_result run_hook(const hook_runner_config& config, const hook_comman
     if (drain_until && now >= *drain_until)
       break;
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
+    if (left.count() <= 0 && reaped)
+      break; // it exited in time: only what it left behind is still writing
     if (left.count() <= 0) {
       result.timed_out = true;
       ::kill(-pid, SIGKILL); // the whole group: whatever the hook started goes too

@@ -358,6 +358,23 @@ TEST_CASE("a hook that leaves a background process holding its output is answere
   CHECK(hook_outcomes(r) == strings{"blocked"});
 }
 
+TEST_CASE("a hook that exits within a short timeout is answered though its straggler outlives it") {
+  cli_fixture f;
+  auto hooks = json{
+    {"PreToolUse",
+     json::array({{{"matcher", "Bash"},
+                   {"hooks", json::array({hook("(sleep 30 &); echo '{\"decision\":\"block\","
+                                               "\"reason\":\"quick no\"}'",
+                                               0.3)})}}})}};
+  auto r = f.run({"--model",
+                  f.script({native("shell", {{"command", "touch PWNED"}}), {{"text", "ok"}}}),
+                  "--tool-format", "tool", "--settings", settings(f, hooks), "--session-id",
+                  "quickguard", "--output-format", "stream-json", "go"});
+  CHECK(r.exit_code == 0);
+  CHECK(!std::filesystem::exists(f.dir / "work/PWNED"));
+  CHECK(hook_outcomes(r) == strings{"blocked"});
+}
+
 TEST_CASE("an interrupt does not wait for the hooks of any event") {
   for (std::string event :
        {"SessionStart", "UserPromptSubmit", "StepPre", "GenerationPost", "Stop", "LoopContinue"}) {
