@@ -47,6 +47,11 @@ std::string printable(std::string_view text) {
         // A C1 control (U+0080..U+009F), which some terminals obey like ESC + a letter.
         out += "^[";
         out += static_cast<char>(static_cast<unsigned char>(text[++i]) - 0x40);
+      } else if (c >= 0x80 && c <= 0x9f && i > 0 &&
+                 static_cast<unsigned char>(text[i - 1]) < 0x80) {
+        // A raw C1 byte after ASCII is no part of a UTF-8 character: 8-bit terminals obey it.
+        out += "^[";
+        out += static_cast<char>(c - 0x40);
       } else {
         out += static_cast<char>(c);
       }

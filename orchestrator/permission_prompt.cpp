@@ -41,10 +41,11 @@ bool read_line(int fd, std::string& line) {
 } // namespace
 
 std::string describe_call(const tool_call& call) {
+  // Shown on the terminal: whatever the model put in the call, in printable form.
   if (auto command = call.input.find("command"); command != call.input.end() && command->is_string())
-    return call.name + ": " + command->get<std::string>();
+    return printable(call.name + ": " + command->get<std::string>());
   if (auto path = call.input.find("path"); path != call.input.end() && path->is_string())
-    return call.name + " " + path->get<std::string>();
+    return printable(call.name + " " + path->get<std::string>());
   return printable(call.name + " " + call.input.dump());
 }
 
@@ -63,7 +64,7 @@ std::string parse_permission_answer(const std::string& line) {
 }
 
 std::string ask_permission(int in_fd, int out_fd, const tool_call& call, const std::string& reason) {
-  write_all(out_fd, "\n[troupe] " + reason + "\n  " + describe_call(call) + "\n");
+  write_all(out_fd, "\n[troupe] " + printable(reason) + "\n  " + describe_call(call) + "\n");
   for (;;) {
     write_all(out_fd, "Allow? [y]es / [n]o / [a]lways for this session: ");
     std::string line;

@@ -78,7 +78,7 @@ expected<session_actor> spawn_subagent(caf::actor_system& sys,
     if (!resolved)
       return failure{resolved.error()};
     model = std::move(*resolved);
-    model_name = launch.model;
+    model_name = spec; // a script recorded absolute, as the parent's is
   }
   if (model.http_model)
     if (auto started = ensure_engine(sys, *setup); !started)

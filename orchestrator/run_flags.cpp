@@ -7,11 +7,12 @@
 #include <cstdlib>
 #include <iostream>
 #include <iterator>
+#include <mutex>
 #include <string_view>
 
 #include <CLI/CLI.hpp>
 #include <spdlog/sinks/basic_file_sink.h>
-#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/sinks/base_sink.h>
 #include <spdlog/spdlog.h>
 
 #include "actors/http_engine.hpp"
@@ -21,6 +22,7 @@
 #include "orchestrator/environment.hpp"
 #include "orchestrator/hook_settings.hpp"
 #include "orchestrator/model_flags.hpp"
+#include "orchestrator/output_format.hpp"
 #include "orchestrator/run_settings_files.hpp"
 #include "orchestrator/session_store.hpp"
 #include "tools/tool_spec.hpp"
@@ -271,6 +273,23 @@ std::string read_prompt(const std::vector<std::string>& words) {
 static const std::vector<std::string> log_levels = {"trace", "debug", "info", "warn",
                                               "error", "critical", "off"};
 
+namespace {
+
+// Log lines quote what models, providers, tools and hooks said: on the terminal they are shown
+// in printable form, as everything else is.
+class printable_stderr_sink final : public spdlog::sinks::base_sink<std::mutex> {
+protected:
+  void sink_it_(const spdlog::details::log_msg& msg) override {
+    spdlog::memory_buf_t formatted;
+    formatter_->format(msg, formatted);
+    auto text = printable(std::string_view{formatted.data(), formatted.size()});
+    std::fwrite(text.data(), 1, text.size(), stderr);
+  }
+  void flush_() override { std::fflush(stderr); }
+};
+
+} // namespace
+
 expected<bool> configure_logging(const std::string& log_file, const std::string& level) {
   auto name = level.empty() ? std::string{"warn"} : level;
   if (std::find(log_levels.begin(), log_levels.end(), name) == log_levels.end())
@@ -278,8 +297,10 @@ expected<bool> configure_logging(const std::string& log_file, const std::string&
                    "critical or off"};
   std::shared_ptr<spdlog::logger> logger;
   try {
-    logger = log_file.empty() ? spdlog::stderr_color_mt("troupe")
-                              : spdlog::basic_logger_mt("troupe", log_file);
+    logger = log_file.empty()
+               ? std::make_shared<spdlog::logger>("troupe",
+                                                  std::make_shared<printable_stderr_sink>())
+               : spdlog::basic_logger_mt("troupe", log_file);
   } catch (const spdlog::spdlog_ex& e) {
     return failure{"cannot open log file " + log_file + ": " + e.what()};
   }

@@ -276,7 +276,8 @@ expected<std::filesystem::path> fork_session(const stored_session& from,
   // Paths as they appear inside JSON strings, with the separator after them so that a
   // session whose id extends the source's is left alone.
   auto json_path = [](const std::filesystem::path& p) {
-    auto quoted = nlohmann::json(p.string() + "/").dump();
+    auto quoted = nlohmann::json(p.string() + "/").dump(
+      -1, ' ', false, nlohmann::json::error_handler_t::replace); // as the transcript has it
     return quoted.substr(1, quoted.size() - 2);
   };
   auto old_dir = json_path(from.dir);
@@ -284,33 +285,46 @@ expected<std::filesystem::path> fork_session(const stored_session& from,
   // Everything the session made goes with it — its subagents (resumable in the copy), the full
   // outputs its context points to, its tasks' logs — except what belongs to a live process
   // (lock, control endpoint) and the queue, which stays with the original.
+  // A copy that fails part-way takes back what it wrote (the lock is the caller's).
+  auto fail = [&](const std::string& problem) -> expected<std::filesystem::path> {
+    std::error_code undo_ec;
+    for (auto& entry : std::filesystem::directory_iterator(dir, undo_ec))
+      if (entry.path().filename() != "session.lock")
+        std::filesystem::remove_all(entry.path(), undo_ec);
+    return failure{problem};
+  };
   for (auto it = std::filesystem::recursive_directory_iterator(from.dir, ec);
        !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
     auto relative = it->path().lexically_relative(from.dir);
     auto name = it->path().filename().string();
     auto target = dir / relative;
-    if (it->is_directory(ec)) {
-      std::filesystem::create_directories(target, ec);
+    std::error_code entry_ec;
+    auto kind = it->symlink_status(entry_ec).type();
+    if (kind == std::filesystem::file_type::directory) {
+      std::filesystem::create_directories(target, entry_ec);
       continue;
     }
     if (name == "session.lock" || name == "control.json" || name == "queue.jsonl" ||
-        (relative == "session.json"))
+        relative == "session.json")
       continue;
     std::string problem;
-    if (name == "transcript.jsonl") {
+    if (kind == std::filesystem::file_type::symlink) {
+      std::filesystem::copy_symlink(it->path(), target, entry_ec); // a link stays a link
+    } else if (kind != std::filesystem::file_type::regular) {
+      continue; // a pipe or a socket: nothing to copy
+    } else if (name == "transcript.jsonl") {
       problem = copy_transcript(it->path(), target, old_dir, new_dir);
     } else {
-      std::error_code copy_ec;
       std::filesystem::copy_file(it->path(), target,
-                                 std::filesystem::copy_options::overwrite_existing, copy_ec);
-      if (copy_ec)
-        problem = "cannot copy " + it->path().string() + ": " + copy_ec.message();
+                                 std::filesystem::copy_options::overwrite_existing, entry_ec);
     }
+    if (entry_ec)
+      problem = "cannot copy " + it->path().string() + ": " + entry_ec.message();
     if (!problem.empty())
-      return failure{problem};
+      return fail(problem);
   }
   if (ec)
-    return failure{"cannot copy " + from.dir.string() + ": " + ec.message()};
+    return fail("cannot copy " + from.dir.string() + ": " + ec.message());
   return dir;
 }
 

@@ -346,3 +346,12 @@ TEST_CASE("bypass runs everything and says so on stderr") {
   CHECK(std::filesystem::exists(f.dir / "work/made.txt"));
   CHECK(r.err.find("WARNING: permission mode bypass") != std::string::npos);
 }
+
+TEST_CASE("log lines on stderr show what a model said in printable form") {
+  cli_fixture f;
+  auto model = f.script({{{"error", {{"status", 400}, {"message", "bad \033]0;PWNED\007 thing"}}}}});
+  auto r = f.run({"--model", model, "hi"});
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find('\033') == std::string::npos);
+  CHECK(r.err.find("bad ^[]0;PWNED^G thing") != std::string::npos);
+}

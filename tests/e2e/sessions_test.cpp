@@ -3,6 +3,8 @@
 
 #include <doctest/doctest.h>
 
+#include <sys/stat.h>
+
 #include <fstream>
 #include <future>
 #include <thread>
@@ -346,4 +348,28 @@ TEST_CASE("a fork takes its subagents and full tool outputs along, the original 
   auto results = session_dir(f, "copy") / "tool-results";
   REQUIRE(std::filesystem::exists(results));
   CHECK(!std::filesystem::is_empty(results));
+}
+
+TEST_CASE("a fork copies links as links, skips pipes, and takes a home whose path is not UTF-8") {
+  cli_fixture f;
+  auto opts = f.options();
+  auto home = f.dir / "h\xffome";
+  opts.env["TROUPE_HOME"] = home.string();
+  auto work = (f.dir / "work").string();
+  REQUIRE(run_troupe({"run", "--cwd", work, "--model", f.script({text_line("a")}),
+                      "--session-id", "src", "hi"},
+                     opts)
+            .exit_code == 0);
+  auto src = home / "sessions/src";
+  std::filesystem::create_directories(src / "tool-results");
+  std::filesystem::create_symlink("/nonexistent", src / "tool-results/dangling");
+  REQUIRE(::mkfifo((src / "tool-results/pipe").c_str(), 0600) == 0);
+  auto fork = run_troupe({"run", "--cwd", work, "--resume", "src", "--fork", "--session-id",
+                          "copy", "--model", f.script({text_line("b")}), "go on"},
+                         opts);
+  CHECK(fork.exit_code == 0);
+  auto copy = home / "sessions/copy";
+  CHECK(std::filesystem::is_symlink(copy / "tool-results/dangling"));
+  CHECK(!std::filesystem::exists(copy / "tool-results/pipe"));
+  CHECK(read_jsonl(copy / "transcript.jsonl").size() == 4);
 }

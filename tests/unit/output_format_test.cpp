@@ -56,6 +56,8 @@ TEST_CASE("text shown on a terminal carries no escape sequence of a model's or a
   CHECK(printable("line\r\nnext\rover") == "line\nnext\nover");
   CHECK(printable("back\bspace\x7f") == "back^Hspace^?");
   CHECK(printable("c1 \xc2\x9b" "2J") == "c1 ^[[2J"); // U+009B, CSI
+  CHECK(printable("raw\x9b" "31mC1") == "raw^[[31mC1"); // a lone 8-bit CSI
+  CHECK(printable("euro \xe2\x82\xac, \xc3\xa9") == "euro \xe2\x82\xac, \xc3\xa9");
   CHECK(printable(std::string{"nul\0byte", 8}) == "nul^@byte");
 
   // Every text a session shows goes through it; colours of troupe's own remain.

@@ -41,3 +41,27 @@ TEST_CASE("the terminal prompt shows the call and reads y, n or always") {
   CHECK(asked_twice.find("Allow?") != asked_twice.rfind("Allow?"));
   CHECK(answer("").first == "no"); // end of input declines
 }
+
+TEST_CASE("a permission question shows the call in printable form") {
+  CHECK(describe_call({"c1", "shell", {{"command", "echo \033]0;PWNED\007 done"}},
+                       call_format::native}) == "shell: echo ^[]0;PWNED^G done");
+  CHECK(describe_call({"c2", "write", {{"path", "x\033[2J.txt"}, {"content", "a"}},
+                       call_format::native}) == "write x^[[2J.txt");
+  int fds[2];
+  REQUIRE(::pipe(fds) == 0);
+  int in[2];
+  REQUIRE(::pipe(in) == 0);
+  REQUIRE(::write(in[1], "n\n", 2) == 2);
+  auto answer = ask_permission(in[0], fds[1], {"c3", "edit", {{"x", 1}}, call_format::native},
+                               "edit would change /w/\033]0;T\007");
+  CHECK(answer == "no");
+  ::close(fds[1]);
+  char buffer[512];
+  auto n = ::read(fds[0], buffer, sizeof buffer);
+  REQUIRE(n > 0);
+  std::string shown{buffer, static_cast<size_t>(n)};
+  CHECK(shown.find('\033') == std::string::npos);
+  CHECK(shown.find("/w/^[]0;T^G") != std::string::npos);
+  for (int fd : {fds[0], in[0], in[1]})
+    ::close(fd);
+}
