@@ -183,7 +183,10 @@ TEST_CASE("a notification still undelivered at the end is written back as it cam
   REQUIRE(wait_until([&] { return f.transcript().size() == 2; }));
   caf::anon_send(session, notify_atom::value, external("late"));
   CHECK(f.events->wait_for_end().reason == terminal_reason::completed);
-  auto entries = read_jsonl(f.config.session_dir / "queue.jsonl");
+  // Written by the disk actor, which may still be at it when the terminal event is out.
+  auto queue = f.config.session_dir / "queue.jsonl";
+  REQUIRE(wait_until([&] { return !read_file(queue).empty(); }));
+  auto entries = read_jsonl(queue);
   REQUIRE(entries.size() == 1);
   CHECK(entries[0]["id"] == "ntf_late");
   CHECK(entries[0]["text"] == "late"); // the message itself, not its rendered block
