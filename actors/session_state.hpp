@@ -249,6 +249,15 @@ void publish_notice(session_ptr self, std::string kind, std::string text);
 /// Puts an input first in the queue and starts a turn with it when the session is idle.
 void enqueue_first(session_ptr self, message input);
 
+/// <session>/queue.jsonl: the session's durable queue.
+std::filesystem::path queue_path(const session_state& st);
+
+/// A child ended or was moved: a foreground launch still waiting gets its result now.
+void answer_launch(child_agent& child, tool_result result);
+
+/// The ids of the session's subagents, for error messages ("none" without any).
+std::string child_list(const session_state& st);
+
 /// Turns a notification into the user message that delivers it.
 message notification_message(const task_notification& n);
 
