@@ -42,7 +42,7 @@ deferred_asker_actor spawn_chat_asker(caf::actor_system& sys, std::shared_ptr<ch
           self->state.pending.emplace(id, promise);
           chat_item item;
           item.what = chat_item::kind::ask;
-          item.text = reason + "\n  " + describe_call(call);
+          item.text = permission_question(call, reason);
           item.ask_id = id;
           box->push(std::move(item));
           return promise;

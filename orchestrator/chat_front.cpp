@@ -330,7 +330,7 @@ private:
     // What was typed before the question is kept for later, never taken as its answer.
     line_before_question_ = editor_->take_kept();
     typed_ahead_ += editor_->take_typed_ahead();
-    write("\n" + style_.yellow + "[troupe] " + printable(question) + style_.reset + "\n");
+    write("\n" + style_.yellow + "[troupe] " + question + style_.reset + "\n");
     ask_again();
   }
 

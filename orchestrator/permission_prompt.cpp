@@ -49,6 +49,10 @@ std::string describe_call(const tool_call& call) {
   return printable(call.name + " " + call.input.dump());
 }
 
+std::string permission_question(const tool_call& call, const std::string& reason) {
+  return printable(reason) + "\n  " + describe_call(call);
+}
+
 std::string parse_permission_answer(const std::string& line) {
   std::string answer;
   for (char c : line)
@@ -64,7 +68,7 @@ std::string parse_permission_answer(const std::string& line) {
 }
 
 std::string ask_permission(int in_fd, int out_fd, const tool_call& call, const std::string& reason) {
-  write_all(out_fd, "\n[troupe] " + printable(reason) + "\n  " + describe_call(call) + "\n");
+  write_all(out_fd, "\n[troupe] " + permission_question(call, reason) + "\n");
   for (;;) {
     write_all(out_fd, "Allow? [y]es / [n]o / [a]lways for this session: ");
     std::string line;

@@ -16,6 +16,9 @@ permission_asker_actor spawn_terminal_asker(caf::actor_system& sys);
 /// A call as the question shows it: "shell: ls -la", "write src/a.cpp", …
 std::string describe_call(const tool_call& call);
 
+/// The question put to the user: why the call needs approval, then the call, both printable.
+std::string permission_question(const tool_call& call, const std::string& reason);
+
 /// Reads an answer to the question: "yes", "no", "always", or empty when it is none of them.
 std::string parse_permission_answer(const std::string& line);
 

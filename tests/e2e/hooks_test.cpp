@@ -335,20 +335,34 @@ TEST_CASE("a hook that closes its output still times out") {
   CHECK(std::find(outcomes.begin(), outcomes.end(), "timeout") != outcomes.end());
 }
 
+namespace {
+
+/// A shell guard that blocks with `reason` and leaves a background process holding its output
+/// open for 30 s.
+json straggling_guard(const std::string& reason, double timeout) {
+  return json{{"PreToolUse",
+               json::array({{{"matcher", "Bash"},
+                             {"hooks", json::array({hook("(sleep 30 &); echo '{\"decision\":"
+                                                         "\"block\",\"reason\":\"" +
+                                                           reason + "\"}'",
+                                                         timeout)})}}})}};
+}
+
+/// A run whose one shell call would create work/PWNED, under `hooks`.
+process_result run_guarded_touch(cli_fixture& f, const json& hooks, const std::string& id) {
+  return f.run({"--model",
+                f.script({native("shell", {{"command", "touch PWNED"}}), {{"text", "ok"}}}),
+                "--tool-format", "tool", "--settings", settings(f, hooks), "--session-id", id,
+                "--output-format", "stream-json", "go"});
+}
+
+} // namespace
+
 TEST_CASE("a hook that leaves a background process holding its output is answered when it exits") {
   cli_fixture f;
   // The guard's answer counts though what it started keeps stdout open far past its timeout.
-  auto hooks = json{
-    {"PreToolUse",
-     json::array({{{"matcher", "Bash"},
-                   {"hooks", json::array({hook("(sleep 30 &); echo '{\"decision\":\"block\","
-                                               "\"reason\":\"guard says no\"}'",
-                                               20)})}}})}};
   auto start = std::chrono::steady_clock::now();
-  auto r = f.run({"--model",
-                  f.script({native("shell", {{"command", "touch PWNED"}}), {{"text", "ok"}}}),
-                  "--tool-format", "tool", "--settings", settings(f, hooks), "--session-id",
-                  "bgguard", "--output-format", "stream-json", "go"});
+  auto r = run_guarded_touch(f, straggling_guard("guard says no", 20), "bgguard");
   CHECK(r.exit_code == 0);
   CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds{10}); // not its timeout
   CHECK(!std::filesystem::exists(f.dir / "work/PWNED"));
@@ -360,16 +374,7 @@ TEST_CASE("a hook that leaves a background process holding its output is answere
 
 TEST_CASE("a hook that exits within a short timeout is answered though its straggler outlives it") {
   cli_fixture f;
-  auto hooks = json{
-    {"PreToolUse",
-     json::array({{{"matcher", "Bash"},
-                   {"hooks", json::array({hook("(sleep 30 &); echo '{\"decision\":\"block\","
-                                               "\"reason\":\"quick no\"}'",
-                                               0.3)})}}})}};
-  auto r = f.run({"--model",
-                  f.script({native("shell", {{"command", "touch PWNED"}}), {{"text", "ok"}}}),
-                  "--tool-format", "tool", "--settings", settings(f, hooks), "--session-id",
-                  "quickguard", "--output-format", "stream-json", "go"});
+  auto r = run_guarded_touch(f, straggling_guard("quick no", 0.3), "quickguard");
   CHECK(r.exit_code == 0);
   CHECK(!std::filesystem::exists(f.dir / "work/PWNED"));
   CHECK(hook_outcomes(r) == strings{"blocked"});
