@@ -38,7 +38,7 @@ int run_notify(const std::string& id_or_name, const std::string& text, bool urge
   auto found = find_session(id_or_name);
   if (!found)
     return fail_at_runtime(found.error());
-  auto dir = &found->dir;
+  const auto& dir = found->dir;
   const auto& session_id = found->info.id;
   if (text.empty())
     return fail(std::string{"no message: give it as arguments or on stdin"});
@@ -49,7 +49,7 @@ int run_notify(const std::string& id_or_name, const std::string& text, bool urge
   n.urgent = urgent;
   n.sent_at_us = now_us();
   // Durable first: once this returns the message survives anything.
-  if (auto queued = append_notification(*dir / "queue.jsonl", n); !queued)
+  if (auto queued = append_notification(dir / "queue.jsonl", n); !queued)
     return fail_at_runtime(queued.error());
   // A poke only makes the session read its queue, so it can be sent again. Now and then (about
   // one in ten bursts of eight pokes at a session that has just started) a request over a new
@@ -57,7 +57,7 @@ int run_notify(const std::string& id_or_name, const std::string& text, bool urge
   expected<std::string> answer = failure{"not sent"};
   for (int attempt = 0; attempt < poke_attempts; ++attempt) {
     client_system client;
-    answer = send_control(*client.sys, *dir, urgent ? "urgent" : "poke", "", poke_timeout);
+    answer = send_control(*client.sys, dir, urgent ? "urgent" : "poke", "", poke_timeout);
     if (answer || answer.error().find("request_timeout") == std::string::npos)
       break;
   }
@@ -77,10 +77,10 @@ int run_remote_command(const std::string& id_or_name, const std::string& command
   auto found = find_session(id_or_name);
   if (!found)
     return fail_at_runtime(found.error());
-  auto dir = &found->dir;
+  const auto& dir = found->dir;
   const auto& session_id = found->info.id;
   client_system client;
-  auto answer = send_control(*client.sys, *dir, command, arg);
+  auto answer = send_control(*client.sys, dir, command, arg);
   if (!answer)
     return fail_at_runtime("session " + session_id + " is not running: " + answer.error());
   if (answer->rfind("error", 0) == 0 || answer->rfind("refused", 0) == 0)
