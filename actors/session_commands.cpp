@@ -2,9 +2,7 @@
 // notice ("command" for what was asked, another kind for a refusal) or, when it changes the
 // conversation (/undo, /clear, /model), with the system message the transcript keeps.
 
-#include <cinttypes>
 #include <algorithm>
-#include <cstdio>
 
 #include <caf/actor_system.hpp>
 
@@ -79,19 +77,16 @@ void clear(session_ptr self) {
 void show_tokens(session_ptr self) {
   auto& st = self->state;
   const auto& budget = st.window.budget();
-  char text[512];
-  std::snprintf(text, sizeof text,
-                "context: ~%" PRId64 " tokens of a %" PRId64
-                "-token window (compaction at %" PRId64 "); %zu message(s) in view, %zu old "
-                "tool result(s) elided\n"
-                "this run: %" PRId64 " input, %" PRId64 " output, %" PRId64 " cache read, %" PRId64
-                " cache write tokens\n"
-                "session: %" PRId64 " turn(s), cost %s",
-                st.window.projected_tokens(), budget.limits.context_window,
-                budget.compact_threshold(), st.window.size(), st.window.elided_count(),
-                st.usage.input_tokens, st.usage.output_tokens, st.usage.cache_read_tokens,
-                st.usage.cache_write_tokens, static_cast<int64_t>(st.state.turn_count),
-                cost_text(st.info).c_str());
+  auto n = [](auto value) { return std::to_string(value); };
+  auto text = "context: ~" + n(st.window.projected_tokens()) + " tokens of a " +
+              n(budget.limits.context_window) + "-token window (compaction at " +
+              n(budget.compact_threshold()) + "); " + n(st.window.size()) +
+              " message(s) in view, " + n(st.window.elided_count()) +
+              " old tool result(s) elided\nthis run: " + n(st.usage.input_tokens) + " input, " +
+              n(st.usage.output_tokens) + " output, " + n(st.usage.cache_read_tokens) +
+              " cache read, " + n(st.usage.cache_write_tokens) +
+              " cache write tokens\nsession: " + n(static_cast<int64_t>(st.state.turn_count)) +
+              " turn(s), cost " + cost_text(st.info);
   answer(self, text);
 }
 
