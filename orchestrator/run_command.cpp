@@ -257,7 +257,10 @@ expected<launched_agent> launch_agent(caf::actor_system& sys, run_settings& sett
   };
   session.spawn_subagent = setup->factory;
   session.switch_model = [weak, registry](caf::actor_system& system,
-                                          const std::string& spec) -> expected<model_switch> {
+                                          const std::string& requested) -> expected<model_switch> {
+    // Recorded absolute, as --model is, so that a resume finds the script from anywhere.
+    std::error_code cwd_ec;
+    auto spec = anchored_model_spec(requested, std::filesystem::current_path(cwd_ec));
     auto shared = weak.lock();
     if (!shared)
       return failure{"the run is ending"};

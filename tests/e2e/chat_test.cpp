@@ -22,6 +22,7 @@ process_result chat(cli_fixture& f, const std::vector<std::string>& args, const 
   for (auto& [name, value] : opts.env) // the test's variables win over the fixture's
     all.env[name] = value;
   all.stdin_text = input;
+  all.cwd = opts.cwd;
   all.timeout = std::chrono::seconds{30};
   return run_troupe(argv, all);
 }
@@ -206,4 +207,17 @@ TEST_CASE("a chat left before a word was said leaves no session behind") {
   REQUIRE(chat(f, {"--model", f.script({{{"text", "hi"}}})}, "hello\n").exit_code == 0);
   REQUIRE(chat(f, {"--model", f.script({{{"text", "x"}}})}, "/rename kept\n").exit_code == 0);
   CHECK(f.transcripts().size() == 2);
+}
+
+TEST_CASE("/model with a relative script records it absolute, as --model does") {
+  cli_fixture f;
+  write_script(f.dir / "other.jsonl", {{{"text", "from the other script"}}});
+  process_options in_dir;
+  in_dir.cwd = f.dir.path();
+  auto r = chat(f, {"--model", f.script({{{"text", "unused"}}}), "--session-id", "switch"},
+                "/model scripted:other.jsonl\nhello\n", in_dir);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("from the other script") != std::string::npos);
+  CHECK(read_json(session_dir(f, "switch") / "session.json")["model"] ==
+        "scripted:" + (f.dir / "other.jsonl").string());
 }
