@@ -12,6 +12,7 @@
 #include <chrono>
 #include <optional>
 #include <cctype>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -53,6 +54,9 @@ struct transfer {
   http_headers response_headers;
   bool head_sent = false;
   bool received_bytes = false;
+  int64_t body_bytes = 0;
+  int64_t max_body_bytes = 0;
+  bool over_limit = false; ///< the body would have grown past max_body_bytes
   char error[CURL_ERROR_SIZE] = {0};
 
   ~transfer() {
@@ -77,6 +81,13 @@ size_t on_header(char* data, size_t size, size_t count, void* user) {
   std::string_view line{data, size * count};
   if (line.rfind("HTTP/", 0) == 0) {
     t->response_headers.clear(); // a new response (after a redirect or 100-continue)
+  } else if (line == "\r\n" || line == "\n") {
+    // The end of a response's head: the requester learns at once that the reply has begun
+    // (a final status, not a 1xx that another head follows), even if no body byte follows.
+    long status = 0;
+    t->curl->easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &status);
+    if (status >= 200)
+      t->send_head();
   } else if (auto colon = line.find(':'); colon != std::string_view::npos) {
     std::string name{line.substr(0, colon)};
     std::transform(name.begin(), name.end(), name.begin(),
@@ -95,8 +106,16 @@ size_t on_body(char* data, size_t size, size_t count, void* user) {
   auto* t = static_cast<transfer*>(user);
   t->received_bytes = true;
   t->send_head();
-  caf::anon_send(t->requester, http_body_chunk{t->id, std::string{data, size * count}});
-  return size * count;
+  auto n = size * count;
+  // Checked before the chunk is copied into a message: however fast the server sends and
+  // however far the requester lags, no more than the cap is ever queued for it.
+  if (t->body_bytes + static_cast<int64_t>(n) > t->max_body_bytes) {
+    t->over_limit = true;
+    return 0; // less than given: curl fails the transfer
+  }
+  t->body_bytes += static_cast<int64_t>(n);
+  caf::anon_send(t->requester, http_body_chunk{t->id, std::string{data, n}});
+  return n;
 }
 
 // curl_multi_socket_action over epoll: each wake-up costs in proportion to the sockets that
@@ -133,6 +152,7 @@ public:
     t->id = request.id;
     t->requester = std::move(requester);
     t->body = std::move(request.body);
+    t->max_body_bytes = request.max_body_bytes;
     t->easy = take_handle();
     for (auto& [name, value] : request.headers)
       t->headers = curl_.slist_append(t->headers, (name + ": " + value).c_str());
@@ -156,6 +176,8 @@ public:
     curl_.easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
     curl_.easy_setopt(e, CURLOPT_LOW_SPEED_TIME,
                      std::max(1L, static_cast<long>(2 * request.idle_timeout_ms / 1000 + 10)));
+    curl_.easy_setopt(e, CURLOPT_TIMEOUT_MS,
+                      static_cast<long>(request.request_timeout_ms) + 10000L);
     curl_.easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
     curl_.multi_add_handle(multi_, e); // sets a zero timer: the next run_once starts it
     transfers_.emplace(t->id, std::move(t));
@@ -246,7 +268,10 @@ private:
       done.id = t->id;
       done.curl_code = static_cast<int32_t>(code);
       done.received_bytes = t->received_bytes;
-      if (code == CURLE_OK) {
+      if (t->over_limit) {
+        done.curl_code = CURLE_FILESIZE_EXCEEDED;
+        done.error = "the reply exceeded " + std::to_string(t->max_body_bytes) + " bytes";
+      } else if (code == CURLE_OK) {
         t->send_head();
       } else {
         done.error = t->error[0] != '\0' ? t->error : curl_.easy_strerror(code);

@@ -1,11 +1,13 @@
 #include "actors/http_model.hpp"
+#include "actors/http_retry.hpp"
 
 #include <curl/curl.h>
 
 #include <algorithm>
-#include <cmath>
 #include <memory>
+#include <optional>
 #include <random>
+#include <string>
 
 #include <caf/actor_system.hpp>
 #include <caf/typed_event_based_actor.hpp>
@@ -15,6 +17,8 @@ namespace troupe {
 
 namespace {
 
+using clock_type = std::chrono::steady_clock;
+
 /// The generation in flight (a model client serves one step at a time).
 struct generation {
   caf::typed_response_promise<model_reply> promise;
@@ -23,11 +27,18 @@ struct generation {
   int32_t retries = 0;
   uint64_t transfer = 0;    ///< the transfer in flight, 0 while waiting to retry
   uint64_t retry_timer = 0; ///< the due_atom id that starts the next attempt
-  uint64_t idle_timer = 0;  ///< the due_atom id of the next silence check
-  std::chrono::steady_clock::time_point last_activity;
+  uint64_t watch_timer = 0; ///< the due_atom id of the next deadline, silence and rate check
+  // The attempt's clocks: its start, its last byte, and the stretch its rate is measured over.
+  clock_type::time_point started;
+  clock_type::time_point last_activity;
+  clock_type::time_point window_start;
+  int64_t window_bytes = 0;
+  bool began = false;    ///< the reply's head (or a byte of it) arrived
+  int64_t received = 0;  ///< body bytes of this attempt
+  std::string excerpt;   ///< the body's first bytes, quoted when the attempt fails
   int32_t status = 0;
   http_headers headers;
-  std::string body;
+  std::string body; ///< a reply that is not an event stream (bounded by the engine's cap)
   std::unique_ptr<reply_decoder> decoder;
 };
 
@@ -40,6 +51,8 @@ struct http_model_state {
 };
 
 using self_ptr = http_model_actor::stateful_pointer<http_model_state>;
+
+constexpr size_t excerpt_bytes = 200;
 
 const std::string* find_header(const http_headers& headers, const std::string& name) {
   for (auto& [k, v] : headers)
@@ -77,12 +90,34 @@ void finish(self_ptr self, model_reply reply) {
   st.current.reset();
 }
 
-// Checks for silence itself: curl's low-speed limit averages over a window and notices a
-// stalled stream only seconds late.
-void schedule_idle_check(self_ptr self, std::chrono::milliseconds after) {
-  auto& g = *self->state.current;
-  g.idle_timer = next_id(self);
-  self->delayed_send(self, after, due_atom::value, g.idle_timer);
+// A transport failure says how far the reply got: bytes and events, and its first bytes.
+model_reply transport_failure(const http_model_state& st, const generation& g, std::string what) {
+  if (g.began) {
+    what += " (after " + std::to_string(g.received) + " bytes";
+    if (g.decoder)
+      what += " in " + std::to_string(g.decoder->events()) + " events";
+    what += ")";
+  } else {
+    what += " (before any byte of the reply)";
+  }
+  return bad_response(st.config.provider.kind, model_error_kind::transport, what, g.excerpt);
+}
+
+// Deadline, silence and rate are checked here, not left to curl: its low-speed limit averages
+// over a window and notices a stalled stream only seconds late, and its errors cannot say which
+// limit was hit. The check runs again at the earliest moment one of them could fail.
+void schedule_watch(self_ptr self) {
+  auto& st = self->state;
+  auto& g = *st.current;
+  auto idle = std::chrono::milliseconds{st.config.idle_timeout_ms};
+  auto due = std::min(g.started + std::chrono::milliseconds{st.config.request_timeout_ms},
+                      g.last_activity + idle);
+  if (g.began && st.config.min_bytes_per_second > 0)
+    due = std::min(due, g.window_start + idle);
+  auto wait = std::chrono::ceil<std::chrono::milliseconds>(due - clock_type::now());
+  g.watch_timer = next_id(self);
+  self->delayed_send(self, std::max(wait, std::chrono::milliseconds{0}) + std::chrono::milliseconds{1},
+                     due_atom::value, g.watch_timer);
 }
 
 void start_attempt(self_ptr self) {
@@ -93,18 +128,24 @@ void start_attempt(self_ptr self) {
   g.status = 0;
   g.headers.clear();
   g.body.clear();
+  g.excerpt.clear();
   g.decoder.reset();
+  g.began = false;
+  g.received = 0;
+  g.window_bytes = 0;
   http_request request{g.transfer,
                        std::move(call.url),
                        std::move(call.headers),
                        std::move(call.body),
                        st.config.connect_timeout_ms,
-                       st.config.idle_timeout_ms};
+                       st.config.idle_timeout_ms,
+                       st.config.request_timeout_ms,
+                       st.config.max_reply_bytes};
   st.engine.submit(std::move(request), self);
-  g.last_activity = std::chrono::steady_clock::now();
-  // A whole (non-streamed) reply is silent until it is complete: no idle check for it.
-  if (st.config.provider.stream)
-    schedule_idle_check(self, std::chrono::milliseconds{st.config.idle_timeout_ms});
+  g.started = g.last_activity = g.window_start = clock_type::now();
+  // A whole (non-streamed) reply is silent until it is complete: the idle timeout bounds the
+  // wait for it all the same.
+  schedule_watch(self);
 }
 
 // Retries when attempts are left; returns false when the caller must fail instead.
@@ -132,18 +173,29 @@ bool retry(self_ptr self, int32_t status, const std::string& why) {
   return true;
 }
 
+// The reply has begun: its rate is measured from here.
+void mark_begun(generation& g, clock_type::time_point now) {
+  if (g.began)
+    return;
+  g.began = true;
+  g.window_start = now;
+  g.window_bytes = 0;
+}
+
 void on_head(self_ptr self, http_response_head& head) {
   auto& st = self->state;
   if (!st.current || st.current->transfer != head.id)
     return;
   auto& g = *st.current;
-  g.last_activity = std::chrono::steady_clock::now();
+  g.last_activity = clock_type::now();
+  mark_begun(g, g.last_activity);
   g.status = head.status;
   g.headers = std::move(head.headers);
   auto* type = find_header(g.headers, "content-type");
   if (st.config.provider.stream && g.status == 200 && type != nullptr &&
       type->find("text/event-stream") != std::string::npos)
-    g.decoder = make_stream_decoder(st.config.provider.kind);
+    g.decoder = make_stream_decoder(st.config.provider.kind,
+                                    static_cast<size_t>(st.config.max_event_bytes));
 }
 
 void on_chunk(self_ptr self, http_body_chunk& chunk) {
@@ -151,13 +203,23 @@ void on_chunk(self_ptr self, http_body_chunk& chunk) {
   if (!st.current || st.current->transfer != chunk.id)
     return;
   auto& g = *st.current;
-  g.last_activity = std::chrono::steady_clock::now();
+  g.last_activity = clock_type::now();
+  mark_begun(g, g.last_activity);
+  auto size = static_cast<int64_t>(chunk.data.size());
+  g.received += size;
+  g.window_bytes += size;
+  if (g.excerpt.size() < excerpt_bytes)
+    g.excerpt.append(chunk.data, 0, excerpt_bytes - g.excerpt.size());
   if (!g.decoder) {
-    if (g.body.size() < (16u << 20))
-      g.body += chunk.data;
+    g.body += chunk.data; // the engine stops the transfer at max_reply_bytes
     return;
   }
   auto text = g.decoder->feed(chunk.data);
+  if (g.decoder->failed()) { // no use reading on: an oversized or malformed event
+    st.engine.cancel(g.transfer);
+    finish(self, g.decoder->finish());
+    return;
+  }
   if (text.empty())
     return;
   generation_progress progress;
@@ -189,11 +251,10 @@ void on_done(self_ptr self, http_transfer_done& done) {
     if (!done.received_bytes && is_connection_failure(done.curl_code) &&
         retry(self, 0, "connection failed: " + done.error))
       return;
-    auto what = done.curl_code == CURLE_OPERATION_TIMEDOUT && done.received_bytes
-                  ? "the reply stalled: no data for " +
-                      std::to_string(st.config.idle_timeout_ms / 1000) + " s (" + done.error + ")"
+    auto what = done.curl_code == CURLE_FILESIZE_EXCEEDED
+                  ? done.error + " (--max-reply-bytes)"
                   : "request to " + st.config.provider.base_url + " failed: " + done.error;
-    finish(self, bad_response(kind, model_error_kind::transport, what, g.body));
+    finish(self, transport_failure(st, g, what));
     return;
   }
   if (g.status == 200) {
@@ -204,6 +265,41 @@ void on_done(self_ptr self, http_transfer_done& done) {
   if (is_retryable_status(g.status) && retry(self, g.status, reply.error_message))
     return;
   finish(self, std::move(reply));
+}
+
+// Fails the attempt when it ran past its deadline, went silent or slowed below the minimum
+// rate. Before any byte of the reply a timeout is retried like a connection failure (the request
+// may simply be lost); after it the reply is abandoned.
+void check_time(self_ptr self) {
+  auto& st = self->state;
+  auto& g = *st.current;
+  auto& config = st.config;
+  auto now = clock_type::now();
+  auto idle = std::chrono::milliseconds{config.idle_timeout_ms};
+  std::string what;
+  if (now >= g.started + std::chrono::milliseconds{config.request_timeout_ms}) {
+    what = "no complete reply within " + std::to_string(config.request_timeout_ms / 1000) +
+           " s (--request-timeout)";
+  } else if (now >= g.last_activity + idle) {
+    what = "the reply stalled: no data for " + std::to_string(config.idle_timeout_ms / 1000) +
+           " s (--stream-idle-timeout)";
+  } else if (g.began && config.min_bytes_per_second > 0 && now >= g.window_start + idle) {
+    auto wanted = int64_t{config.min_bytes_per_second} * config.idle_timeout_ms / 1000;
+    if (g.window_bytes < wanted)
+      what = "the reply is too slow: " + std::to_string(g.window_bytes) + " bytes in " +
+             std::to_string(config.idle_timeout_ms / 1000) + " s, below " +
+             std::to_string(config.min_bytes_per_second) + " bytes/s (--min-transfer-rate)";
+    g.window_start = now;
+    g.window_bytes = 0;
+  }
+  if (what.empty()) {
+    schedule_watch(self);
+    return;
+  }
+  st.engine.cancel(g.transfer);
+  if (!g.began && retry(self, 0, what))
+    return;
+  finish(self, transport_failure(st, g, what));
 }
 
 // A reply shaped in a way no decoder expected must fail the generation, not the actor: an
@@ -220,7 +316,7 @@ void guarded(self_ptr self, F&& f) {
       st.engine.cancel(st.current->transfer);
     finish(self, bad_response(st.config.provider.kind, model_error_kind::transport,
                               std::string{"unexpected reply ("} + e.what() + ")",
-                              st.current->body));
+                              st.current->excerpt));
   }
 }
 
@@ -267,21 +363,8 @@ http_model_actor::behavior_type http_model(self_ptr self, http_model_config conf
         start_attempt(self);
         return;
       }
-      if (g.transfer == 0 || g.idle_timer != timer)
-        return;
-      auto idle = std::chrono::milliseconds{st.config.idle_timeout_ms};
-      auto silent = std::chrono::steady_clock::now() - g.last_activity;
-      if (silent < idle) {
-        schedule_idle_check(
-          self, std::chrono::duration_cast<std::chrono::milliseconds>(idle - silent) +
-                  std::chrono::milliseconds{1});
-        return;
-      }
-      st.engine.cancel(g.transfer);
-      finish(self, bad_response(st.config.provider.kind, model_error_kind::transport,
-                                "the reply stalled: no data for " +
-                                  std::to_string(st.config.idle_timeout_ms / 1000) + " s",
-                                g.body));
+      if (g.transfer != 0 && g.watch_timer == timer)
+        check_time(self);
     },
     [=](http_response_head& head) { guarded(self, [&] { on_head(self, head); }); },
     [=](http_body_chunk& chunk) { guarded(self, [&] { on_chunk(self, chunk); }); },
@@ -290,26 +373,6 @@ http_model_actor::behavior_type http_model(self_ptr self, http_model_config conf
 }
 
 } // namespace
-
-std::chrono::milliseconds retry_delay(const http_model_config& config, int32_t attempt,
-                                      const http_headers& headers, double jitter) {
-  using std::chrono::milliseconds;
-  auto cap = config.max_retry_delay;
-  for (auto& [name, value] : headers) {
-    char* end = nullptr;
-    double number = std::strtod(value.c_str(), &end);
-    if (end == value.c_str() || number < 0)
-      continue;
-    if (name == "retry-after-ms")
-      return std::min(cap, milliseconds{static_cast<int64_t>(number)});
-    if (name == "retry-after")
-      return std::min(cap, milliseconds{static_cast<int64_t>(number * 1000)});
-  }
-  auto base = static_cast<double>(config.base_retry_delay.count()) *
-              std::pow(2.0, static_cast<double>(std::min(attempt, 20)));
-  auto delayed = std::min(static_cast<double>(cap.count()), base) * (1.0 + jitter);
-  return milliseconds{static_cast<int64_t>(delayed)};
-}
 
 model_client_actor spawn_http_model(caf::actor_system& sys, http_model_config config,
                                     http_engine engine) {

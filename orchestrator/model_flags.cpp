@@ -133,6 +133,10 @@ expected<model_choice> resolve_model_spec(const std::string& model, const run_fl
                                                          : tool_format::tool;
   http.max_retries = flags.max_retries;
   http.idle_timeout_ms = flags.stream_idle_timeout_s * 1000;
+  http.request_timeout_ms = flags.request_timeout_s * 1000;
+  http.min_bytes_per_second = flags.min_transfer_rate;
+  http.max_reply_bytes = flags.max_reply_bytes;
+  http.max_event_bytes = flags.max_event_bytes;
   choice.format = http.provider.format;
   choice.http_model = std::move(http);
   return choice;

@@ -341,8 +341,26 @@ void add_agent_flags(CLI::App& command, run_flags& flags, bool headless) {
                   "otherwise the same as --stream-idle-timeout")
     ->check(CLI::Range(1, 86400));
   command.add_option("--stream-idle-timeout", flags.stream_idle_timeout_s,
-                  "seconds a streaming reply may stay silent before it fails (default 120)")
+                  "seconds a model reply (streamed or not) may stay silent before it fails "
+                  "(default 120)")
     ->check(CLI::Range(1, 86400));
+  command.add_option("--request-timeout", flags.request_timeout_s,
+                  "seconds a model reply may take in all before it fails (default 600)")
+    ->check(CLI::Range(1, 86400));
+  command.add_option("--min-transfer-rate", flags.min_transfer_rate,
+                  "bytes/s a model reply must average over each --stream-idle-timeout stretch "
+                  "after its first byte (default 32; 0: no check)")
+    ->type_name("BYTES")
+    ->check(CLI::Range(0, 1 << 30));
+  command.add_option("--max-reply-bytes", flags.max_reply_bytes,
+                  "most bytes of one model reply as received (default 67108864, 64 MiB)")
+    ->type_name("BYTES")
+    ->check(CLI::Range(int64_t{1024}, int64_t{1} << 40));
+  command.add_option("--max-event-bytes", flags.max_event_bytes,
+                  "most bytes of one server-sent event of a streamed reply (default 8388608, "
+                  "8 MiB)")
+    ->type_name("BYTES")
+    ->check(CLI::Range(int64_t{1024}, int64_t{1} << 40));
   command.add_flag("--wait-notifications", flags.wait_notifications,
                 "when the work is done, stay alive for task notifications (troupe notify) "
                 "instead of ending");

@@ -2,6 +2,7 @@
 // The flags `troupe run` and `troupe chat` share, and how flags, environment and settings files
 // become a checked run.
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,10 @@ struct run_flags {
   bool include_partial_messages = false;
   int max_retries = 8;
   int stream_idle_timeout_s = 120;
+  int request_timeout_s = 600;
+  int min_transfer_rate = 32;
+  int64_t max_reply_bytes = int64_t{64} << 20;
+  int64_t max_event_bytes = int64_t{8} << 20;
   /// --idle-timeout as typed: the session's idle timeout with --wait-notifications, else the
   /// streaming one (its meaning before notifications existed).
   int idle_timeout_s = 0;

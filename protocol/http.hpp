@@ -21,12 +21,17 @@ struct http_request {
   int32_t connect_timeout_ms = 10000;
   /// The transfer fails when no byte arrives for this long.
   int32_t idle_timeout_ms = 120000;
+  /// The transfer fails when it is not complete after this long.
+  int32_t request_timeout_ms = 600000;
+  /// The transfer fails (code CURLE_FILESIZE_EXCEEDED) when its body would grow past this; no
+  /// chunk past it is sent.
+  int64_t max_body_bytes = int64_t{64} << 20;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, http_request& x) {
   return f(caf::meta::type_name("http_request"), x.id, x.url, x.headers, x.body,
-           x.connect_timeout_ms, x.idle_timeout_ms);
+           x.connect_timeout_ms, x.idle_timeout_ms, x.request_timeout_ms, x.max_body_bytes);
 }
 
 /// The status line and headers of a response (names lowercased), before its body.

@@ -95,6 +95,8 @@ struct block {
 
 class anthropic_decoder : public sse_decoder_base {
 public:
+  explicit anthropic_decoder(size_t max_event_bytes) : sse_decoder_base(max_event_bytes) {}
+
   std::string feed(std::string_view bytes) override {
     std::string text;
     if (failed_)
@@ -146,6 +148,7 @@ public:
       }
       // ping, content_block_stop and event types added later carry nothing we need.
     }
+    check_event_size(provider_kind::anthropic);
     return text;
   }
 
@@ -209,8 +212,8 @@ http_call build_anthropic_request(const provider_config& config, const model_req
   return call;
 }
 
-std::unique_ptr<reply_decoder> make_anthropic_decoder() {
-  return std::make_unique<anthropic_decoder>();
+std::unique_ptr<reply_decoder> make_anthropic_decoder(size_t max_event_bytes) {
+  return std::make_unique<anthropic_decoder>(max_event_bytes);
 }
 
 model_reply parse_anthropic_reply(std::string_view body) {

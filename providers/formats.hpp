@@ -12,10 +12,25 @@ namespace troupe::detail {
 
 /// What both streamed decoders share: the SSE parser, and the first failure, which sticks.
 class sse_decoder_base : public reply_decoder {
+public:
+  explicit sse_decoder_base(size_t max_event_bytes) : parser_(max_event_bytes) {}
+
+  bool failed() const override { return failed_; }
+  size_t events() const override { return parser_.events(); }
+
 protected:
   void fail(model_reply reply) {
     failed_ = true;
     failure_ = std::move(reply);
+  }
+
+  /// Fails the reply once an event outgrew the parser's cap (after the events before it).
+  void check_event_size(provider_kind kind) {
+    if (parser_.oversized() && !failed_)
+      fail(bad_response(kind, model_error_kind::transport,
+                        "a stream event exceeded " + std::to_string(parser_.max_event_bytes()) +
+                          " bytes (--max-event-bytes)",
+                        parser_.oversized_excerpt()));
   }
 
   sse_parser parser_;
@@ -24,12 +39,12 @@ protected:
 };
 
 http_call build_openai_request(const provider_config& config, const model_request& request);
-std::unique_ptr<reply_decoder> make_openai_decoder();
+std::unique_ptr<reply_decoder> make_openai_decoder(size_t max_event_bytes);
 model_reply parse_openai_reply(std::string_view body);
 std::string openai_error_message(const nlohmann::json& body);
 
 http_call build_anthropic_request(const provider_config& config, const model_request& request);
-std::unique_ptr<reply_decoder> make_anthropic_decoder();
+std::unique_ptr<reply_decoder> make_anthropic_decoder(size_t max_event_bytes);
 model_reply parse_anthropic_reply(std::string_view body);
 std::string anthropic_error_message(const nlohmann::json& body);
 

@@ -76,6 +76,8 @@ struct partial_call {
 
 class openai_decoder : public sse_decoder_base {
 public:
+  explicit openai_decoder(size_t max_event_bytes) : sse_decoder_base(max_event_bytes) {}
+
   std::string feed(std::string_view bytes) override {
     std::string text;
     if (failed_)
@@ -123,6 +125,7 @@ public:
         }
     }
     content_ += text;
+    check_event_size(provider_kind::openai);
     return text;
   }
 
@@ -195,7 +198,9 @@ http_call build_openai_request(const provider_config& config, const model_reques
   return call;
 }
 
-std::unique_ptr<reply_decoder> make_openai_decoder() { return std::make_unique<openai_decoder>(); }
+std::unique_ptr<reply_decoder> make_openai_decoder(size_t max_event_bytes) {
+  return std::make_unique<openai_decoder>(max_event_bytes);
+}
 
 model_reply parse_openai_reply(std::string_view body) {
   auto parsed = json::parse(sanitize_utf8(body), nullptr, false);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "protocol/model.hpp"
+#include "providers/sse.hpp"
 #include "tools/tool_parser.hpp"
 
 namespace troupe {
@@ -54,10 +55,19 @@ public:
 
   /// Returns the whole reply, or an error reply when the stream was malformed or incomplete.
   virtual model_reply finish() = 0;
+
+  /// Returns true once the stream is known to be bad (finish() then says why); further bytes
+  /// are ignored.
+  virtual bool failed() const = 0;
+
+  /// Returns how many events the stream has completed so far.
+  virtual size_t events() const = 0;
 };
 
-/// Returns a decoder for a streamed (SSE) response of the given provider.
-std::unique_ptr<reply_decoder> make_stream_decoder(provider_kind kind);
+/// Returns a decoder for a streamed (SSE) response of the given provider; an event larger than
+/// `max_event_bytes` fails it (without buffering more than that).
+std::unique_ptr<reply_decoder> make_stream_decoder(provider_kind kind,
+                                                   size_t max_event_bytes = default_max_event_bytes);
 
 /// Parses a whole (non-streamed) 200 response body.
 model_reply parse_reply(provider_kind kind, std::string_view body);
@@ -66,7 +76,7 @@ model_reply parse_reply(provider_kind kind, std::string_view body);
 model_reply parse_error(provider_kind kind, int32_t status, std::string_view body);
 
 /// Returns an error reply of the given kind whose message names the provider and quotes the
-/// first 200 bytes of what was received.
+/// first 200 bytes of what was received (nothing when nothing was).
 model_reply bad_response(provider_kind kind, model_error_kind error, const std::string& what,
                          std::string_view received);
 

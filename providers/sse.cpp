@@ -1,27 +1,56 @@
 #include "providers/sse.hpp"
 
+#include <algorithm>
+
 namespace troupe {
 
 std::vector<sse_event> sse_parser::feed(std::string_view bytes) {
   std::vector<sse_event> out;
-  for (char c : bytes) {
-    if (last_was_cr_ && c == '\n') {
+  size_t i = 0;
+  while (i < bytes.size() && !oversized_) {
+    if (last_was_cr_ && bytes[i] == '\n') {
       last_was_cr_ = false; // the LF of a CRLF already ended the line
+      ++i;
       continue;
     }
-    last_was_cr_ = c == '\r';
-    if (c == '\n' || c == '\r')
-      take_line(out);
-    else
-      line_.push_back(c);
+    last_was_cr_ = false;
+    auto end = bytes.find_first_of("\r\n", i);
+    auto piece = bytes.substr(i, end == std::string_view::npos ? std::string_view::npos : end - i);
+    // Counted before it is buffered: a line or an event past the cap never takes more memory
+    // than the cap.
+    if (line_.size() + piece.size() + data_.size() + event_.size() > max_event_bytes_) {
+      line_.append(piece.substr(0, 200));
+      overflow();
+      break;
+    }
+    line_.append(piece);
+    if (end == std::string_view::npos)
+      break;
+    last_was_cr_ = bytes[end] == '\r';
+    take_line(out);
+    i = end + 1;
   }
   return out;
 }
 
+void sse_parser::overflow() {
+  oversized_ = true;
+  std::string_view start = has_data_ ? std::string_view{data_} : std::string_view{line_};
+  excerpt_ = std::string{has_data_ ? "data: " : ""} + std::string{start.substr(0, 200)};
+  excerpt_.resize(std::min<size_t>(excerpt_.size(), 200));
+  for (auto* buffer : {&line_, &event_, &data_}) {
+    buffer->clear();
+    buffer->shrink_to_fit();
+  }
+  has_data_ = false;
+}
+
 void sse_parser::take_line(std::vector<sse_event>& out) {
   if (line_.empty()) {
-    if (has_data_)
+    if (has_data_) {
       out.push_back({std::move(event_), std::move(data_)});
+      ++events_;
+    }
     event_.clear();
     data_.clear();
     has_data_ = false;

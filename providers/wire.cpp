@@ -14,9 +14,9 @@ http_call build_request(const provider_config& config, const model_request& requ
                                               : detail::build_anthropic_request(config, request);
 }
 
-std::unique_ptr<reply_decoder> make_stream_decoder(provider_kind kind) {
-  return kind == provider_kind::openai ? detail::make_openai_decoder()
-                                       : detail::make_anthropic_decoder();
+std::unique_ptr<reply_decoder> make_stream_decoder(provider_kind kind, size_t max_event_bytes) {
+  return kind == provider_kind::openai ? detail::make_openai_decoder(max_event_bytes)
+                                       : detail::make_anthropic_decoder(max_event_bytes);
 }
 
 model_reply parse_reply(provider_kind kind, std::string_view body) {
@@ -57,8 +57,10 @@ model_reply bad_response(provider_kind kind, model_error_kind error, const std::
                          std::string_view received) {
   model_reply reply;
   reply.error = error;
-  auto shown = sanitize_utf8(received.substr(0, 200));
-  reply.error_message = std::string{to_string(kind)} + ": " + what + "; received: " + shown;
+  reply.error_message = std::string{to_string(kind)} + ": " + what;
+  // Nothing to quote is said by leaving the quote out, not by an empty one.
+  if (!received.empty())
+    reply.error_message += "; received: " + sanitize_utf8(received.substr(0, 200));
   return reply;
 }
 

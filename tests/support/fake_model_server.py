@@ -27,6 +27,12 @@ SCRIPT.json: a JSON array of reply entries, consumed in order by accepted reques
   "invalid_utf8" (bytes FF FE inside one text piece), "no_stop", "html" (text/html body, status 200
   unless "status" given), "endless" (a delta every 100 ms or chunk_delay_ms until the client goes),
   "silent_after_headers", "stream_error" (provider's in-stream error event instead of the ending).
+Hostile keys: "flood" (with "endless": as fast as the socket takes it, 64 KiB per write; without
+  "stream", an endless JSON body of spaces), "huge_line": N (the reply's text is one piece of N
+  bytes, so one SSE line of N+ bytes, or a JSON body of N+ bytes, written 1 MiB at a time),
+  "drip": true (headers and the first event at once, then the rest of the stream one byte per
+  "drip_interval_ms", default 1000), "reset_after_events": N (stream: N events, then a TCP reset
+  instead of a close). Header values in "headers" are sent verbatim (e.g. "retry-after": "inf").
 """
 
 from __future__ import annotations
@@ -38,7 +44,9 @@ import json
 import os
 import random
 import signal
+import socket
 import stat
+import struct
 import sys
 import threading
 import time
@@ -68,6 +76,10 @@ def vlog(msg: str) -> None:
 # after JSON encoding (JSON encoders cannot produce invalid UTF-8 themselves).
 BAD_UTF8_MARK = "\u2063FAKE-INVALID-UTF8\u2063"
 BAD_UTF8_MARK_BYTES = BAD_UTF8_MARK.encode("utf-8")
+# Marker standing for the N filler bytes of "huge_line": the frame or body holding it is written
+# in three parts, the filler in blocks, so the server never holds N bytes at once.
+HUGE_MARK = "\u2063FAKE-HUGE-LINE\u2063"
+HUGE_MARK_BYTES = HUGE_MARK.encode("utf-8")
 
 
 def encode_json(obj, bad_utf8: bool = False) -> bytes:
@@ -229,6 +241,33 @@ class Conn:
         self.writer.write(b"%x\r\n%b\r\n" % (len(data), data))
         await self.writer.drain()
 
+    async def write_huge(self, data: bytes, size: int, chunked: bool) -> None:
+        """Writes data with HUGE_MARK replaced by `size` filler bytes, 1 MiB at a time."""
+        before, _, after = data.partition(HUGE_MARK_BYTES)
+        block = b"a" * (1 << 20)
+        send = self.chunk if chunked else self.raw
+        await send(before)
+        left = size
+        while left > 0:
+            await send(block[:min(left, len(block))])
+            left -= len(block)
+        await send(after)
+
+    async def raw(self, data: bytes) -> None:
+        self.writer.write(data)
+        await self.writer.drain()
+
+    async def reset(self) -> None:
+        """Closes the connection with a TCP reset (SO_LINGER 0) instead of a FIN."""
+        # abort() drops what the transport still buffers: let it reach the socket first (on
+        # loopback the peer then has it, whatever the reset does to our side).
+        while self.writer.transport.get_write_buffer_size() > 0:
+            await asyncio.sleep(0.001)
+        sock = self.writer.get_extra_info("socket")
+        if sock is not None:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        self.writer.transport.abort()
+
     async def end_chunks(self) -> None:
         self.writer.write(b"0\r\n\r\n")
         await self.writer.drain()
@@ -289,6 +328,8 @@ class Reply:
                 self.text_pieces[0] = p[:1] + BAD_UTF8_MARK + p[1:]
             else:
                 self.text_pieces = [BAD_UTF8_MARK]
+        if entry.get("huge_line"):
+            self.text_pieces = [HUGE_MARK]
         self.text = "".join(self.text_pieces)
         self.tool_calls = []
         for i, tc in enumerate(entry.get("tool_calls") or []):
@@ -768,24 +809,39 @@ async def respond(req: Request, conn: Conn, provider: str, n: int, body: dict, e
 
     if entry.get("endless"):
         tick = delay or 0.1
+        flood = bool(entry.get("flood"))
         if stream:
             await conn.head(200, sse_headers + extra)
             for f in enc.endless_start():
                 await conn.chunk(f)
+            piece = enc.endless_tick()
+            if flood:
+                piece = piece * max(1, 65536 // len(piece))
             while not conn.reader.at_eof():
-                await asyncio.sleep(tick)
-                await conn.chunk(enc.endless_tick())
+                if not flood:
+                    await asyncio.sleep(tick)
+                await conn.chunk(piece)
         else:  # chunked JSON body that never gets past its leading whitespace
             await conn.head(200, [("Content-Type", "application/json"),
                                   ("Transfer-Encoding", "chunked")] + extra)
+            piece = b" " * (65536 if flood else 1)
             while not conn.reader.at_eof():
-                await conn.chunk(b" ")
-                await asyncio.sleep(tick)
+                await conn.chunk(piece)
+                if not flood:
+                    await asyncio.sleep(tick)
         return False
+
+    huge = int(entry.get("huge_line") or 0)
 
     cut = entry.get("cut_after_events")
     if not stream:
         data = enc.body()
+        if huge:
+            length = len(data) - len(HUGE_MARK_BYTES) + huge
+            await conn.head(200, [("Content-Type", "application/json"),
+                                  ("Content-Length", str(length))] + extra)
+            await conn.write_huge(data, huge, chunked=False)
+            return keep
         if cut is not None:
             await conn.head(200, [("Content-Type", "application/json"),
                                   ("Content-Length", str(len(data)))] + extra)
@@ -810,15 +866,30 @@ async def respond(req: Request, conn: Conn, provider: str, n: int, body: dict, e
     elif entry.get("no_stop"):
         ending = []
     frames = frames_body + ending
-    abrupt = cut is not None
+    reset = entry.get("reset_after_events")
+    abrupt = cut is not None or reset is not None
     if abrupt:
-        frames = frames[:max(0, int(cut))]
+        frames = frames[:max(0, int(cut if cut is not None else reset))]
 
     await conn.head(200, sse_headers + extra)
+    if entry.get("drip"):
+        interval = float(entry.get("drip_interval_ms", 1000)) / 1000
+        await conn.chunk(frames[0])
+        for byte in b"".join(frames[1:]):
+            await asyncio.sleep(interval)
+            await conn.chunk(bytes([byte]))
+        await conn.end_chunks()
+        return keep
     for i, f in enumerate(frames):
         if i and delay:
             await asyncio.sleep(delay)
-        await conn.chunk(f)
+        if huge and HUGE_MARK_BYTES in f:
+            await conn.write_huge(f, huge, chunked=True)
+        else:
+            await conn.chunk(f)
+    if reset is not None:
+        await conn.reset()
+        return False
     if abrupt:
         return False  # no terminating chunk: the caller closes the connection
     await conn.end_chunks()

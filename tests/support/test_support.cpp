@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -190,11 +191,18 @@ process_result run_process(const std::vector<std::string>& argv, const process_o
         --open_count;
       } else {
         (i == 0 ? result.out : result.err).append(buffer, static_cast<size_t>(n));
+        if (i == 0 && !interrupted && !opts.interrupt_on_output.empty() &&
+            result.out.find(opts.interrupt_on_output) != std::string::npos) {
+          kill(pid, SIGINT);
+          interrupted = true;
+        }
       }
     }
   }
   int status = 0;
-  waitpid(pid, &status, 0);
+  rusage usage{};
+  wait4(pid, &status, 0, &usage);
+  result.max_rss_kib = usage.ru_maxrss;
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return result;
 }

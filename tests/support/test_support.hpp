@@ -69,6 +69,8 @@ struct process_result {
   int exit_code = -1;
   std::string out;
   std::string err;
+  /// The process's peak resident set (its VmHWM), from wait4's rusage.
+  long max_rss_kib = 0;
 };
 
 /// Options for run_process.
@@ -78,6 +80,8 @@ struct process_options {
   std::map<std::string, std::string> env;
   /// Send SIGINT this long after start (0: never).
   std::chrono::milliseconds interrupt_after{0};
+  /// Send SIGINT as soon as stdout holds this text (empty: never).
+  std::string interrupt_on_output;
   std::chrono::seconds timeout{60};
   /// Close our end of the child's stdout at once, as `| head -0` would.
   bool close_stdout = false;
