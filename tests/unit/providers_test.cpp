@@ -48,3 +48,65 @@ TEST_CASE("Anthropic requests never carry blank text or native tool blocks witho
   CHECK(text.find("\"\\n\\n\"") == std::string::npos);
   CHECK_FALSE(body.contains("tools"));
 }
+
+namespace {
+
+// A whole streamed reply in the provider's wire format whose text is `text`.
+std::string stream_of(provider_kind kind, const std::string& text) {
+  auto quoted = json(text).dump();
+  if (kind == provider_kind::openai)
+    return "data: {\"choices\":[{\"delta\":{\"content\":" + quoted + "}}]}\n\n" +
+           "data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n";
+  return "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{}}}\n\n"
+         "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,"
+         "\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n"
+         "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,"
+         "\"delta\":{\"type\":\"text_delta\",\"text\":" +
+         quoted +
+         "}}\n\n"
+         "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":"
+         "\"end_turn\"}}\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
+}
+
+} // namespace
+
+TEST_CASE("both stream decoders accept events up to the cap and fail clearly past it") {
+  for (auto kind : {provider_kind::openai, provider_kind::anthropic}) {
+    CAPTURE(to_string(kind));
+    auto fits = make_stream_decoder(kind, 4096);
+    fits->feed(stream_of(kind, std::string(3000, 'a')));
+    auto reply = fits->finish();
+    REQUIRE(reply.ok());
+    CHECK(reply.assistant.content == std::string(3000, 'a'));
+
+    // The same reply with a 100 KiB text, fed as a server would send it: in 16 KiB pieces.
+    auto decoder = make_stream_decoder(kind, 4096);
+    auto stream = stream_of(kind, std::string(100 << 10, 'b'));
+    size_t fed = 0;
+    while (!decoder->failed() && fed < stream.size()) {
+      decoder->feed(std::string_view{stream}.substr(fed, 16384));
+      fed += 16384;
+    }
+    CHECK(decoder->failed());
+    CHECK(fed == 16384); // at the piece that crossed the cap, not at the end of the line
+    auto failure = decoder->finish();
+    CHECK(failure.error == model_error_kind::transport);
+    CHECK(failure.error_message.find(std::string{to_string(kind)} +
+                                     ": a stream event exceeded 4096 bytes (--max-event-bytes); "
+                                     "received: data: {") == 0);
+  }
+}
+
+TEST_CASE("the default cap on one event rejects a 100 MiB line at 8 MiB") {
+  auto decoder = make_stream_decoder(provider_kind::openai);
+  std::string piece(1 << 20, 'c');
+  decoder->feed("data: {\"choices\":[{\"delta\":{\"content\":\"");
+  size_t fed = 0;
+  while (!decoder->failed() && fed < (size_t{100} << 20)) {
+    decoder->feed(piece);
+    fed += piece.size();
+  }
+  CHECK(decoder->failed());
+  CHECK(fed == size_t{8} << 20);
+  CHECK(decoder->finish().error_message.find("exceeded 8388608 bytes") != std::string::npos);
+}
