@@ -33,9 +33,9 @@ struct generation {
   clock_type::time_point last_activity;
   clock_type::time_point window_start;
   int64_t window_bytes = 0;
-  bool began = false;    ///< the reply's head (or a byte of it) arrived
-  int64_t received = 0;  ///< body bytes of this attempt
-  std::string excerpt;   ///< the body's first bytes, quoted when the attempt fails
+  bool began = false;   ///< the reply's head (or a byte of it) arrived
+  int64_t received = 0; ///< body bytes of this attempt
+  std::string excerpt;  ///< the body's first bytes, quoted when the attempt fails
   int32_t status = 0;
   http_headers headers;
   std::string body; ///< a reply that is not an event stream (bounded by the engine's cap)
@@ -116,7 +116,8 @@ void schedule_watch(self_ptr self) {
     due = std::min(due, g.window_start + idle);
   auto wait = std::chrono::ceil<std::chrono::milliseconds>(due - clock_type::now());
   g.watch_timer = next_id(self);
-  self->delayed_send(self, std::max(wait, std::chrono::milliseconds{0}) + std::chrono::milliseconds{1},
+  self->delayed_send(self,
+                     std::max(wait, std::chrono::milliseconds{0}) + std::chrono::milliseconds{1},
                      due_atom::value, g.watch_timer);
 }
 

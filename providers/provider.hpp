@@ -66,8 +66,8 @@ public:
 
 /// Returns a decoder for a streamed (SSE) response of the given provider; an event larger than
 /// `max_event_bytes` fails it (without buffering more than that).
-std::unique_ptr<reply_decoder> make_stream_decoder(provider_kind kind,
-                                                   size_t max_event_bytes = default_max_event_bytes);
+std::unique_ptr<reply_decoder>
+make_stream_decoder(provider_kind kind, size_t max_event_bytes = default_max_event_bytes);
 
 /// Parses a whole (non-streamed) 200 response body.
 model_reply parse_reply(provider_kind kind, std::string_view body);

@@ -107,7 +107,8 @@ TEST_CASE("the default caps reject a 24 MiB line and a 80 MiB body") {
 TEST_CASE("a stream dripping a byte at a time fails below --min-transfer-rate") {
   for (std::string provider : {"openai", "anthropic"}) {
     CAPTURE(provider);
-    fake_server server{after_a_tool(R"({"text": "slowly", "drip": true, "drip_interval_ms": 200})")};
+    fake_server server{
+        after_a_tool(R"({"text": "slowly", "drip": true, "drip_interval_ms": 200})")};
     provider_run run{provider};
     auto r = run.run(server, {"--stream-idle-timeout", "3", "--min-transfer-rate", "64", "go"},
                      guarded());
@@ -122,10 +123,11 @@ TEST_CASE("a stream dripping a byte at a time fails below --min-transfer-rate") 
 
 TEST_CASE("a drip and an endless JSON body end at --request-timeout") {
   {
-    fake_server server{after_a_tool(R"({"text": "slowly", "drip": true, "drip_interval_ms": 100})")};
+    fake_server server{
+        after_a_tool(R"({"text": "slowly", "drip": true, "drip_interval_ms": 100})")};
     provider_run run{"anthropic"};
-    auto r = run.run(server, {"--request-timeout", "2", "--min-transfer-rate", "0", "go"},
-                     guarded());
+    auto r =
+        run.run(server, {"--request-timeout", "2", "--min-transfer-rate", "0", "go"}, guarded());
     CHECK(r.exit_code == 1);
     CHECK(error_of(r).find("anthropic: no complete reply within 2 s (--request-timeout) (after ") ==
           0);
@@ -144,9 +146,8 @@ TEST_CASE("a drip and an endless JSON body end at --request-timeout") {
 TEST_CASE("an unanswered request fails after the idle timeout without streaming too") {
   fake_server server{after_a_tool(R"({"latency_ms": 60000})")};
   provider_run run;
-  auto r = run.run(server,
-                   {"--no-stream", "--stream-idle-timeout", "1", "--max-retries", "0", "go"},
-                   guarded());
+  auto r = run.run(
+      server, {"--no-stream", "--stream-idle-timeout", "1", "--max-retries", "0", "go"}, guarded());
   CHECK(r.exit_code == 1);
   CHECK(error_of(r) == "openai: the reply stalled: no data for 1 s (--stream-idle-timeout) "
                        "(before any byte of the reply)");
