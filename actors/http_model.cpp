@@ -269,8 +269,9 @@ void on_done(self_ptr self, http_transfer_done& done) {
 }
 
 // Fails the attempt when it ran past its deadline, went silent or slowed below the minimum
-// rate. Before any byte of the reply a timeout is retried like a connection failure (the request
-// may simply be lost); after it the reply is abandoned.
+// rate. Before the reply began (no head yet) a timeout is retried like a connection failure: the
+// request may simply be lost. Once the provider has answered it is generating, and billing, so
+// the reply is abandoned rather than asked for twice.
 void check_time(self_ptr self) {
   auto& st = self->state;
   auto& g = *st.current;

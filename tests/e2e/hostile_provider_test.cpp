@@ -159,7 +159,7 @@ TEST_CASE("a timeout before any byte of the reply is retried like a lost connect
     CAPTURE(stream);
     fake_server server{R"([{"latency_ms": 60000}, {"text": "second try"}])"};
     provider_run run;
-    std::vector<std::string> args{"--stream-idle-timeout", "1", "--max-retries", "1", "go"};
+    std::vector<std::string> args{"--stream-idle-timeout", "2", "--max-retries", "1", "go"};
     if (!stream)
       args.insert(args.begin(), "--no-stream");
     auto r = run.run(server, args, guarded());
@@ -167,7 +167,7 @@ TEST_CASE("a timeout before any byte of the reply is retried like a lost connect
     CHECK(result_of(r)["result"] == "second try");
     auto retries = of_type(r, "system", "api_retry");
     REQUIRE(retries.size() == 1);
-    CHECK(retries[0]["error"].get<std::string>().find("no data for 1 s") != std::string::npos);
+    CHECK(retries[0]["error"].get<std::string>().find("no data for 2 s") != std::string::npos);
   }
 }
 
