@@ -13,6 +13,7 @@ import json
 import os
 import random
 import re
+import resource
 import shutil
 import signal
 import subprocess
@@ -75,18 +76,35 @@ def probe(root):
     transcript = os.path.join(home, "sessions", SESSION, "transcript.jsonl")
 
     acked_notes, stop = {}, threading.Event()
-    notify_runs = [0]
+    notify_runs, disk_full = [0], [0]
+    queue = os.path.join(home, "sessions", SESSION, "queue.jsonl")
 
     def notifier():
         k = 0
         while not stop.is_set():
             k += 1
-            big = k % 5 == 0  # now and then a large one, through stdin
+            big = k % 5 == 0 or k % 4 == 2  # now and then a large one, through stdin
             text = f"note-{k} " + ("n" * 300000 if big else "")
             args = [TROUPE, "notify", SESSION] + ([] if big else [text])
+            limit = None
+            if k % 4 == 2:
+                # A full disk: the queue may grow by a few bytes only, so the line is written
+                # in part and the write fails (a notify that must leave nothing behind).
+                try:
+                    limit = os.path.getsize(queue) + 100
+                except OSError:
+                    limit = 100
+
+            def full_disk(limit=limit):
+                if limit is not None:
+                    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+                    resource.setrlimit(resource.RLIMIT_FSIZE,
+                                       (limit, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+
             r = subprocess.run(args, input=text.encode() if big else None, env=env,
-                               capture_output=True, timeout=60)
+                               capture_output=True, timeout=60, preexec_fn=full_disk)
             notify_runs[0] += 1
+            disk_full[0] += 1 if limit is not None and r.returncode != 0 else 0
             found = re.search(rb"notification (ntf_[0-9a-f]+)", r.stdout)
             if r.returncode == 0 and found:
                 acked_notes[found.group(1).decode()] = f"note-{k} "
@@ -145,7 +163,8 @@ def probe(root):
     tool_results = sum(1 for m in lines if m.get("role") == "tool")
     print(f"kills survived: {kills}; transcript lines acknowledged: {len(acked_lines)}, "
           f"lost: {len(set(lost_lines))}, duplicated: {len(duplicated)}; tool results: "
-          f"{tool_results}; notifies run: {notify_runs[0]}, acknowledged: {len(acked_notes)}, "
+          f"{tool_results}; notifies run: {notify_runs[0]} ({disk_full[0]} refused by a full "
+          f"disk), acknowledged: {len(acked_notes)}, "
           f"lost: {len(lost_notes)}, delivered twice: {len(twice)}")
     ok = (not lost_lines and not duplicated and not lost_notes and not twice and kills == KILLS
           and tool_results > 0 and len(acked_notes) > 0)
