@@ -5,6 +5,8 @@
 
 #include <sys/stat.h>
 
+#include <sstream>
+
 #include "support/cli_fixture.hpp"
 
 using namespace troupe;
@@ -81,7 +83,10 @@ TEST_CASE("every directory under sessions/ is 0700 and every file 0600, whatever
     check(entry.path());
   MESSAGE(checked << " paths checked");
   CHECK(checked > 25);
-  CHECK(loose == std::vector<std::string>{});
+  std::string listed;
+  for (auto& l : loose)
+    listed += l + "\n";
+  CHECK_MESSAGE(loose.empty(), listed);
 }
 
 TEST_CASE("notify refuses a message over its size cap before reading past it") {
@@ -122,7 +127,9 @@ except BrokenPipeError:
 err = p.stderr.read().decode()
 print(sent, p.wait(), err.strip())
 )";
-  auto fed = run_process({"python3", "-c", feeder, TROUPE_BINARY}, f.options());
+  auto fed = run_process({"/bin/sh", "-c", "exec python3 -c \"$0\" \"$1\"", feeder,
+                          TROUPE_BINARY},
+                         f.options());
   REQUIRE(fed.exit_code == 0);
   MESSAGE(fed.out);
   std::istringstream words{fed.out};
