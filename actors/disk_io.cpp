@@ -50,7 +50,7 @@ disk_io_actor::behavior_type disk_io(disk_io_actor::stateful_pointer<disk_io_sta
         progress = queue_progress{};
       queue_read result;
       size_t bad = 0;
-      auto read = read_notifications(path, progress.offset, &bad, max_line);
+      auto read = read_notifications(path, progress.offset, &bad, max_line, &result.error);
       result.bad_lines = static_cast<int32_t>(bad);
       if (!read) {
         result.error = read.error();

@@ -204,7 +204,8 @@ expected<bool> append_notification(const std::filesystem::path& queue,
 
 expected<std::vector<task_notification>> read_notifications(const std::filesystem::path& queue,
                                                            size_t& offset, size_t* bad_lines,
-                                                           size_t max_line) {
+                                                           size_t max_line,
+                                                           std::string* problem_out) {
   std::vector<task_notification> out;
   std::error_code ec;
   if (!std::filesystem::exists(queue, ec))
@@ -233,9 +234,9 @@ expected<std::vector<task_notification>> read_notifications(const std::filesyste
                       });
   if (problem.empty())
     problem = aside.sync();
-  if (!problem.empty())
-    return failure{"cannot set aside an unreadable line of " + queue.string() +
-                   " (it stays there; later entries wait for it): " + problem};
+  if (!problem.empty() && problem_out != nullptr)
+    *problem_out = "cannot set aside an unreadable line of " + queue.string() +
+                   " (it stays there; later entries wait for it): " + problem;
   return out;
 }
 

@@ -45,10 +45,12 @@ expected<bool> append_notification(const std::filesystem::path& queue,
 /// Reads the whole lines after `offset` and moves `offset` past them. A missing file is empty.
 /// Lines that are not notifications, or longer than `max_line` (streamed past, never loaded
 /// whole), are set aside (see set_aside_path) and counted in `bad_lines`. When one cannot be set
-/// aside, `offset` stops before it and the read fails after delivering what came before it.
+/// aside, `offset` stops before it (it stays in the queue, and what follows waits) and `problem`
+/// says why; the entries before it are returned.
 expected<std::vector<task_notification>>
 read_notifications(const std::filesystem::path& queue, size_t& offset, size_t* bad_lines = nullptr,
-                   size_t max_line = queue_line_limit(notification_size_cap));
+                   size_t max_line = queue_line_limit(notification_size_cap),
+                   std::string* problem = nullptr);
 
 /// Drops the delivered entries: of the lines before `offset` (already read) only those whose
 /// id is in `undelivered` stay; the lines after it (not read yet) all stay. `offset` moves to

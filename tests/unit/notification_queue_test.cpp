@@ -149,6 +149,33 @@ TEST_CASE("a torn last line never swallows the next entry; its bytes are set asi
   CHECK(read_file(set_aside_path(queue)) == torn + "\n");
 }
 
+TEST_CASE("a bad line that cannot be set aside stays in the queue; what came before is delivered") {
+  temp_dir dir;
+  auto queue = dir / "queue.jsonl";
+  REQUIRE(append_notification(queue, entry("a")));
+  write_file(queue, read_file(queue) + "garbage\n");
+  REQUIRE(append_notification(queue, entry("b")));
+  std::filesystem::create_directories(set_aside_path(queue)); // cannot be written
+  size_t offset = 0;
+  size_t bad = 0;
+  std::string problem;
+  auto first = read_notifications(queue, offset, &bad, queue_line_limit(1024), &problem);
+  REQUIRE(first);
+  REQUIRE(first->size() == 1);
+  CHECK((*first)[0].id == "a");
+  CHECK(problem.find("cannot set aside") != std::string::npos);
+  release_notifications(queue, offset, {}); // a is delivered
+  CHECK(read_file(queue).find("garbage\n") == 0);
+  std::filesystem::remove(set_aside_path(queue));
+  problem.clear();
+  auto second = read_notifications(queue, offset, &bad, queue_line_limit(1024), &problem);
+  REQUIRE(second);
+  REQUIRE(second->size() == 1);
+  CHECK((*second)[0].id == "b");
+  CHECK(problem.empty());
+  CHECK(read_file(set_aside_path(queue)) == "garbage\n");
+}
+
 TEST_CASE("an oversized line is streamed past and set aside; memory stays bounded") {
   temp_dir dir;
   auto queue = dir / "queue.jsonl";
