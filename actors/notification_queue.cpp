@@ -6,22 +6,28 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <cstring>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "actors/transcript.hpp"
+#include "tools/private_files.hpp"
 
 namespace troupe {
 
 namespace {
 
+constexpr size_t chunk_size = 65536;
+
 // Holds an flock for its lifetime.
 class queue_lock {
 public:
   queue_lock(const std::filesystem::path& path, int open_flags, int lock)
-    : fd_(::open(path.c_str(), open_flags | O_CLOEXEC, 0600)) {
+    : fd_((open_flags & O_CREAT) != 0 ? open_private(path, open_flags)
+                                      : ::open(path.c_str(), open_flags | O_CLOEXEC)) {
     if (fd_) {
       while (::flock(fd_.get(), lock) < 0 && errno == EINTR) {
       }
@@ -34,33 +40,139 @@ private:
   file_handle fd_; // closing the descriptor releases the lock
 };
 
-std::string read_from(int fd, size_t offset) {
-  std::string data;
-  char buffer[65536];
-  auto at = static_cast<off_t>(offset);
+ssize_t pread_some(int fd, char* buffer, size_t size, size_t at) {
   for (;;) {
-    auto n = ::pread(fd, buffer, sizeof buffer, at);
+    auto n = ::pread(fd, buffer, size, static_cast<off_t>(at));
     if (n < 0 && errno == EINTR)
       continue;
-    if (n <= 0)
-      break;
-    data.append(buffer, static_cast<size_t>(n));
-    at += n;
+    return n;
   }
-  return data;
 }
 
+// Calls on_line(start, end, text) for each whole line from `from` on (`end` is just past its
+// newline; `text` without the newline, null when the line is longer than `max_line`: it is
+// streamed past, never held). Stops when on_line returns false. Returns where the next line
+// starts: past the last whole line taken, before an unterminated tail.
+template <class On_line>
+size_t scan_lines(int fd, size_t from, size_t until, size_t max_line, On_line&& on_line) {
+  std::string line;
+  bool oversized = false;
+  size_t start = from;
+  std::string buffer(chunk_size, '\0');
+  for (size_t at = from; at < until;) {
+    auto n = pread_some(fd, buffer.data(), std::min(chunk_size, until - at), at);
+    if (n <= 0)
+      break;
+    auto got = static_cast<size_t>(n);
+    for (size_t i = 0; i < got;) {
+      auto* newline = static_cast<const char*>(std::memchr(buffer.data() + i, '\n', got - i));
+      size_t piece_end = newline != nullptr ? static_cast<size_t>(newline - buffer.data()) : got;
+      if (!oversized) {
+        if (line.size() + (piece_end - i) > max_line) {
+          oversized = true;
+          std::string{}.swap(line);
+        } else {
+          line.append(buffer.data() + i, piece_end - i);
+        }
+      }
+      if (newline == nullptr)
+        break;
+      size_t end = at + piece_end + 1;
+      if (!on_line(start, end, oversized ? nullptr : &line))
+        return start;
+      start = end;
+      line.clear();
+      oversized = false;
+      i = piece_end + 1;
+    }
+    at += got;
+  }
+  return start;
+}
+
+std::optional<task_notification> parse_entry(const std::string& line) {
+  auto parsed = nlohmann::json::parse(line, nullptr, false);
+  if (!parsed.is_object())
+    return std::nullopt;
+  try {
+    return parsed.get<task_notification>();
+  } catch (const nlohmann::json::exception&) {
+    return std::nullopt;
+  }
+}
+
+// Appends the bytes [start, end) of `fd` to the set-aside file; an error message on failure (the
+// set-aside file is then cut back to what it was).
+class set_aside_file {
+public:
+  explicit set_aside_file(std::filesystem::path path) : path_(std::move(path)) {}
+
+  std::string copy(int fd, size_t start, size_t end) {
+    if (!out_) {
+      out_ = file_handle{open_private(path_, O_WRONLY | O_APPEND)};
+      if (!out_)
+        return "cannot open " + path_.string() + ": " + std::strerror(errno);
+    }
+    struct stat before{};
+    if (::fstat(out_.get(), &before) != 0)
+      return "cannot read " + path_.string() + ": " + std::strerror(errno);
+    std::string buffer(std::min(chunk_size, end - start), '\0');
+    for (size_t at = start; at < end;) {
+      auto n = pread_some(fd, buffer.data(), std::min(buffer.size(), end - at), at);
+      auto problem = n <= 0 ? std::string{"the queue changed while it was read"}
+                            : write_fully(out_.get(), buffer.data(), static_cast<size_t>(n),
+                                          path_);
+      if (!problem.empty()) {
+        (void)::ftruncate(out_.get(), before.st_size);
+        return problem;
+      }
+      at += static_cast<size_t>(n);
+    }
+    written_ = true;
+    return {};
+  }
+
+  // Makes what was set aside durable before the queue lets go of it.
+  std::string sync() {
+    if (written_ && ::fsync(out_.get()) != 0)
+      return "cannot sync " + path_.string() + ": " + std::strerror(errno);
+    return {};
+  }
+
+private:
+  std::filesystem::path path_;
+  file_handle out_;
+  bool written_ = false;
+};
+
 } // namespace
+
+std::filesystem::path set_aside_path(const std::filesystem::path& queue) {
+  return queue.string() + ".bad";
+}
 
 expected<bool> append_notification(const std::filesystem::path& queue,
                                    const task_notification& notification, size_t cap) {
   queue_lock lock{queue, O_RDWR | O_CREAT | O_APPEND, LOCK_EX};
   if (!lock)
     return failure{"cannot open " + queue.string() + ": " + std::strerror(errno)};
-  auto held = read_from(lock.fd(), 0);
+  struct stat before{};
+  if (::fstat(lock.fd(), &before) != 0)
+    return failure{"cannot read " + queue.string() + ": " + std::strerror(errno)};
+  auto size = static_cast<size_t>(before.st_size);
+  // Counted in chunks: the queue may hold a hundred large entries.
   size_t entries = 0;
-  for (char c : held)
-    entries += c == '\n' ? 1 : 0;
+  char last = '\n';
+  std::string buffer(chunk_size, '\0');
+  for (size_t at = 0; at < size;) {
+    auto n = pread_some(lock.fd(), buffer.data(), std::min(chunk_size, size - at), at);
+    if (n <= 0)
+      break;
+    for (ssize_t i = 0; i < n; ++i)
+      entries += buffer[static_cast<size_t>(i)] == '\n' ? 1 : 0;
+    last = buffer[static_cast<size_t>(n - 1)];
+    at += static_cast<size_t>(n);
+  }
   if (entries >= cap)
     return failure{"the notification queue " + queue.string() + " is full (" +
                    std::to_string(cap) +
@@ -69,13 +181,21 @@ expected<bool> append_notification(const std::filesystem::path& queue,
   auto line = nlohmann::json(notification).dump(-1, ' ', false,
                                                 nlohmann::json::error_handler_t::replace) +
               "\n";
+  // A writer that died mid-write left an unterminated line (writers hold the lock while they
+  // write, so no live one is behind it): it is ended first, and readers set it aside.
+  if (last != '\n')
+    line.insert(0, "\n");
   // One write of the whole line (O_APPEND), then fsync: a reader never sees half an entry,
-  // and an acknowledged notify survives a crash. The fsync runs after the lock is let go: it
-  // flushes the line wherever the file's other writers have moved it, and holding the lock
-  // through a flush made every writer (and the session's reader) queue behind each disk wait.
-  auto n = ::write(lock.fd(), line.data(), line.size());
-  if (n != static_cast<ssize_t>(line.size()))
-    return failure{"cannot write " + queue.string() + ": " + std::strerror(errno)};
+  // and an acknowledged notify survives a crash. A write that fails part-way (disk full) is
+  // taken back: the file stays as it was. The fsync runs after the lock is let go: it flushes
+  // the line wherever the file's other writers have moved it, and holding the lock through a
+  // flush made every writer (and the session's reader) queue behind each disk wait.
+  if (auto problem = write_fully(lock.fd(), line.data(), line.size(), queue); !problem.empty()) {
+    if (::ftruncate(lock.fd(), before.st_size) != 0)
+      return failure{problem + "; and cannot take the part written back (" +
+                     std::strerror(errno) + "): readers set it aside"};
+    return failure{problem + "; nothing was added"};
+  }
   ::flock(lock.fd(), LOCK_UN);
   if (::fsync(lock.fd()) < 0)
     return failure{"cannot sync " + queue.string() + ": " + std::strerror(errno)};
@@ -83,7 +203,9 @@ expected<bool> append_notification(const std::filesystem::path& queue,
 }
 
 expected<std::vector<task_notification>> read_notifications(const std::filesystem::path& queue,
-                                                           size_t& offset, size_t* bad_lines) {
+                                                           size_t& offset, size_t* bad_lines,
+                                                           size_t max_line,
+                                                           std::string* problem_out) {
   std::vector<task_notification> out;
   std::error_code ec;
   if (!std::filesystem::exists(queue, ec))
@@ -91,55 +213,81 @@ expected<std::vector<task_notification>> read_notifications(const std::filesyste
   queue_lock lock{queue, O_RDONLY, LOCK_SH};
   if (!lock)
     return failure{"cannot read " + queue.string() + ": " + std::strerror(errno)};
-  auto data = read_from(lock.fd(), offset);
-  size_t pos = 0;
-  for (auto end = data.find('\n'); end != std::string::npos; end = data.find('\n', pos)) {
-    auto parsed = nlohmann::json::parse(data.substr(pos, end - pos), nullptr, false);
-    pos = end + 1;
-    if (parsed.is_object()) {
-      try {
-        out.push_back(parsed.get<task_notification>());
-        continue;
-      } catch (const nlohmann::json::exception&) {
-      }
-    }
-    if (bad_lines != nullptr)
-      ++*bad_lines;
-  }
-  offset += pos;
+  struct stat now{};
+  if (::fstat(lock.fd(), &now) != 0)
+    return failure{"cannot read " + queue.string() + ": " + std::strerror(errno)};
+  set_aside_file aside{set_aside_path(queue)};
+  std::string problem;
+  offset = scan_lines(lock.fd(), offset, static_cast<size_t>(now.st_size), max_line,
+                      [&](size_t start, size_t end, const std::string* text) {
+                        if (text != nullptr)
+                          if (auto entry = parse_entry(*text)) {
+                            out.push_back(std::move(*entry));
+                            return true;
+                          }
+                        problem = aside.copy(lock.fd(), start, end);
+                        if (!problem.empty())
+                          return false; // it stays in the queue, and what follows waits
+                        if (bad_lines != nullptr)
+                          ++*bad_lines;
+                        return true;
+                      });
+  if (problem.empty())
+    problem = aside.sync();
+  if (!problem.empty() && problem_out != nullptr)
+    *problem_out = "cannot set aside an unreadable line of " + queue.string() +
+                   " (it stays there; later entries wait for it): " + problem;
   return out;
 }
 
 void release_notifications(const std::filesystem::path& queue, size_t& offset,
-                           const std::set<std::string>& undelivered) {
+                           const std::set<std::string>& undelivered, size_t max_line) {
   queue_lock lock{queue, O_RDWR, LOCK_EX};
   if (!lock)
     return;
-  auto data = read_from(lock.fd(), 0);
-  if (offset > data.size())
-    offset = data.size();
-  std::string kept;
-  for (size_t pos = 0; pos < offset;) {
-    auto end = data.find('\n', pos);
-    if (end == std::string::npos || end >= offset)
-      break;
-    auto line = data.substr(pos, end - pos + 1);
-    pos = end + 1;
-    auto parsed = nlohmann::json::parse(line, nullptr, false);
-    if (parsed.is_object() && undelivered.count(parsed.value("id", std::string{})))
-      kept += line;
-  }
-  auto new_offset = kept.size();
-  kept += data.substr(offset);
-  if (kept.size() == data.size())
-    return; // nothing delivered to drop
-  // Rewritten in place under the lock: writers wait for it, readers see the new content. No
-  // fsync: what is dropped is in the transcript, and an entry that comes back after a crash is
-  // recognised by its id and skipped (the session's loop must not wait on the disk here).
-  if (::pwrite(lock.fd(), kept.data(), kept.size(), 0) != static_cast<ssize_t>(kept.size()) ||
-      ::ftruncate(lock.fd(), static_cast<off_t>(kept.size())) < 0)
+  struct stat now{};
+  if (::fstat(lock.fd(), &now) != 0)
     return;
-  offset = new_offset;
+  auto size = static_cast<size_t>(now.st_size);
+  if (offset > size)
+    offset = size;
+  // Rewritten in place under the lock, moving kept lines forward as they are met: writers wait
+  // for it, readers see the new content, and memory holds one line at a time. No fsync: what is
+  // dropped is in the transcript (or set aside), and an entry that comes back after a crash is
+  // recognised by its id and skipped (the session's loop must not wait on the disk here).
+  size_t kept = 0;
+  bool dropped = false;
+  bool failed = false;
+  scan_lines(lock.fd(), 0, offset, max_line,
+             [&](size_t start, size_t end, const std::string* text) {
+               auto entry = text != nullptr ? parse_entry(*text) : std::nullopt;
+               if (!entry || !undelivered.count(entry->id)) {
+                 dropped = true;
+                 return true;
+               }
+               if (dropped) {
+                 auto line = *text + "\n";
+                 if (::pwrite(lock.fd(), line.data(), line.size(), static_cast<off_t>(kept)) !=
+                     static_cast<ssize_t>(line.size()))
+                   failed = true;
+               }
+               kept += end - start;
+               return !failed;
+             });
+  if (!dropped || failed)
+    return; // nothing delivered to drop (or the disk refused: the next release tries again)
+  std::string buffer(chunk_size, '\0');
+  for (size_t from = offset, to = kept; from < size;) {
+    auto n = pread_some(lock.fd(), buffer.data(), std::min(chunk_size, size - from), from);
+    if (n <= 0 || ::pwrite(lock.fd(), buffer.data(), static_cast<size_t>(n),
+                           static_cast<off_t>(to)) != n)
+      return;
+    from += static_cast<size_t>(n);
+    to += static_cast<size_t>(n);
+  }
+  if (::ftruncate(lock.fd(), static_cast<off_t>(kept + size - offset)) < 0)
+    return;
+  offset = kept;
 }
 
 } // namespace troupe

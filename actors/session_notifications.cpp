@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/ids.hpp"
+#include "actors/notification_queue.hpp"
 #include "actors/session_state.hpp"
 #include "tools/tool_spec.hpp"
 
@@ -97,8 +98,10 @@ void read_durable_queue(session_ptr self, bool from_start, std::function<void(si
           publish_notice(self, "warning", read.error);
         if (read.bad_lines > 0)
           publish_notice(self, "warning",
-                         std::to_string(read.bad_lines) + " unreadable line(s) in " + path +
-                           " skipped");
+                         std::to_string(read.bad_lines) +
+                           " line(s) of " + path +
+                           " that are no notification (torn, or longer than this session takes) "
+                           "set aside in " + set_aside_path(path).string());
         size_t taken = 0;
         std::vector<std::string> known;
         for (auto& n : read.entries) {

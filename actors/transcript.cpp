@@ -1,30 +1,75 @@
 #include "actors/transcript.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <fstream>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
+
+#include "tools/private_files.hpp"
 
 namespace troupe {
 
 namespace {
 
-expected<bool> write_all(int fd, const std::string& data, const std::filesystem::path& path) {
-  size_t done = 0;
-  while (done < data.size()) {
-    auto n = ::write(fd, data.data() + done, data.size() - done);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n < 0)
-      return failure{"cannot write " + path.string() + ": " + std::strerror(errno)};
-    done += static_cast<size_t>(n);
+// Appends `data` to `fd`, or leaves the file as it was: a write that fails part-way (disk full)
+// is taken back, so no half line stays behind to swallow the next one.
+expected<bool> append_or_take_back(int fd, const std::string& data,
+                                   const std::filesystem::path& path) {
+  struct stat before{};
+  if (::fstat(fd, &before) != 0)
+    return failure{"cannot write " + path.string() + ": " + std::strerror(errno)};
+  auto problem = write_fully(fd, data.data(), data.size(), path);
+  if (problem.empty())
+    return true;
+  if (::ftruncate(fd, before.st_size) != 0)
+    return failure{problem + "; and cannot take the part written back: " + std::strerror(errno)};
+  return failure{problem + "; the file is as it was"};
+}
+
+// Whether the last byte of the file behind `fd` is a newline (an empty file counts as ended).
+bool ends_with_newline(int fd) {
+  struct stat st{};
+  if (::fstat(fd, &st) != 0 || st.st_size == 0)
+    return true;
+  char last = '\n';
+  return ::pread(fd, &last, 1, st.st_size - 1) != 1 || last == '\n';
+}
+
+// A line a crash cut short: a JSON object whose text ran out before it was complete.
+bool cut_short(const std::string& line) {
+  if (line.empty() || line.front() != '{')
+    return false;
+  try {
+    auto parsed = nlohmann::json::parse(line);
+    return parsed.is_discarded(); // never: parse throws on bad input
+
+  } catch (const nlohmann::json::parse_error& e) {
+    return e.byte > line.size();
   }
-  return true;
+}
+
+// Saves a torn line in `torn` (appended, 0600, synced), every byte checked; on any failure the
+// file is cut back to what it was and the error returned.
+std::string save_torn(const std::filesystem::path& torn, const std::string& line) {
+  file_handle fd{open_private(torn, O_WRONLY | O_APPEND)};
+  if (!fd)
+    return "cannot open " + torn.string() + ": " + std::strerror(errno);
+  struct stat before{};
+  if (::fstat(fd.get(), &before) != 0)
+    return "cannot read " + torn.string() + ": " + std::strerror(errno);
+  auto problem = write_fully(fd.get(), line.data(), line.size(), torn);
+  if (problem.empty())
+    problem = write_fully(fd.get(), "\n", 1, torn);
+  if (problem.empty() && ::fsync(fd.get()) != 0)
+    problem = "cannot sync " + torn.string() + ": " + std::strerror(errno);
+  if (!problem.empty())
+    (void)::ftruncate(fd.get(), before.st_size);
+  return problem;
 }
 
 } // namespace
@@ -44,16 +89,17 @@ file_handle::~file_handle() {
 }
 
 expected<transcript_writer> transcript_writer::open(const std::filesystem::path& path) {
-  std::error_code ec;
-  std::filesystem::create_directories(path.parent_path(), ec);
-  if (ec)
-    return failure{"cannot create " + path.parent_path().string() + ": " + ec.message()};
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  if (auto problem = make_private_dirs(path.parent_path()); !problem.empty())
+    return failure{problem};
+  int fd = open_private(path, O_RDWR | O_APPEND);
   if (fd < 0)
     return failure{"cannot open transcript " + path.string() + ": " + std::strerror(errno)};
   transcript_writer writer;
   writer.fd_ = file_handle{fd};
   writer.path_ = path;
+  // A torn line left in place (it could not be saved aside) is ended before the first append,
+  // so the new line stays a line of its own.
+  writer.end_torn_line_ = !ends_with_newline(fd);
   return writer;
 }
 
@@ -62,7 +108,12 @@ expected<bool> transcript_writer::append(const message& msg) {
     return failure{"transcript is not open"};
   auto line = nlohmann::json(msg).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   line.push_back('\n');
-  return write_all(fd_.get(), line, path_);
+  if (end_torn_line_)
+    line.insert(0, "\n");
+  auto written = append_or_take_back(fd_.get(), line, path_);
+  if (written)
+    end_torn_line_ = false;
+  return written;
 }
 
 void transcript_writer::sync() {
@@ -76,21 +127,21 @@ int transcript_writer::duplicate_descriptor() const {
 
 expected<loaded_transcript> load_transcript(const std::filesystem::path& path,
                                             transcript_access access) {
+  // Read line by line: memory holds the messages and one line, never the file twice over.
   std::ifstream in{path, std::ios::binary};
   if (!in)
     return failure{"cannot read transcript " + path.string()};
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  auto text = buffer.str();
-
   loaded_transcript result;
+  auto note = [&](const std::string& text) {
+    result.repair_note += (result.repair_note.empty() ? "" : "; ") + text;
+  };
+  std::string line;
   size_t pos = 0;
   size_t line_number = 0;
-  while (pos < text.size()) {
-    auto end = text.find('\n', pos);
-    auto line = text.substr(pos, (end == std::string::npos ? text.size() : end) - pos);
+  auto torn_path = std::filesystem::path{path.string() + ".torn"};
+  while (std::getline(in, line)) {
     ++line_number;
-    bool whole = end != std::string::npos;
+    bool whole = !in.eof();
     if (!line.empty()) {
       auto parsed = nlohmann::json::parse(line, nullptr, false);
       message msg;
@@ -105,43 +156,59 @@ expected<loaded_transcript> load_transcript(const std::filesystem::path& path,
       if (!ok && !whole && access == transcript_access::reader)
         break; // half a line its writer is still writing (or died writing): not read
       if (!ok && !whole) {
-        // A crash mid-append leaves a partial last line: keep its bytes aside, cut it off.
-        std::ofstream torn{path.string() + ".torn", std::ios::binary | std::ios::app};
-        torn << line << '\n';
-        std::error_code ec;
-        std::filesystem::resize_file(path, pos, ec);
-        if (ec)
-          return failure{"cannot repair " + path.string() + ": " + ec.message()};
-        result.repair_note = "transcript " + path.string() + ": torn last line " +
-                             std::to_string(line_number) + " moved to " + path.string() +
-                             ".torn";
+        // A crash mid-append leaves a partial last line: its bytes are saved aside, and only
+        // once every one of them is on disk there is it cut off. Otherwise it stays where it
+        // is: the next append ends it first, and reads skip it (below).
+        auto where = "transcript " + path.string() + ": torn last line " +
+                     std::to_string(line_number) + " (" + std::to_string(line.size()) +
+                     " bytes)";
+        if (auto problem = save_torn(torn_path, line); !problem.empty()) {
+          note(where + " could not be saved aside (" + problem +
+               "); it is left in place and skipped");
+          break;
+        }
+        file_handle cut{::open(path.c_str(), O_WRONLY | O_CLOEXEC)};
+        if (!cut || ::ftruncate(cut.get(), static_cast<off_t>(pos)) != 0) {
+          note(where + " copied to " + torn_path.string() + " but could not be cut off (" +
+               std::strerror(errno) + "); it is left in place and skipped");
+          break;
+        }
+        note(where + " moved to " + torn_path.string());
         break;
       }
-      if (!ok)
+      if (!ok && cut_short(line)) {
+        // A torn line that could not be moved aside when it was found: kept, not read.
+        note("transcript " + path.string() + ": line " + std::to_string(line_number) +
+             " is a torn line kept in place; skipped");
+      } else if (!ok) {
         return failure{"transcript " + path.string() + " line " + std::to_string(line_number) +
                        " is not a valid message; fix or remove that line"};
-      result.messages.push_back(std::move(msg));
+      } else {
+        result.messages.push_back(std::move(msg));
+      }
     }
     if (!whole) {
       // A valid last line without its newline: its owner completes it so the next append
       // starts clean.
       if (access == transcript_access::owner) {
-        std::ofstream out{path, std::ios::binary | std::ios::app};
-        out << '\n';
+        file_handle out{::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC)};
+        if (out)
+          (void)write_fully(out.get(), "\n", 1, path);
       }
       break;
     }
-    pos = end + 1;
+    pos += line.size() + 1;
   }
   return result;
 }
 
 expected<json_file> json_file::open(const std::filesystem::path& path) {
-  std::error_code ec;
-  std::filesystem::create_directories(path.parent_path(), ec);
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+  if (auto problem = make_private_dirs(path.parent_path()); !problem.empty())
+    return failure{problem};
+  int fd = open_private(path, O_WRONLY);
   if (fd < 0)
     return failure{"cannot open " + path.string() + ": " + std::strerror(errno)};
+  std::error_code ec;
   json_file file;
   file.fd_ = file_handle{fd};
   file.size_ = std::filesystem::file_size(path, ec);
@@ -157,9 +224,13 @@ expected<bool> json_file::write(const nlohmann::json& value) {
   // truncate, so no moment at which the file holds a mix of two states.
   if (text.size() < size_)
     text.append(size_ - text.size(), ' ');
+  errno = 0;
   auto n = ::pwrite(fd_.get(), text.data(), text.size(), 0);
   if (n != static_cast<ssize_t>(text.size()))
-    return failure{"cannot write " + path_.string() + ": " + std::strerror(errno)};
+    return failure{"cannot write " + path_.string() + ": " +
+                   (n < 0 && errno != 0 ? std::string{std::strerror(errno)}
+                                        : "short write: " + std::to_string(n < 0 ? 0 : n) +
+                                            " of " + std::to_string(text.size()) + " bytes")};
   size_ = text.size();
   return true;
 }

@@ -51,12 +51,15 @@ public:
 private:
   file_handle fd_;
   std::filesystem::path path_;
+  /// The file ends in a torn line left in place: the next append ends it first.
+  bool end_torn_line_ = false;
 };
 
 /// What load_transcript found.
 struct loaded_transcript {
   std::vector<message> messages;
-  /// Set when a torn last line was cut off (its bytes are kept in transcript.jsonl.torn).
+  /// Set when a torn last line was met: moved to transcript.jsonl.torn, or left in place when
+  /// it could not be saved there (and torn lines kept in place that were skipped).
   std::string repair_note;
 };
 
@@ -66,7 +69,10 @@ enum class transcript_access { owner, reader };
 
 /// Loads a transcript. A torn last line (no newline: a crash mid-write, or a line being
 /// written) is skipped; its owner also moves it aside and cuts the file back to its last whole
-/// line. Any other bad line, the last complete one included, is an error naming its number.
+/// line, but only once its bytes are safely in transcript.jsonl.torn (else it stays, and the
+/// next append ends it). A whole line that is a JSON object cut short (such a torn line) is
+/// skipped with a note; any other bad line, the last complete one included, is an error naming
+/// its number.
 expected<loaded_transcript> load_transcript(const std::filesystem::path& path,
                                             transcript_access access = transcript_access::owner);
 

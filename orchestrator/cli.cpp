@@ -38,6 +38,10 @@ int run_cli(int argc, char** argv) {
   notify->add_option("session", target_id, "the session's id or name")->required();
   notify->add_option("text", notify_words, "the message (read from stdin when omitted)");
   notify->add_flag("--urgent", urgent, "interrupt the current step and start a turn with it");
+  std::string notify_max_bytes;
+  notify->add_option("--max-bytes", notify_max_bytes,
+                     "refuse a message longer than this many bytes (default 1048576, or "
+                     "TROUPE_MAX_NOTIFICATION_BYTES)");
   auto* interrupt = app.add_subcommand("interrupt", "interrupt the step a running session is in");
   interrupt->add_option("session", target_id, "the session's id or name")->required();
   auto* background = app.add_subcommand(
@@ -94,8 +98,16 @@ int run_cli(int argc, char** argv) {
       return fail(settings.error());
     return execute_chat(std::move(*settings));
   }
-  if (*notify)
-    return run_notify(target_id, read_prompt(notify_words), urgent);
+  if (*notify) {
+    // Checked before anything is read or written: an oversized message costs nothing.
+    auto cap = notification_cap(notify_max_bytes);
+    if (!cap)
+      return fail(cap.error());
+    auto text = read_notification_text(notify_words, *cap);
+    if (!text)
+      return fail(text.error());
+    return run_notify(target_id, *text, urgent);
+  }
   if (*interrupt)
     return run_remote_command(target_id, "interrupt", "");
   if (*background)

@@ -115,6 +115,8 @@ expected<session_actor> spawn_subagent(caf::actor_system& sys,
     auto loaded = load_transcript(launch.session_dir / "transcript.jsonl");
     if (!loaded)
       return failure{loaded.error()};
+    if (!loaded->repair_note.empty())
+      spdlog::warn("{}", loaded->repair_note);
     child.history = std::move(loaded->messages);
     if (auto state = read_loop_state(launch.session_dir / "state.json"))
       child.resumed_state = *state;
@@ -218,7 +220,7 @@ expected<launched_agent> launch_agent(caf::actor_system& sys, run_settings& sett
   session.interactive = settings.interactive;
   session.wait_for_notifications = settings.wait_notifications;
   session.idle_timeout = settings.idle_timeout;
-  session.disk = spawn_disk_io(sys);
+  session.disk = spawn_disk_io(sys, settings.max_notification_bytes);
   session.hook_commands = settings.hook_commands;
   session.hook_shell = settings.shell_program;
 

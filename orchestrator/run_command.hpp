@@ -50,6 +50,8 @@ struct run_settings {
   int32_t max_steps = 0;
   size_t max_parallel_tools = 10;
   size_t max_tool_output = 30000;
+  /// The largest notification text the session's queue readers take (longer ones are set aside).
+  size_t max_notification_bytes = size_t{1} << 20;
   /// The model's context window and output size (table, settings, flags).
   context_budget budget;
   std::filesystem::path cwd;

@@ -19,6 +19,7 @@
 #include "actors/ids.hpp"
 #include "actors/transcript.hpp"
 #include "context/token_budget.hpp"
+#include "tools/private_files.hpp"
 #include "tools/tool_spec.hpp"
 #include "orchestrator/environment.hpp"
 #include "orchestrator/output_format.hpp"
@@ -113,12 +114,12 @@ std::string cut(std::string text, size_t width) {
 } // namespace
 
 expected<std::shared_ptr<session_lock>> session_lock::take(const std::filesystem::path& dir) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec)
-    return failure{"cannot create " + dir.string() + ": " + ec.message()};
+  // Only its owner may look inside (whole tool outputs hold secrets); an older session made
+  // under a looser umask is tightened here.
+  if (auto problem = make_private_dirs(dir); !problem.empty())
+    return failure{problem};
   // Close-on-exec: a tool's background process must not keep the session locked after troupe.
-  int fd = ::open((dir / "session.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  int fd = open_private(dir / "session.lock", O_RDWR);
   if (fd < 0)
     return failure{"cannot open " + (dir / "session.lock").string() + ": " + std::strerror(errno)};
   // An open-file-description lock: released when the descriptor closes (or the process dies),
@@ -257,8 +258,8 @@ std::string copy_transcript(const std::filesystem::path& from, const std::filesy
     return "cannot read " + from.string();
   text.erase(text.rfind('\n') == std::string::npos ? 0 : text.rfind('\n') + 1);
   replace_all(text, old_dir, new_dir);
-  if (!write_whole_file(to, text).empty())
-    return "cannot write " + to.string();
+  if (auto problem = write_private_file(to, text); !problem.empty())
+    return problem;
   return {};
 }
 
@@ -270,9 +271,8 @@ expected<std::filesystem::path> fork_session(const stored_session& from,
   std::error_code ec;
   if (std::filesystem::exists(dir / "transcript.jsonl", ec))
     return failure{"cannot fork into " + new_id + ": that session exists already"};
-  std::filesystem::create_directories(dir, ec);
-  if (ec)
-    return failure{"cannot create " + dir.string() + ": " + ec.message()};
+  if (auto problem = make_private_dirs(dir); !problem.empty())
+    return failure{problem};
   // Paths as they appear inside JSON strings, with the separator after them so that a
   // session whose id extends the source's is left alone.
   auto json_path = [](const std::filesystem::path& p) {
@@ -301,10 +301,12 @@ expected<std::filesystem::path> fork_session(const stored_session& from,
     std::error_code entry_ec;
     auto kind = it->symlink_status(entry_ec).type();
     if (kind == std::filesystem::file_type::directory) {
-      std::filesystem::create_directories(target, entry_ec);
+      if (auto problem = make_private_dirs(target); !problem.empty())
+        return fail(problem);
       continue;
     }
     if (name == "session.lock" || name == "control.json" || name == "queue.jsonl" ||
+        name == "queue.jsonl.bad" ||
         relative == "session.json")
       continue;
     std::string problem;
@@ -317,6 +319,11 @@ expected<std::filesystem::path> fork_session(const stored_session& from,
     } else {
       std::filesystem::copy_file(it->path(), target,
                                  std::filesystem::copy_options::overwrite_existing, entry_ec);
+      // copy_file gives the copy the original's mode: the copy is private whatever that was.
+      if (!entry_ec)
+        std::filesystem::permissions(target, std::filesystem::perms::owner_read |
+                                               std::filesystem::perms::owner_write,
+                                     entry_ec);
     }
     if (entry_ec)
       problem = "cannot copy " + it->path().string() + ": " + entry_ec.message();

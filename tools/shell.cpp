@@ -1,6 +1,7 @@
 #include "tools/shell.hpp"
 
 #include "tools/child_process.hpp"
+#include "tools/private_files.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -137,9 +138,10 @@ expected<shell_process> start_shell(const tool_context& ctx, std::string nonce) 
 
 expected<pid_t> start_background(const tool_context& ctx, const std::string& command,
                                  const std::filesystem::path& log) {
-  std::error_code ec;
-  std::filesystem::create_directories(log.parent_path(), ec);
-  int output = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  // A task's log holds its whole output: owner only, whatever the umask.
+  if (auto problem = make_private_dirs(log.parent_path()); !problem.empty())
+    return failure{problem};
+  int output = open_private(log, O_WRONLY | O_TRUNC);
   if (output < 0)
     return failure{"cannot create " + log.string() + ": " + std::strerror(errno)};
   int input = ::open("/dev/null", O_RDONLY | O_CLOEXEC);

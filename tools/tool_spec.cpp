@@ -1,5 +1,7 @@
 #include "tools/tool_spec.hpp"
 
+#include "tools/private_files.hpp"
+
 #include <algorithm>
 
 #include <cctype>
@@ -155,7 +157,8 @@ void apply_output_budget(tool_result& result, const tool_context& ctx, const std
     for (char c : call_id)
       name += std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '-' || c == '_' ? c : '_';
     auto path = ctx.results_dir / ((name.empty() ? "call" : name) + ".txt");
-    if (write_whole_file(path, result.output).empty())
+    // Whole outputs hold what the model was not shown (secrets included): owner only.
+    if (write_private_file(path, result.output).empty())
       saved_to = path.string();
   }
   result.truncated = cap_output(result.output, ctx.output_cap, saved_to) || result.truncated;

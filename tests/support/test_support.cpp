@@ -293,4 +293,42 @@ actor_system_fixture::actor_system_fixture() : cfg_(new caf::actor_system_config
 
 actor_system_fixture::~actor_system_fixture() = default;
 
+file_size_limit::file_size_limit(size_t bytes) {
+  struct rlimit now{};
+  ::getrlimit(RLIMIT_FSIZE, &now);
+  saved_cur_ = now.rlim_cur;
+  saved_handler_ = ::signal(SIGXFSZ, SIG_IGN);
+  now.rlim_cur = bytes;
+  REQUIRE(::setrlimit(RLIMIT_FSIZE, &now) == 0);
+}
+
+file_size_limit::~file_size_limit() {
+  struct rlimit now{};
+  ::getrlimit(RLIMIT_FSIZE, &now);
+  now.rlim_cur = saved_cur_;
+  ::setrlimit(RLIMIT_FSIZE, &now);
+  ::signal(SIGXFSZ, saved_handler_);
+}
+
+namespace {
+
+size_t status_kib(const std::string& field) {
+  std::ifstream in{"/proc/self/status"};
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind(field + ":", 0) == 0)
+      return std::stoul(line.substr(field.size() + 1));
+  return 0;
+}
+
+} // namespace
+
+size_t peak_rss() { return status_kib("VmHWM") * 1024; }
+
+void reset_peak_rss() {
+  // Linux resets the high-water mark of the resident set when 5 is written here.
+  std::ofstream out{"/proc/self/clear_refs"};
+  out << "5";
+}
+
 } // namespace troupe::test

@@ -64,6 +64,27 @@ bool wait_until_gone(int pid, std::chrono::milliseconds limit = std::chrono::sec
 bool wait_until(const std::function<bool()>& condition,
                 std::chrono::milliseconds limit = std::chrono::seconds{5});
 
+/// A full disk, as the files of this process see it, for as long as the object lives: no file
+/// may grow past `bytes` (RLIMIT_FSIZE; SIGXFSZ ignored, so a write past it fails with EFBIG or
+/// comes back short). Needs no root and no special mount.
+class file_size_limit {
+public:
+  explicit file_size_limit(size_t bytes);
+  ~file_size_limit();
+  file_size_limit(const file_size_limit&) = delete;
+  file_size_limit& operator=(const file_size_limit&) = delete;
+
+private:
+  unsigned long long saved_cur_ = 0;
+  void (*saved_handler_)(int) = nullptr;
+};
+
+/// Returns the process's peak resident memory since the last reset_peak_rss(), in bytes.
+size_t peak_rss();
+
+/// Starts measuring the peak resident memory anew from now.
+void reset_peak_rss();
+
 /// A finished child process.
 struct process_result {
   int exit_code = -1;

@@ -2,6 +2,7 @@
 
 #include <doctest/doctest.h>
 
+#include <fstream>
 #include <thread>
 
 #include "actors/notification_queue.hpp"
@@ -94,6 +95,121 @@ TEST_CASE("concurrent writers never interleave their lines") {
   for (auto& t : writers)
     t.join();
   CHECK(read_jsonl(queue).size() == 100);
+}
+
+TEST_CASE("an append that fails part-way leaves the queue as it was and names the cause") {
+  temp_dir dir;
+  auto queue = dir / "queue.jsonl";
+  REQUIRE(append_notification(queue, entry("before")));
+  auto content = read_file(queue);
+  auto big = entry("lost");
+  big.text = std::string(20000, 'x');
+  expected<bool> failed = true;
+  {
+    file_size_limit full{content.size() + 4096}; // room for a part of the line only
+    failed = append_notification(queue, big);
+  }
+  REQUIRE(!failed);
+  CHECK(failed.error().find("File too large") != std::string::npos);
+  CHECK(failed.error().find("Success") == std::string::npos);
+  CHECK(failed.error().find("nothing was added") != std::string::npos);
+  CHECK(read_file(queue) == content); // the part written is taken back
+  // The next notification is a line of its own, delivered after the one before.
+  REQUIRE(append_notification(queue, entry("after")));
+  size_t offset = 0;
+  size_t bad = 0;
+  auto read = read_notifications(queue, offset, &bad);
+  REQUIRE(read);
+  REQUIRE(read->size() == 2);
+  CHECK((*read)[0].id == "before");
+  CHECK((*read)[1].id == "after");
+  CHECK(bad == 0);
+}
+
+TEST_CASE("a torn last line never swallows the next entry; its bytes are set aside") {
+  temp_dir dir;
+  auto queue = dir / "queue.jsonl";
+  REQUIRE(append_notification(queue, entry("a")));
+  auto torn = std::string{R"({"id":"torn","source":"external","text":"half a)"};
+  write_file(queue, read_file(queue) + torn); // a writer killed mid-write
+  size_t offset = 0;
+  size_t bad = 0;
+  auto first = read_notifications(queue, offset, &bad);
+  REQUIRE(first->size() == 1); // the torn tail is not read yet
+  REQUIRE(append_notification(queue, entry("b")));
+  auto second = read_notifications(queue, offset, &bad);
+  REQUIRE(second);
+  REQUIRE(second->size() == 1);
+  CHECK((*second)[0].id == "b");
+  CHECK(bad == 1);
+  CHECK(read_file(set_aside_path(queue)) == torn + "\n");
+  // Releasing what was delivered drops the torn line from the queue; its bytes stay aside.
+  release_notifications(queue, offset, {});
+  CHECK(read_file(queue).empty());
+  CHECK(read_file(set_aside_path(queue)) == torn + "\n");
+}
+
+TEST_CASE("a bad line that cannot be set aside stays in the queue; what came before is delivered") {
+  temp_dir dir;
+  auto queue = dir / "queue.jsonl";
+  REQUIRE(append_notification(queue, entry("a")));
+  write_file(queue, read_file(queue) + "garbage\n");
+  REQUIRE(append_notification(queue, entry("b")));
+  std::filesystem::create_directories(set_aside_path(queue)); // cannot be written
+  size_t offset = 0;
+  size_t bad = 0;
+  std::string problem;
+  auto first = read_notifications(queue, offset, &bad, queue_line_limit(1024), &problem);
+  REQUIRE(first);
+  REQUIRE(first->size() == 1);
+  CHECK((*first)[0].id == "a");
+  CHECK(problem.find("cannot set aside") != std::string::npos);
+  release_notifications(queue, offset, {}); // a is delivered
+  CHECK(read_file(queue).find("garbage\n") == 0);
+  std::filesystem::remove(set_aside_path(queue));
+  problem.clear();
+  auto second = read_notifications(queue, offset, &bad, queue_line_limit(1024), &problem);
+  REQUIRE(second);
+  REQUIRE(second->size() == 1);
+  CHECK((*second)[0].id == "b");
+  CHECK(problem.empty());
+  CHECK(read_file(set_aside_path(queue)) == "garbage\n");
+}
+
+TEST_CASE("an oversized line is streamed past and set aside; memory stays bounded") {
+  temp_dir dir;
+  auto queue = dir / "queue.jsonl";
+  REQUIRE(append_notification(queue, entry("a")));
+  auto before_big = std::filesystem::file_size(queue);
+  constexpr size_t big_text = 64u << 20;
+  {
+    // Written in pieces: the test itself must not hold it.
+    std::ofstream out{queue, std::ios::binary | std::ios::app};
+    out << R"({"id":"big","source":"external","text":")";
+    std::string piece(1u << 20, 'y');
+    for (size_t i = 0; i < big_text / piece.size(); ++i)
+      out << piece;
+    out << "\"}\n";
+  }
+  auto big_line = std::filesystem::file_size(queue) - before_big;
+  REQUIRE(append_notification(queue, entry("c")));
+  size_t offset = 0;
+  size_t bad = 0;
+  reset_peak_rss();
+  auto base = peak_rss();
+  auto read = read_notifications(queue, offset, &bad, queue_line_limit(65536));
+  release_notifications(queue, offset, {}, queue_line_limit(65536));
+  auto grown = peak_rss() > base ? peak_rss() - base : 0;
+  REQUIRE(read);
+  REQUIRE(read->size() == 2);
+  CHECK((*read)[0].id == "a");
+  CHECK((*read)[1].id == "c");
+  CHECK(bad == 1);
+  CHECK(std::filesystem::file_size(set_aside_path(queue)) == big_line);
+  CHECK(read_file(queue).empty());
+  MESSAGE("peak memory grew by " << grown / 1024 << " KiB reading a " << big_line / 1024
+                                 << " KiB line");
+  CHECK(grown < (16u << 20)); // far less than the line
 }
 
 TEST_CASE("notification text names the source, the task and its result") {

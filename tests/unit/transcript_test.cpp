@@ -101,3 +101,76 @@ TEST_CASE("the state file always holds exactly the last state written") {
   CHECK(*read_loop_state(dir / "s/state.json") == small);
   CHECK_FALSE(read_loop_state(dir / "missing.json"));
 }
+
+TEST_CASE("a torn line that cannot be saved aside stays in place, and appends after it stay readable") {
+  temp_dir dir;
+  auto path = dir / "transcript.jsonl";
+  auto good = nlohmann::json(make_input("kept")).dump();
+  auto torn = std::string{R"({"id":"msg_x","role":"assistant","content":"half)"};
+  write_file(path, good + "\n" + torn);
+  std::filesystem::create_directories(path.string() + ".torn"); // cannot be written: a directory
+  auto loaded = load_transcript(path);
+  REQUIRE(loaded);
+  REQUIRE(loaded->messages.size() == 1);
+  CHECK(loaded->repair_note.find("could not be saved aside") != std::string::npos);
+  CHECK(loaded->repair_note.find("moved to") == std::string::npos);
+  CHECK(read_file(path) == good + "\n" + torn); // nothing cut
+  // The session goes on: its next line is a line of its own, and every later read skips the
+  // torn one, which keeps its bytes.
+  auto writer = transcript_writer::open(path);
+  REQUIRE(writer);
+  REQUIRE(writer->append(make_input("next")));
+  auto again = load_transcript(path);
+  REQUIRE(again);
+  REQUIRE(again->messages.size() == 2);
+  CHECK(again->messages[1].content == "next");
+  CHECK(again->repair_note.find("line 2 is a torn line kept in place") != std::string::npos);
+  CHECK(read_file(path).find(torn + "\n") != std::string::npos);
+  auto shown = load_transcript(path, transcript_access::reader);
+  REQUIRE(shown);
+  CHECK(shown->messages.size() == 2);
+}
+
+TEST_CASE("a torn line saved only in part is not cut, and the part is taken back") {
+  temp_dir dir;
+  auto path = dir / "transcript.jsonl";
+  auto good = nlohmann::json(make_input("kept")).dump();
+  auto torn = "{\"id\":\"msg_x\",\"role\":\"assistant\",\"content\":\"" + std::string(3000, 'z');
+  write_file(path, good + "\n" + torn);
+  auto earlier = std::string(5000, 'e') + "\n"; // what an earlier repair saved
+  write_file(path.string() + ".torn", earlier);
+  expected<loaded_transcript> loaded = failure{"not run"};
+  {
+    file_size_limit full{6000}; // the torn line fits only in part
+    loaded = load_transcript(path);
+  }
+  REQUIRE(loaded);
+  CHECK(loaded->messages.size() == 1);
+  CHECK(loaded->repair_note.find("could not be saved aside") != std::string::npos);
+  CHECK(loaded->repair_note.find("File too large") != std::string::npos);
+  CHECK(read_file(path.string() + ".torn") == earlier);
+  CHECK(read_file(path) == good + "\n" + torn);
+}
+
+TEST_CASE("a transcript append that fails part-way is taken back") {
+  temp_dir dir;
+  auto path = dir / "transcript.jsonl";
+  auto writer = transcript_writer::open(path);
+  REQUIRE(writer);
+  REQUIRE(writer->append(make_input("first")));
+  auto content = read_file(path);
+  expected<bool> failed = true;
+  {
+    file_size_limit full{content.size() + 100};
+    failed = writer->append(make_input(std::string(5000, 'q')));
+  }
+  REQUIRE(!failed);
+  CHECK(failed.error().find("File too large") != std::string::npos);
+  CHECK(failed.error().find("Success") == std::string::npos);
+  CHECK(read_file(path) == content);
+  REQUIRE(writer->append(make_input("third")));
+  auto loaded = load_transcript(path);
+  REQUIRE(loaded);
+  REQUIRE(loaded->messages.size() == 2);
+  CHECK(loaded->messages[1].content == "third");
+}

@@ -1,0 +1,74 @@
+#include "tools/private_files.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+namespace troupe {
+
+std::string make_private_dirs(const std::filesystem::path& dir) {
+  if (dir.empty())
+    return {};
+  // The missing components, deepest last: each is made 0700 (mkdir's mode is cut by the umask,
+  // so it is set again with chmod).
+  std::vector<std::filesystem::path> missing;
+  std::error_code ec;
+  for (auto p = dir; !p.empty() && !std::filesystem::exists(p, ec); p = p.parent_path()) {
+    missing.push_back(p);
+    if (p == p.parent_path())
+      break;
+  }
+  for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
+    if (::mkdir(it->c_str(), private_dir_mode) != 0 && errno != EEXIST)
+      return "cannot create " + it->string() + ": " + std::strerror(errno);
+    ::chmod(it->c_str(), private_dir_mode);
+  }
+  ::chmod(dir.c_str(), private_dir_mode); // one of another owner stays as it is
+  return {};
+}
+
+int open_private(const std::filesystem::path& path, int flags) {
+  int fd = ::open(path.c_str(), flags | O_CREAT | O_CLOEXEC, private_file_mode);
+  if (fd >= 0) {
+    int saved = errno;
+    ::fchmod(fd, private_file_mode); // a file of another owner stays as it is
+    errno = saved;
+  }
+  return fd;
+}
+
+std::string write_fully(int fd, const char* data, size_t size, const std::filesystem::path& path) {
+  size_t done = 0;
+  while (done < size) {
+    errno = 0;
+    auto n = ::write(fd, data + done, size - done);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0) {
+      auto cause = n < 0 && errno != 0 ? std::string{std::strerror(errno)} : "no space";
+      return "cannot write " + path.string() + ": " + cause + " (short write: " +
+             std::to_string(done) + " of " + std::to_string(size) + " bytes)";
+    }
+    done += static_cast<size_t>(n);
+  }
+  return {};
+}
+
+std::string write_private_file(const std::filesystem::path& path, const std::string& content) {
+  if (path.has_parent_path())
+    if (auto problem = make_private_dirs(path.parent_path()); !problem.empty())
+      return problem;
+  int fd = open_private(path, O_WRONLY | O_TRUNC);
+  if (fd < 0)
+    return "cannot open " + path.string() + " for writing: " + std::strerror(errno);
+  auto problem = write_fully(fd, content.data(), content.size(), path);
+  if (::close(fd) != 0 && problem.empty())
+    problem = "cannot write " + path.string() + ": " + std::strerror(errno);
+  return problem;
+}
+
+} // namespace troupe
