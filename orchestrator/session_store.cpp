@@ -409,6 +409,8 @@ int run_show(const std::string& id_or_name) {
   auto found = find_session(id_or_name);
   if (!found)
     return fail_at_runtime(found.error());
+  if (!found->unreadable.empty())
+    return fail_at_runtime("cannot show session " + found->info.id + ": " + found->unreadable);
   auto loaded = load_transcript(found->dir / "transcript.jsonl", transcript_access::reader);
   if (!loaded)
     return fail_at_runtime(loaded.error());

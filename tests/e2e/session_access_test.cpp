@@ -90,7 +90,8 @@ void check_denied(const other_user& other, const std::string& id, const fs::path
   CHECK(found);
 
   for (auto command : {std::vector<std::string>{"interrupt", id},
-                       std::vector<std::string>{"notify", id, "hello"}}) {
+                       std::vector<std::string>{"notify", id, "hello"},
+                       std::vector<std::string>{"show", id}}) {
     auto r = other.troupe(command);
     INFO(command[0] << ": " << r.err);
     CHECK(r.exit_code == 1);
