@@ -17,7 +17,6 @@
 #include <caf/blocking_actor.hpp>
 #include <caf/event_based_actor.hpp>
 #include <caf/send.hpp>
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
 #include "actors/ids.hpp"
@@ -34,7 +33,7 @@ using ctl_answer_atom = caf::atom_constant<caf::atom("ctlanswer")>;
 using ctl_stop_atom = caf::atom_constant<caf::atom("ctlstop")>;
 
 constexpr const char* socket_name = "control.sock";
-constexpr const char* control_name = "control.json";
+constexpr const char* control_name = "control.json"; // what write_control_file writes
 // What an unauthenticated peer can hold: this many connections, each with at most one request
 // line of max_control_request bytes, for at most request_time.
 constexpr size_t max_connections = 32;
@@ -389,35 +388,6 @@ void serve(caf::blocking_actor* self, session_actor session,
   files->remove();
 }
 
-// Writes control.json aside with mode 0600 and renames it into place: a reader sees no file
-// or the whole of it, and nobody else can read the token. Returns its inode, or an error.
-expected<ino_t> write_control_file(int dir_fd, const std::filesystem::path& dir,
-                                   const std::string& token) {
-  auto text = nlohmann::json{{"version", 2},
-                             {"socket", socket_name},
-                             {"token", token},
-                             {"pid", ::getpid()}}
-                .dump() +
-              "\n";
-  auto temp = std::string{control_name} + "." + random_hex(6);
-  auto path = (dir / control_name).string();
-  int fd = ::openat(dir_fd, temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0)
-    return failure{"cannot write " + path + ": " + std::strerror(errno)};
-  auto written = ::write(fd, text.data(), text.size());
-  int error = errno;
-  struct stat st{};
-  ::fstat(fd, &st);
-  ::close(fd);
-  if (written != static_cast<ssize_t>(text.size()) ||
-      ::renameat(dir_fd, temp.c_str(), dir_fd, control_name) != 0) {
-    error = errno != 0 ? errno : error;
-    ::unlinkat(dir_fd, temp.c_str(), 0);
-    return failure{"cannot write " + path + ": " + std::strerror(error)};
-  }
-  return st.st_ino;
-}
-
 } // namespace
 
 expected<caf::actor> spawn_control_endpoint(caf::actor_system& sys, session_actor session,
@@ -459,7 +429,7 @@ expected<caf::actor> spawn_control_endpoint(caf::actor_system& sys, session_acto
   if (::listen(files->listen_fd, SOMAXCONN) != 0)
     return fail("listen");
   files->token = secret_hex(32);
-  auto control = write_control_file(files->dir_fd, session_dir, files->token);
+  auto control = write_control_file(files->dir_fd, session_dir, socket_name, files->token);
   if (!control) {
     files->remove();
     return failure{control.error()};

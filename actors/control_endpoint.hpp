@@ -6,6 +6,7 @@
 // 0600) tells other processes where it is; both files are removed when the session ends.
 // No CAF networking: nothing a peer sends is parsed before its length is bounded.
 
+#include <sys/types.h>
 #include <sys/un.h>
 
 #include <chrono>
@@ -40,6 +41,12 @@ struct control_file {
   std::string token;
   int64_t pid = 0;
 };
+
+/// Writes `dir`/control.json (through `dir_fd`, a descriptor of `dir`) for this process:
+/// aside with mode 0600, then renamed into place, so a reader sees no file or the whole of it
+/// and nobody else can read the token. Returns the file's inode.
+expected<ino_t> write_control_file(int dir_fd, const std::filesystem::path& dir,
+                                   const std::string& socket, const std::string& token);
 
 /// Reads `session_dir`/control.json. The error says "permission denied" when that is why it
 /// cannot be read, and that it is missing when it is.

@@ -7,12 +7,15 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 
 #include <nlohmann/json.hpp>
+
+#include "actors/ids.hpp"
 
 namespace troupe {
 
@@ -84,6 +87,36 @@ expected<control_file> read_control_file(const std::filesystem::path& session_di
   file.token = json["token"].get<std::string>();
   file.pid = json.value("pid", int64_t{0});
   return file;
+}
+
+expected<ino_t> write_control_file(int dir_fd, const std::filesystem::path& dir,
+                                   const std::string& socket, const std::string& token) {
+  auto text = nlohmann::json{{"version", 2}, {"socket", socket}, {"token", token},
+                             {"pid", ::getpid()}}
+                .dump() +
+              "\n";
+  auto temp = "control.json." + random_hex(6);
+  auto path = (dir / "control.json").string();
+  auto fail = [&](int error) -> expected<ino_t> {
+    ::unlinkat(dir_fd, temp.c_str(), 0);
+    return failure{"cannot write " + path + ": " +
+                   (error != 0 ? std::strerror(error) : "short write")};
+  };
+  int fd = ::openat(dir_fd, temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    int error = errno;
+    return failure{"cannot write " + path + ": " + std::strerror(error)};
+  }
+  auto written = ::write(fd, text.data(), text.size());
+  int error = written < 0 ? errno : 0;
+  struct stat st{};
+  ::fstat(fd, &st);
+  ::close(fd);
+  if (written != static_cast<ssize_t>(text.size()))
+    return fail(error);
+  if (::renameat(dir_fd, temp.c_str(), dir_fd, "control.json") != 0)
+    return fail(errno);
+  return st.st_ino;
 }
 
 std::string control_request_line(const std::string& token, const std::string& command,

@@ -371,7 +371,9 @@ int run_ls(bool json) {
   auto sessions = list_sessions();
   if (json) {
     for (auto& s : sessions) {
-      nlohmann::json line = s.info;
+      // Of an unreadable session nothing but its id is known: no zeros passed off as facts.
+      nlohmann::json line = s.unreadable.empty() ? nlohmann::json(s.info)
+                                                 : nlohmann::json{{"id", s.info.id}};
       line["state"] = state_text(s);
       line["last_activity_ms"] = s.last_activity_ms;
       line["live"] = s.live;
@@ -397,10 +399,12 @@ int run_ls(bool json) {
     size_t chars = 0;
     for (unsigned char c : shown)
       chars += (c & 0xC0) != 0x80 ? 1 : 0;
-    std::printf("%-24s %s%*s %-17s %-12s %5lld %9s\n", s.info.id.c_str(), shown.c_str(),
+    bool known = s.unreadable.empty();
+    std::printf("%-24s %s%*s %-17s %-12s %5s %9s\n", s.info.id.c_str(), shown.c_str(),
                 static_cast<int>(32 - std::min<size_t>(chars, 32)), "",
                 when(s.last_activity_ms).c_str(), state_text(s).c_str(),
-                static_cast<long long>(s.info.turns), cost_text(s.info).c_str());
+                known ? std::to_string(s.info.turns).c_str() : "-",
+                known ? cost_text(s.info).c_str() : "-");
   }
   return 0;
 }
