@@ -170,7 +170,7 @@ TEST_CASE("hostile peers cost a live session a bounded amount, and it goes on") 
   // Garbage: one bad line is answered and closed.
   int garbage = connect_control(dir);
   REQUIRE(garbage >= 0);
-  send_bytes(garbage, std::string{"\x16\x03\x01\x02\x00 {[\"\xff\xfe\n", 13});
+  send_bytes(garbage, std::string{"\x16\x03\x01\x02\x00 {[\"\xff\xfe\n", 12});
   auto garbage_got = read_to_end(garbage, hang_guard);
   CHECK(garbage_got.closed);
   CHECK(garbage_got.text.rfind("error: bad request", 0) == 0);

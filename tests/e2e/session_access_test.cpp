@@ -123,7 +123,7 @@ TEST_CASE("another user's session is reported as permission denied, not missing 
 
   // Its directory closed (as troupe makes it), then open with its files closed.
   for (bool files_only : {false, true}) {
-    INFO(files_only ? "files closed" : "directory closed");
+    INFO((files_only ? "files closed" : "directory closed"));
     other.close_off(session_dir(f, "ended"), files_only);
     other.close_off(live_dir, files_only);
     check_denied(other, "ended", session_dir(f, "ended"));

@@ -26,9 +26,10 @@ TEST_CASE("a control request goes out as one JSON line and comes back whole") {
 }
 
 TEST_CASE("anything but a request object is refused with a reason") {
-  for (std::string bad : {"", "garbage", "\x16\x03\x01", "[1, 2]", R"({"token": 1, "command": "poke"})",
-                          R"({"token": "t"})", R"({"token": "t", "command": "poke", "arg": 5})",
-                          std::string(1000, '[')}) {
+  std::vector<std::string> bad_lines{
+    "", "garbage", "\x16\x03\x01", "[1, 2]", R"({"token": 1, "command": "poke"})",
+    R"({"token": "t"})", R"({"token": "t", "command": "poke", "arg": 5})", std::string(1000, '[')};
+  for (const auto& bad : bad_lines) {
     INFO(bad);
     auto parsed = parse_control_request(bad);
     CHECK(!parsed);
