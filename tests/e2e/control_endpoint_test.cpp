@@ -123,7 +123,9 @@ int exchange_as_nobody(const std::filesystem::path& socket, const std::string& r
     auto n = ::recv(fd, answer, sizeof answer - 1, 0);
     while (n > 0)
       n = ::recv(fd, rest, sizeof rest, 0);
-    ::_exit(n == 0 && std::strncmp(answer, "refused:", 8) == 0 ? 0 : 1);
+    // The end: end of file, or a reset (the endpoint closed with our request unread).
+    bool ended = n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+    ::_exit(ended && std::strncmp(answer, "refused:", 8) == 0 ? 0 : 1);
   }
   int status = 0;
   ::waitpid(child, &status, 0);
