@@ -1,32 +1,99 @@
 #include "actors/control_endpoint.hpp"
 
 #include <fcntl.h>
-#include <signal.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <memory>
+#include <vector>
 
 #include <caf/actor_system.hpp>
-#include <caf/io/middleman.hpp>
-#include <caf/scoped_actor.hpp>
-#include <caf/typed_event_based_actor.hpp>
-#include <nlohmann/json.hpp>
+#include <caf/blocking_actor.hpp>
+#include <caf/event_based_actor.hpp>
+#include <caf/send.hpp>
+#include <spdlog/spdlog.h>
 
 #include "actors/ids.hpp"
-#include "tools/tool_spec.hpp"
 
 namespace troupe {
 
 namespace {
 
-struct endpoint_state {
-  session_actor session;
-  std::string token;
-  std::filesystem::path file;
+using clock_type = std::chrono::steady_clock;
+
+// Between the endpoint's loop and its forwarder, which asks the session.
+using ctl_ask_atom = caf::atom_constant<caf::atom("ctlask")>;
+using ctl_answer_atom = caf::atom_constant<caf::atom("ctlanswer")>;
+using ctl_stop_atom = caf::atom_constant<caf::atom("ctlstop")>;
+
+constexpr const char* socket_name = "control.sock";
+constexpr const char* control_name = "control.json"; // what write_control_file writes
+// What an unauthenticated peer can hold: this many connections, each with at most one request
+// line of max_control_request bytes, for at most request_time.
+constexpr size_t max_connections = 32;
+constexpr auto request_time = std::chrono::seconds{5};
+// How long the session has to answer, and the connection to take the answer.
+constexpr auto session_time = std::chrono::seconds{5};
+constexpr auto answer_time = std::chrono::seconds{5};
+// New connections taken per round, so that the connections already open are served meanwhile.
+constexpr int accepts_per_round = 64;
+
+// The loop sleeps in poll(); the forwarder wakes it through this eventfd after sending it an
+// answer. Shared by both, closed by whoever lets go last.
+struct wake_signal {
+  int fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  wake_signal() = default;
+  wake_signal(const wake_signal&) = delete;
+  wake_signal& operator=(const wake_signal&) = delete;
+  ~wake_signal() { ::close(fd); }
+  void notify() const {
+    uint64_t one = 1;
+    [[maybe_unused]] auto n = ::write(fd, &one, sizeof one);
+  }
+  void clear() const {
+    uint64_t count = 0;
+    [[maybe_unused]] auto n = ::read(fd, &count, sizeof count);
+  }
 };
 
-using self_ptr = control_endpoint_actor::stateful_pointer<endpoint_state>;
+// The endpoint's descriptors and files: closed when it goes, removed by remove().
+struct endpoint_files {
+  int dir_fd = -1;
+  int listen_fd = -1;
+  ino_t socket_inode = 0;
+  ino_t control_inode = 0;
+  std::string token;
+
+  endpoint_files() = default;
+  endpoint_files(const endpoint_files&) = delete;
+  endpoint_files& operator=(const endpoint_files&) = delete;
+  ~endpoint_files() {
+    if (listen_fd >= 0)
+      ::close(listen_fd);
+    if (dir_fd >= 0)
+      ::close(dir_fd);
+  }
+
+  // Removes the socket and control.json if they are still the ones this endpoint made.
+  void remove() const {
+    remove_own(socket_name, socket_inode);
+    remove_own(control_name, control_inode);
+  }
+
+private:
+  void remove_own(const char* name, ino_t inode) const {
+    struct stat st{};
+    if (inode != 0 && ::fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+        st.st_ino == inode)
+      ::unlinkat(dir_fd, name, 0);
+  }
+};
 
 // Constant time: a wrong token takes as long whatever its prefix.
 bool same_token(const std::string& a, const std::string& b) {
@@ -38,109 +105,340 @@ bool same_token(const std::string& a, const std::string& b) {
   return diff == 0;
 }
 
-control_endpoint_actor::behavior_type endpoint(self_ptr self, session_actor session,
-                                               std::string token, std::filesystem::path file) {
-  self->state.session = session;
-  self->state.token = std::move(token);
-  self->state.file = std::move(file);
+// Says why and closes, without waiting for the peer to read it.
+void refuse(int fd, const std::string& why) {
+  auto line = why + "\n";
+  [[maybe_unused]] auto n = ::send(fd, line.data(), line.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+  ::close(fd);
+}
+
+// Asks the session for the loop, which must not block on it; each answer goes back to the
+// loop with its connection's number. Ends (and stops the loop) when the session ends.
+caf::behavior forwarder(caf::event_based_actor* self, session_actor session, caf::actor loop,
+                        std::shared_ptr<wake_signal> wake) {
   self->monitor(session);
-  // The session is gone: so is the endpoint, its file and its port (port 0: every port).
   self->set_down_handler([=](caf::down_msg&) {
-    std::error_code ec;
-    std::filesystem::remove(self->state.file, ec);
-    self->system().middleman().unpublish(caf::actor_cast<caf::actor>(self), 0);
+    self->send(loop, ctl_stop_atom::value);
+    wake->notify();
     self->quit();
   });
   return {
-    [=](control_atom, const std::string& given, const std::string& command,
-        const std::string& arg) -> caf::result<std::string> {
-      auto& st = self->state;
-      if (!same_token(given, st.token))
-        return std::string{"refused: wrong token"};
-      auto promise = self->make_response_promise<std::string>();
-      self->request(st.session, std::chrono::seconds{5}, control_atom::value, command, arg)
-        .then([=](const std::string& answer) mutable { promise.deliver(answer); },
-              [=](caf::error& err) mutable {
-                promise.deliver("error: the session did not answer: " +
-                                self->system().render(err));
-              });
-      return promise;
+    [=](ctl_ask_atom, uint64_t id, const std::string& command, const std::string& arg) {
+      self->request(session, session_time, control_atom::value, command, arg)
+        .then(
+          [=](const std::string& answer) {
+            self->send(loop, ctl_answer_atom::value, id, answer);
+            wake->notify();
+          },
+          [=](caf::error& err) {
+            self->send(loop, ctl_answer_atom::value, id,
+                       "error: the session did not answer: " + self->system().render(err));
+            wake->notify();
+          });
     },
   };
 }
 
+enum class phase { reading, waiting, writing };
+
+struct connection {
+  int fd = -1;
+  uint64_t id = 0;
+  phase at = phase::reading;
+  std::string in;
+  std::string out;
+  size_t written = 0;
+  clock_type::time_point deadline;
+};
+
+// The poll loop: the listening socket, the connections (at most max_connections) and the
+// wake-up from the forwarder. Runs on the detached actor's own thread.
+class endpoint_loop {
+public:
+  endpoint_loop(caf::blocking_actor* self, caf::actor forwarder,
+                std::shared_ptr<endpoint_files> files, std::shared_ptr<wake_signal> wake)
+      : self_(self), forwarder_(std::move(forwarder)), files_(std::move(files)),
+        wake_(std::move(wake)) {}
+
+  void run() {
+    std::vector<pollfd> fds;
+    while (running_) {
+      auto now = clock_type::now();
+      bool accepting = now >= accept_pause_until_;
+      fds.clear();
+      fds.push_back({wake_->fd, POLLIN, 0});
+      fds.push_back({accepting ? files_->listen_fd : -1, POLLIN, 0});
+      for (auto& c : conns_)
+        fds.push_back({c.fd,
+                       static_cast<short>(c.at == phase::reading   ? POLLIN
+                                          : c.at == phase::writing ? POLLOUT
+                                                                   : 0),
+                       0});
+      if (::poll(fds.data(), fds.size(), timeout_ms(now, accepting)) < 0 && errno != EINTR) {
+        spdlog::error("control endpoint: poll failed: {}", std::strerror(errno));
+        break;
+      }
+      if (fds[0].revents != 0) {
+        wake_->clear(); // before draining: an answer sent after the drain wakes the next poll
+        drain_mailbox();
+      }
+      for (size_t i = 0; i < conns_.size(); ++i) {
+        auto& c = conns_[i];
+        auto events = fds[i + 2].revents;
+        if (c.fd < 0 || events == 0)
+          continue;
+        if (c.at == phase::reading)
+          read_from(c);
+        else if (c.at == phase::writing)
+          write_to(c);
+        else if ((events & (POLLHUP | POLLERR)) != 0)
+          close(c); // gone while the session is asked: its answer is dropped
+      }
+      expire(clock_type::now());
+      conns_.erase(std::remove_if(conns_.begin(), conns_.end(),
+                                  [](const connection& c) { return c.fd < 0; }),
+                   conns_.end());
+      if (accepting && (fds[1].revents & POLLIN) != 0)
+        accept_some();
+    }
+    for (auto& c : conns_)
+      close(c);
+  }
+
+private:
+  int timeout_ms(clock_type::time_point now, bool accepting) const {
+    auto until = clock_type::time_point::max();
+    for (auto& c : conns_)
+      until = std::min(until, c.deadline);
+    if (!accepting)
+      until = std::min(until, accept_pause_until_);
+    if (until == clock_type::time_point::max())
+      return -1;
+    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(until - now).count() + 1;
+    return static_cast<int>(std::clamp<int64_t>(ms, 0, 60000));
+  }
+
+  void drain_mailbox() {
+    bool more = true;
+    while (more && running_)
+      self_->receive(
+        [&](ctl_answer_atom, uint64_t id, std::string& answer) {
+          for (auto& c : conns_)
+            if (c.id == id && c.fd >= 0 && c.at == phase::waiting)
+              respond(c, std::move(answer));
+        },
+        [&](ctl_stop_atom) { running_ = false; },
+        [&](caf::exit_msg&) { running_ = false; },
+        caf::after(std::chrono::seconds(0)) >> [&] { more = false; });
+  }
+
+  void accept_some() {
+    for (int i = 0; i < accepts_per_round; ++i) {
+      int fd = ::accept4(files_->listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      if (fd < 0) {
+        if (errno == EMFILE || errno == ENFILE) // the process is out of descriptors: not now
+          accept_pause_until_ = clock_type::now() + std::chrono::milliseconds{100};
+        return;
+      }
+      ucred peer{};
+      socklen_t size = sizeof peer;
+      if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &size) != 0 ||
+          peer.uid != ::geteuid()) {
+        spdlog::debug("control endpoint: refused a connection from uid {}", peer.uid);
+        refuse(fd, "refused: only the user who runs the session may connect");
+        continue;
+      }
+      if (conns_.size() >= max_connections && !evict_oldest_reader()) {
+        refuse(fd, "error: busy (" + std::to_string(max_connections) +
+                     " requests are in progress); try again");
+        continue;
+      }
+      connection c;
+      c.fd = fd;
+      c.id = ++last_id_;
+      c.deadline = clock_type::now() + request_time;
+      conns_.push_back(std::move(c));
+      // A request already sent is taken now: it cannot be evicted by connections behind it.
+      read_from(conns_.back());
+      if (conns_.back().fd < 0)
+        conns_.pop_back();
+    }
+  }
+
+  // Makes room: the oldest connection that has not sent a whole request goes.
+  bool evict_oldest_reader() {
+    connection* oldest = nullptr;
+    for (auto& c : conns_)
+      if (c.fd >= 0 && c.at == phase::reading && (oldest == nullptr || c.id < oldest->id))
+        oldest = &c;
+    if (oldest == nullptr)
+      return false;
+    refuse(oldest->fd, "error: too many connections; this one waited longest for a request");
+    oldest->fd = -1;
+    conns_.erase(std::remove_if(conns_.begin(), conns_.end(),
+                                [](const connection& c) { return c.fd < 0; }),
+                 conns_.end());
+    return true;
+  }
+
+  void read_from(connection& c) {
+    char chunk[4096];
+    // Bounded work per round: the cap is reached within these reads.
+    for (size_t round = 0; round <= max_control_request / sizeof chunk; ++round) {
+      auto n = ::recv(c.fd, chunk, sizeof chunk, MSG_DONTWAIT);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+        return;
+      if (n <= 0) {
+        close(c); // gone, or broken, before a whole request
+        return;
+      }
+      auto before = c.in.size();
+      c.in.append(chunk, static_cast<size_t>(n));
+      auto end = c.in.find('\n', before);
+      if (end != std::string::npos && end < max_control_request) {
+        auto line = c.in.substr(0, end);
+        std::string{}.swap(c.in);
+        take_request(c, line);
+        return;
+      }
+      if (c.in.size() >= max_control_request) {
+        std::string{}.swap(c.in);
+        respond(c, "error: the request is longer than " + std::to_string(max_control_request) +
+                     " bytes");
+        return;
+      }
+    }
+  }
+
+  void take_request(connection& c, const std::string& line) {
+    auto request = parse_control_request(line);
+    if (!request)
+      return respond(c, "error: bad request (" + request.error() +
+                          "); one JSON line {token, command, arg} is expected");
+    if (!same_token(request->token, files_->token))
+      return respond(c, "refused: wrong token");
+    c.at = phase::waiting;
+    c.deadline = clock_type::now() + session_time + std::chrono::seconds{2};
+    self_->send(forwarder_, ctl_ask_atom::value, c.id, request->command, request->arg);
+  }
+
+  void respond(connection& c, std::string answer) {
+    std::replace(answer.begin(), answer.end(), '\n', ' ');
+    c.out = std::move(answer) + "\n";
+    c.written = 0;
+    c.at = phase::writing;
+    c.deadline = clock_type::now() + answer_time;
+    write_to(c);
+  }
+
+  void write_to(connection& c) {
+    while (c.written < c.out.size()) {
+      auto n = ::send(c.fd, c.out.data() + c.written, c.out.size() - c.written,
+                      MSG_DONTWAIT | MSG_NOSIGNAL);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+        return;
+      if (n < 0)
+        break;
+      c.written += static_cast<size_t>(n);
+    }
+    close(c); // answered (or the peer is gone): one request per connection
+  }
+
+  void expire(clock_type::time_point now) {
+    for (auto& c : conns_) {
+      if (c.fd < 0 || now < c.deadline)
+        continue;
+      if (c.at == phase::reading) {
+        refuse(c.fd, "error: no whole request within " +
+                       std::to_string(request_time.count()) + " s");
+        c.fd = -1;
+      } else {
+        close(c);
+      }
+    }
+  }
+
+  static void close(connection& c) {
+    if (c.fd >= 0)
+      ::close(c.fd);
+    c.fd = -1;
+    std::string{}.swap(c.in);
+    std::string{}.swap(c.out);
+  }
+
+  caf::blocking_actor* self_;
+  caf::actor forwarder_;
+  std::shared_ptr<endpoint_files> files_;
+  std::shared_ptr<wake_signal> wake_;
+  std::vector<connection> conns_;
+  uint64_t last_id_ = 0;
+  bool running_ = true;
+  clock_type::time_point accept_pause_until_;
+};
+
+void serve(caf::blocking_actor* self, session_actor session,
+           std::shared_ptr<endpoint_files> files, std::shared_ptr<wake_signal> wake) {
+  auto forward = self->spawn(forwarder, session, caf::actor_cast<caf::actor>(self), wake);
+  endpoint_loop{self, forward, files, wake}.run();
+  // The session is gone: so are the endpoint's files.
+  files->remove();
+}
+
 } // namespace
 
-expected<control_endpoint_actor> spawn_control_endpoint(caf::actor_system& sys,
-                                                        session_actor session,
-                                                        const std::filesystem::path& session_dir) {
-  auto token = secret_hex(32);
-  auto file = session_dir / "control.json";
-  auto actor = sys.spawn(endpoint, session, token, file);
-  auto port = sys.middleman().publish(actor, 0, "127.0.0.1");
-  if (!port) {
-    caf::anon_send_exit(actor, caf::exit_reason::user_shutdown);
-    return failure{"cannot open the control endpoint: " + sys.render(port.error())};
-  }
+expected<caf::actor> spawn_control_endpoint(caf::actor_system& sys, session_actor session,
+                                            const std::filesystem::path& session_dir) {
   std::error_code ec;
   std::filesystem::create_directories(session_dir, ec);
-  // Written aside with mode 0600, then renamed: a reader sees no file or the whole of it,
-  // and nobody else can read the token.
-  auto temp = session_dir / ("control.json." + random_hex(6));
-  int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0) {
-    sys.middleman().unpublish(caf::actor_cast<caf::actor>(actor), *port);
-    caf::anon_send_exit(actor, caf::exit_reason::user_shutdown);
-    return failure{"cannot write " + file.string() + ": " + std::strerror(errno)};
+  auto files = std::make_shared<endpoint_files>();
+  auto where = (session_dir / socket_name).string();
+  auto fail = [&](const std::string& what) -> expected<caf::actor> {
+    int error = errno;
+    files->remove();
+    return failure{"cannot open the control endpoint " + where + ": " + what +
+                   (error != 0 ? std::string{": "} + std::strerror(error) : "")};
+  };
+  files->dir_fd = ::open(session_dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (files->dir_fd < 0)
+    return fail("cannot open its directory");
+  // A socket left by a killed run would make bind fail. The caller holds the session's lock,
+  // so no live process serves it.
+  if (::unlinkat(files->dir_fd, socket_name, 0) != 0 && errno != ENOENT)
+    return fail("cannot remove the stale socket");
+  auto address = control_socket_address(session_dir, socket_name, files->dir_fd);
+  if (!address) {
+    errno = 0;
+    return fail(address.error());
   }
-  auto text = nlohmann::json{{"port", *port}, {"token", token}, {"pid", ::getpid()}}.dump() + "\n";
-  auto written = ::write(fd, text.data(), text.size());
-  ::close(fd);
-  if (written != static_cast<ssize_t>(text.size())) {
-    std::filesystem::remove(temp, ec);
-    return failure{"cannot write " + file.string()};
+  files->listen_fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (files->listen_fd < 0)
+    return fail("socket");
+  if (::bind(files->listen_fd, reinterpret_cast<const sockaddr*>(&*address), sizeof *address) != 0)
+    return fail("bind");
+  struct stat st{};
+  // Connecting needs write permission on the socket: the owner's only. (The directory is the
+  // owner's too, and each peer's uid is checked: this is the third fence.)
+  if (::fchmodat(files->dir_fd, socket_name, 0600, 0) != 0 ||
+      ::fstatat(files->dir_fd, socket_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+    return fail("chmod");
+  files->socket_inode = st.st_ino;
+  if (::listen(files->listen_fd, SOMAXCONN) != 0)
+    return fail("listen");
+  files->token = secret_hex(32);
+  auto control = write_control_file(files->dir_fd, session_dir, socket_name, files->token);
+  if (!control) {
+    files->remove();
+    return failure{control.error()};
   }
-  std::filesystem::rename(temp, file, ec);
-  return actor;
-}
-
-expected<control_file> read_control_file(const std::filesystem::path& session_dir) {
-  std::string text;
-  auto path = session_dir / "control.json";
-  if (!read_whole_file(path, text).empty())
-    return failure{"no control endpoint (" + path.string() + " is missing)"};
-  auto json = nlohmann::json::parse(text, nullptr, false);
-  if (!json.is_object() || !json.contains("port") || !json.contains("token"))
-    return failure{path.string() + " is not a control file"};
-  control_file file;
-  file.port = json.value("port", uint16_t{0});
-  file.token = json.value("token", std::string{});
-  file.pid = json.value("pid", int64_t{0});
-  return file;
-}
-
-expected<std::string> send_control(caf::actor_system& sys,
-                                   const std::filesystem::path& session_dir,
-                                   const std::string& command, const std::string& arg,
-                                   std::chrono::milliseconds timeout) {
-  auto file = read_control_file(session_dir);
-  if (!file)
-    return failure{file.error()};
-  if (file->pid > 0 && ::kill(static_cast<pid_t>(file->pid), 0) < 0 && errno == ESRCH)
-    return failure{"the session's process (pid " + std::to_string(file->pid) +
-                   ") is not running"};
-  auto endpoint = sys.middleman().remote_actor<control_endpoint_actor>("127.0.0.1", file->port);
-  if (!endpoint)
-    return failure{"cannot reach the session on 127.0.0.1:" + std::to_string(file->port) + ": " +
-                   sys.render(endpoint.error())};
-  caf::scoped_actor self{sys};
-  expected<std::string> answer = failure{"no answer"};
-  self->request(*endpoint, timeout, control_atom::value, file->token, command, arg)
-    .receive([&](const std::string& reply) { answer = reply; },
-             [&](caf::error& err) {
-               answer = failure{"the session did not answer: " + sys.render(err)};
-             });
-  return answer;
+  files->control_inode = *control;
+  auto wake = std::make_shared<wake_signal>();
+  if (wake->fd < 0)
+    return fail("eventfd");
+  return sys.spawn<caf::detached>(serve, std::move(session), files, wake);
 }
 
 } // namespace troupe

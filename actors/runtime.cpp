@@ -4,7 +4,6 @@
 #include <thread>
 
 #include <caf/actor_system_config.hpp>
-#include <caf/io/middleman.hpp>
 
 #include "protocol/registration.hpp"
 
@@ -12,8 +11,9 @@ namespace troupe {
 
 void configure_actor_system(caf::actor_system_config& cfg) {
   register_protocol_types(cfg);
-  // The network layer: a session's control endpoint, and the clients that reach it.
-  cfg.load<caf::io::middleman>();
+  // No network layer (CAF's middleman) is loaded: the control endpoint is a Unix socket of
+  // troupe's own (actors/control_endpoint), and nothing else talks CAF across processes.
+
   // CAF's default is max(cores, 4) work-stealing workers. Each idle worker polls for work
   // (every 50 µs for a while, then every 10 ms), so on a two-core machine four of them take
   // time from the session's shell and the HTTP engine. One per core keeps the low hand-off

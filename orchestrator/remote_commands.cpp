@@ -1,16 +1,10 @@
 #include "orchestrator/remote_commands.hpp"
 
-#include <chrono>
 #include <cstdio>
-#include <memory>
-
-#include <caf/actor_system.hpp>
-#include <caf/actor_system_config.hpp>
 
 #include "actors/control_endpoint.hpp"
 #include "actors/ids.hpp"
 #include "actors/notification_queue.hpp"
-#include "actors/runtime.hpp"
 #include "orchestrator/environment.hpp"
 #include "orchestrator/session_store.hpp"
 
@@ -18,19 +12,13 @@ namespace troupe {
 
 namespace {
 
-// A client actor system: the middleman, no more threads than needed.
-struct client_system {
-  caf::actor_system_config cfg;
-  std::unique_ptr<caf::actor_system> sys;
-  client_system() {
-    configure_actor_system(cfg);
-    cfg.set("scheduler.max-threads", size_t{1});
-    sys = std::make_unique<caf::actor_system>(cfg);
-  }
-};
-
-constexpr int poke_attempts = 3;
-constexpr std::chrono::milliseconds poke_timeout{1500};
+// Why a session could not be reached: "permission denied" is said as such, anything else
+// means it does not run (or not reachably).
+std::string unreachable(const std::string& what, const std::string& error) {
+  if (error.rfind("permission denied", 0) == 0)
+    return "cannot reach " + what + ": " + error;
+  return what + " is not running: " + error;
+}
 
 } // namespace
 
@@ -40,6 +28,8 @@ int run_notify(const std::string& id_or_name, const std::string& text, bool urge
     return fail_at_runtime(found.error());
   const auto& dir = found->dir;
   const auto& session_id = found->info.id;
+  if (!found->unreadable.empty())
+    return fail_at_runtime("cannot notify session " + session_id + ": " + found->unreadable);
   if (text.empty())
     return fail(std::string{"no message: give it as arguments or on stdin"});
   task_notification n;
@@ -51,16 +41,8 @@ int run_notify(const std::string& id_or_name, const std::string& text, bool urge
   // Durable first: once this returns the message survives anything.
   if (auto queued = append_notification(dir / "queue.jsonl", n); !queued)
     return fail_at_runtime(queued.error());
-  // A poke only makes the session read its queue, so it can be sent again. Now and then (about
-  // one in ten bursts of eight pokes at a session that has just started) a request over a new
-  // connection is never answered: a fresh connection gets the next try.
-  expected<std::string> answer = failure{"not sent"};
-  for (int attempt = 0; attempt < poke_attempts; ++attempt) {
-    client_system client;
-    answer = send_control(*client.sys, dir, urgent ? "urgent" : "poke", "", poke_timeout);
-    if (answer || answer.error().find("request_timeout") == std::string::npos)
-      break;
-  }
+  // A poke only makes the session read its queue; without one the message waits there.
+  auto answer = send_control(dir, urgent ? "urgent" : "poke", "");
   if (answer && answer->rfind("error", 0) != 0 && answer->rfind("refused", 0) != 0)
     std::printf("notification %s delivered to the running session %s\n", n.id.c_str(),
                 session_id.c_str());
@@ -79,10 +61,11 @@ int run_remote_command(const std::string& id_or_name, const std::string& command
     return fail_at_runtime(found.error());
   const auto& dir = found->dir;
   const auto& session_id = found->info.id;
-  client_system client;
-  auto answer = send_control(*client.sys, dir, command, arg);
+  if (!found->unreadable.empty())
+    return fail_at_runtime("cannot reach session " + session_id + ": " + found->unreadable);
+  auto answer = send_control(dir, command, arg);
   if (!answer)
-    return fail_at_runtime("session " + session_id + " is not running: " + answer.error());
+    return fail_at_runtime(unreachable("session " + session_id, answer.error()));
   if (answer->rfind("error", 0) == 0 || answer->rfind("refused", 0) == 0)
     return fail_at_runtime(*answer);
   std::printf("%s\n", answer->c_str());
@@ -107,13 +90,12 @@ int run_background(const std::string& agent_id) {
     auto top = parent_dir;
     while (top.parent_path().filename() == "agents")
       top = top.parent_path().parent_path();
-    client_system client;
-    auto answer = send_control(*client.sys, top, "background",
+    auto answer = send_control(top, "background",
                                parent_dir == top ? agent_id
                                                  : std::filesystem::relative(path, top).string());
     if (!answer)
-      return fail_at_runtime("the session that launched " + agent_id +
-                             " is not running: " + answer.error());
+      return fail_at_runtime(
+        unreachable("the session that launched " + agent_id, answer.error()));
     if (answer->rfind("error", 0) == 0 || answer->rfind("refused", 0) == 0)
       return fail_at_runtime(*answer);
     std::printf("%s\n", answer->c_str());

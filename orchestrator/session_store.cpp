@@ -93,6 +93,8 @@ std::string cost_text(const session_info& info) {
 }
 
 std::string state_text(const stored_session& s) {
+  if (!s.unreadable.empty())
+    return "unreadable";
   if (s.live)
     return "running";
   // A session that says it runs but has no process died without reaching a terminal state.
@@ -109,6 +111,24 @@ std::string cut(std::string text, size_t width) {
   while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80)
     --end; // never split a UTF-8 character
   return text.substr(0, end) + "…";
+}
+
+bool denied(const std::error_code& ec) {
+  return ec == std::errc::permission_denied || ec == std::errc::operation_not_permitted;
+}
+
+// "permission denied: PATH" when a file of the session in `dir` cannot be read for want of
+// permission (another user's session); empty otherwise.
+std::string access_problem(const std::filesystem::path& dir) {
+  for (const char* name : {"transcript.jsonl", "session.json"}) {
+    auto path = dir / name;
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd >= 0)
+      ::close(fd);
+    else if (errno == EACCES || errno == EPERM)
+      return "permission denied: " + path.string();
+  }
+  return {};
 }
 
 } // namespace
@@ -163,11 +183,16 @@ expected<std::filesystem::path> existing_session(const std::string& session_id) 
     return failure{"invalid session id '" + session_id + "'"};
   auto dir = session_dir_of(session_id);
   // A session that is starting has its control endpoint a moment before its transcript.
-  std::error_code ec;
-  if (!std::filesystem::exists(dir / "transcript.jsonl", ec) &&
-      !std::filesystem::exists(dir / "control.json", ec))
+  std::error_code transcript_ec;
+  std::error_code control_ec;
+  if (!std::filesystem::exists(dir / "transcript.jsonl", transcript_ec) &&
+      !std::filesystem::exists(dir / "control.json", control_ec)) {
+    if (denied(transcript_ec) || denied(control_ec))
+      return failure{"permission denied: cannot read " + dir.string() +
+                     " (the session belongs to another user?)"};
     return failure{"unknown session '" + session_id + "' (no " + dir.string() +
                    "/transcript.jsonl)"};
+  }
   return dir;
 }
 
@@ -186,6 +211,12 @@ std::vector<session_info> agents_of(const std::filesystem::path& dir) {
 stored_session read_session(const std::filesystem::path& dir) {
   stored_session s;
   s.dir = dir;
+  s.unreadable = access_problem(dir);
+  if (!s.unreadable.empty()) {
+    s.info.id = dir.filename().string();
+    s.last_activity_ms = mtime_ms(dir);
+    return s;
+  }
   if (auto json = read_json(dir / "session.json")) {
     try {
       s.info = json->get<session_info>();
@@ -205,9 +236,12 @@ std::vector<stored_session> list_sessions() {
   std::vector<stored_session> out;
   std::error_code ec;
   for (auto it = std::filesystem::directory_iterator(troupe_home() / "sessions", ec);
-       !ec && it != std::filesystem::directory_iterator(); it.increment(ec))
-    if (std::filesystem::exists(it->path() / "transcript.jsonl"))
+       !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+    // Another user's session is listed as unreadable, not skipped nor taken for unknown.
+    std::error_code file_ec;
+    if (std::filesystem::exists(it->path() / "transcript.jsonl", file_ec) || denied(file_ec))
       out.push_back(read_session(it->path()));
+  }
   std::sort(out.begin(), out.end(), [](const stored_session& a, const stored_session& b) {
     return a.last_activity_ms != b.last_activity_ms ? a.last_activity_ms > b.last_activity_ms
                                                     : a.info.id > b.info.id;
@@ -216,8 +250,13 @@ std::vector<stored_session> list_sessions() {
 }
 
 expected<stored_session> find_session(const std::string& id_or_name) {
-  if (is_valid_session_id(id_or_name) && existing_session(id_or_name))
-    return read_session(session_dir_of(id_or_name));
+  if (is_valid_session_id(id_or_name)) {
+    auto dir = existing_session(id_or_name);
+    if (dir)
+      return read_session(*dir);
+    if (dir.error().rfind("permission denied", 0) == 0)
+      return failure{dir.error()};
+  }
   std::vector<stored_session> named;
   for (auto& s : list_sessions())
     if (!s.info.name.empty() && s.info.name == id_or_name)
@@ -339,10 +378,14 @@ int run_ls(bool json) {
   auto sessions = list_sessions();
   if (json) {
     for (auto& s : sessions) {
-      nlohmann::json line = s.info;
+      // Of an unreadable session nothing but its id is known: no zeros passed off as facts.
+      nlohmann::json line = s.unreadable.empty() ? nlohmann::json(s.info)
+                                                 : nlohmann::json{{"id", s.info.id}};
       line["state"] = state_text(s);
       line["last_activity_ms"] = s.last_activity_ms;
       line["live"] = s.live;
+      if (!s.unreadable.empty())
+        line["error"] = s.unreadable;
       std::printf("%s\n",
                   line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     }
@@ -355,16 +398,20 @@ int run_ls(bool json) {
   std::printf("%-24s %-32s %-17s %-12s %5s %9s\n", "ID", "NAME", "LAST ACTIVITY", "STATE",
               "TURNS", "COST");
   for (auto& s : sessions) {
-    auto name = s.info.name.empty() ? "(" + cut(s.info.first_prompt, 30) + ")" : s.info.name;
+    auto name = !s.unreadable.empty()  ? std::string{"(permission denied)"}
+                : s.info.name.empty() ? "(" + cut(s.info.first_prompt, 30) + ")"
+                                      : s.info.name;
     auto shown = cut(printable(name), 32);
     // printf pads by bytes: pad the name by characters so the columns stay aligned.
     size_t chars = 0;
     for (unsigned char c : shown)
       chars += (c & 0xC0) != 0x80 ? 1 : 0;
-    std::printf("%-24s %s%*s %-17s %-12s %5lld %9s\n", s.info.id.c_str(), shown.c_str(),
+    bool known = s.unreadable.empty();
+    std::printf("%-24s %s%*s %-17s %-12s %5s %9s\n", s.info.id.c_str(), shown.c_str(),
                 static_cast<int>(32 - std::min<size_t>(chars, 32)), "",
                 when(s.last_activity_ms).c_str(), state_text(s).c_str(),
-                static_cast<long long>(s.info.turns), cost_text(s.info).c_str());
+                known ? std::to_string(s.info.turns).c_str() : "-",
+                known ? cost_text(s.info).c_str() : "-");
   }
   return 0;
 }
@@ -373,6 +420,8 @@ int run_show(const std::string& id_or_name) {
   auto found = find_session(id_or_name);
   if (!found)
     return fail_at_runtime(found.error());
+  if (!found->unreadable.empty())
+    return fail_at_runtime("cannot show session " + found->info.id + ": " + found->unreadable);
   auto loaded = load_transcript(found->dir / "transcript.jsonl", transcript_access::reader);
   if (!loaded)
     return fail_at_runtime(loaded.error());

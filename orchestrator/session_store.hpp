@@ -46,6 +46,9 @@ struct stored_session {
   int64_t last_activity_ms = 0;
   /// A process is running it now (it holds the session's lock).
   bool live = false;
+  /// "permission denied: PATH" when its files cannot be read (another user's session); then
+  /// nothing else is known of it.
+  std::string unreadable;
 };
 
 /// Every top-level session, the most recently active first.

@@ -67,8 +67,9 @@ using session_actor = caf::typed_actor<
   // From the step: carry out a call of the task tool (launch or resume a subagent). A
   // foreground launch answers when the subagent ends (or is moved to the background).
   caf::replies_to<launch_atom, tool_call>::with<tool_result>,
-  // From the control endpoint, token already checked: "poke" (read the durable queue),
-  // "interrupt", "background" AGENT_ID. Answers what happened, one line.
+  // From the control endpoint (a Unix socket; the peer's uid and token already checked):
+  // "poke" (read the durable queue), "interrupt", "background" AGENT_ID. Answers what
+  // happened, one line.
   caf::replies_to<control_atom, std::string, std::string>::with<std::string>,
   // Internal: the idle timeout with this serial expired.
   caf::reacts_to<due_atom, uint64_t>,
@@ -123,13 +124,6 @@ using step_actor = caf::typed_actor<
   caf::reacts_to<interrupt_atom>,
   // From the model client: progress of the generation, passed on to the session.
   caf::reacts_to<generation_progress>>;
-
-/// A live session's control endpoint, published with CAF's middleman on 127.0.0.1 for other
-/// processes (`troupe notify`, `troupe interrupt`, `troupe background`). Every message carries
-/// the token from control.json; without it the answer is a refusal.
-using control_endpoint_actor = caf::typed_actor<
-  // (token, command, argument): "poke", "urgent", "interrupt", "background AGENT_ID".
-  caf::replies_to<control_atom, std::string, std::string, std::string>::with<std::string>>;
 
 /// Does the process's blocking file work on a thread of its own: the durable queues (read,
 /// release, append, each under the queue's lock) and fsyncs. No session handler ever waits on a

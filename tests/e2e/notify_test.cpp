@@ -74,7 +74,7 @@ TEST_CASE("notify and interrupt take a session's name, and reach a session that 
   // A session in its first moments: its control endpoint is up, its transcript not yet.
   std::filesystem::create_directories(session_dir(f, "starting"));
   write_file(session_dir(f, "starting") / "control.json",
-             R"({"port": 1, "token": "t", "pid": 999999999})" "\n");
+             R"({"version": 2, "socket": "control.sock", "token": "t", "pid": 999999999})" "\n");
   auto starting = run_troupe({"notify", "starting", "early news"}, f.options());
   CHECK(starting.exit_code == 0);
   CHECK(read_jsonl(session_dir(f, "starting") / "queue.jsonl").size() == 1);

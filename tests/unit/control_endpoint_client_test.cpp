@@ -1,0 +1,67 @@
+// The control endpoint's wire format and addresses (actors/control_endpoint_client.cpp).
+
+#include <doctest/doctest.h>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "actors/control_endpoint.hpp"
+#include "support/test_support.hpp"
+
+using namespace troupe;
+using namespace troupe::test;
+
+TEST_CASE("a control request goes out as one JSON line and comes back whole") {
+  auto line = control_request_line("t0k", "background", "agents/a\nb");
+  REQUIRE(line.back() == '\n');
+  CHECK(line.find('\n') == line.size() - 1); // a newline in the argument is escaped
+  auto parsed = parse_control_request(line.substr(0, line.size() - 1));
+  REQUIRE(parsed);
+  CHECK(parsed->token == "t0k");
+  CHECK(parsed->command == "background");
+  CHECK(parsed->arg == "agents/a\nb");
+  auto no_arg = parse_control_request(R"({"token": "t", "command": "poke"})");
+  REQUIRE(no_arg);
+  CHECK(no_arg->arg.empty());
+}
+
+TEST_CASE("anything but a request object is refused with a reason") {
+  std::vector<std::string> bad_lines{
+    "", "garbage", "\x16\x03\x01", "[1, 2]", R"({"token": 1, "command": "poke"})",
+    R"({"token": "t"})", R"({"token": "t", "command": "poke", "arg": 5})", std::string(1000, '[')};
+  for (const auto& bad : bad_lines) {
+    INFO(bad);
+    auto parsed = parse_control_request(bad);
+    CHECK(!parsed);
+  }
+}
+
+TEST_CASE("a socket too deep for an address is reached through its directory's descriptor") {
+  temp_dir dir;
+  auto shallow = control_socket_address(dir.path(), "control.sock", 7);
+  REQUIRE(shallow);
+  CHECK(std::string{shallow->sun_path} == (dir / "control.sock").string());
+  auto deep = dir / std::string(120, 'd');
+  auto far = control_socket_address(deep, "control.sock", 7);
+  REQUIRE(far);
+  CHECK(std::string{far->sun_path} == "/proc/self/fd/7/control.sock");
+  CHECK(!control_socket_address(dir.path(), "../elsewhere.sock", 7));
+  CHECK(!control_socket_address(dir.path(), "", 7));
+}
+
+TEST_CASE("control.json: missing, unreadable and foreign files say what is wrong") {
+  temp_dir dir;
+  auto missing = read_control_file(dir.path());
+  REQUIRE(!missing);
+  CHECK(missing.error().find("is missing") != std::string::npos);
+  write_file(dir / "control.json", R"({"port": 4242, "token": "t", "pid": 1})");
+  auto old = read_control_file(dir.path());
+  REQUIRE(!old);
+  CHECK(old.error().find("names no socket") != std::string::npos);
+  write_file(dir / "control.json", R"({"socket": "control.sock", "token": "t", "pid": 1})");
+  auto good = read_control_file(dir.path());
+  REQUIRE(good);
+  CHECK(good->socket == "control.sock");
+  CHECK(good->token == "t");
+  CHECK(good->pid == 1);
+}
