@@ -170,8 +170,11 @@ process_result run_process(const std::vector<std::string>& argv, const process_o
   char buffer[65536];
   while (open_count > 0) {
     auto elapsed = std::chrono::steady_clock::now() - start;
-    if (opts.interrupt_after.count() > 0 && !interrupted && elapsed >= opts.interrupt_after) {
-      kill(pid, SIGINT);
+    bool due = (opts.interrupt_after.count() > 0 && elapsed >= opts.interrupt_after) ||
+               (!opts.interrupt_on_output.empty() &&
+                result.out.find(opts.interrupt_on_output) != std::string::npos);
+    if (due && !interrupted) {
+      kill(pid, opts.interrupt_signal);
       interrupted = true;
     }
     if (elapsed > opts.timeout) {
