@@ -163,7 +163,7 @@ expected<resolved_file> resolved_file::resolve(const fs::path& path, bool create
   // in "..".
   if (file.name_.empty())
     return failure{path.string() + " is a directory"};
-  return file;
+  return expected<resolved_file>{std::move(file)};
 }
 
 resolved_file::resolved_file(resolved_file&& other) noexcept
