@@ -132,9 +132,9 @@ TEST_CASE("SIGINT and SIGTERM end the run while a scan that cannot be cut is run
     opts.interrupt_on_output = "(a|a)*c"; // the reply naming the call is out: the scan starts
     opts.interrupt_signal = sig;
     opts.timeout = std::chrono::seconds{30}; // a hang guard only
-    auto r = f.run({"--model", model, "--permission-mode", "plan", "--output-format",
-                    "stream-json", "go"},
-                   opts);
+    auto r = f.run_unpermitted({"--model", model, "--permission-mode", "plan",
+                                "--output-format", "stream-json", "go"},
+                               opts);
     CHECK(r.exit_code == 130);
     auto result = last_line(r.out);
     CHECK(result["terminal_reason"] == "interrupted");
