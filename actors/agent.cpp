@@ -12,6 +12,11 @@ session_actor spawn_agent(caf::actor_system& sys, session_config session, tool_c
                           model_client_actor model) {
   if (!session.disk)
     session.disk = spawn_disk_io(sys);
+  // The search tools leave out what a read deny rule forbids (the policy is immutable).
+  if (session.permissions && !tools.read_denied)
+    tools.read_denied = [policy = session.permissions](const std::filesystem::path& path) {
+      return policy->read_denial(path);
+    };
   auto executor = spawn_tool_executor(sys, session.registry, std::move(tools), session.disk);
   auto agent = spawn_session(sys, std::move(session), std::move(model), executor);
   caf::anon_send(executor, subscribe_atom::value, agent);

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <map>
@@ -68,10 +69,15 @@ struct tool_executor_state {
     std::string call_id;
   };
   std::unordered_map<uint64_t, helper_call> helpers;
+  /// A runner thread and the flag that tells the call it runs to stop (see cancel_requested).
+  struct runner {
+    tool_runner_actor actor;
+    std::shared_ptr<std::atomic<bool>> cancelled;
+  };
   /// Runners waiting for work, and the one running each job (kept past a cancel, so the
   /// runner returns to the pool when its call finishes).
-  std::vector<tool_runner_actor> idle_runners;
-  std::unordered_map<uint64_t, tool_runner_actor> busy_runners;
+  std::vector<runner> idle_runners;
+  std::unordered_map<uint64_t, runner> busy_runners;
   /// The session's bash, started on first use and again after it ends.
   shell_process shell;
   std::map<std::string, background_task> tasks;
@@ -96,10 +102,13 @@ struct tool_executor_state {
       ::close(job.wake);
     }
     stop_shell(shell, true);
-    for (auto& runner : idle_runners)
-      caf::anon_send_exit(runner, caf::exit_reason::user_shutdown);
-    for (auto& [job, runner] : busy_runners)
-      caf::anon_send_exit(runner, caf::exit_reason::user_shutdown);
+    for (auto& idle : idle_runners)
+      caf::anon_send_exit(idle.actor, caf::exit_reason::user_shutdown);
+    // A busy runner is a thread the actor system waits for at exit: its scan stops now.
+    for (auto& [job, busy] : busy_runners) {
+      busy.cancelled->store(true);
+      caf::anon_send_exit(busy.actor, caf::exit_reason::user_shutdown);
+    }
   }
 
   void report_stopped(const std::string& id, const background_task& task) const {
@@ -293,10 +302,13 @@ caf::result<tool_result> execute(self_ptr self, const tool_call& call) {
     auto id = st.next_job++;
     auto promise = self->make_response_promise<tool_result>();
     st.helpers.emplace(id, tool_executor_state::helper_call{promise, call.id});
-    tool_runner_actor runner;
+    tool_executor_state::runner runner;
     if (st.idle_runners.empty()) {
-      runner = self->system().spawn<caf::detached>(
-        [registry = st.registry, context = st.context,
+      runner.cancelled = std::make_shared<std::atomic<bool>>(false);
+      auto context = st.context;
+      context.cancelled = runner.cancelled;
+      runner.actor = self->system().spawn<caf::detached>(
+        [registry = st.registry, context = std::move(context),
          executor = tool_executor_actor{self}](tool_runner_actor::pointer)
           -> tool_runner_actor::behavior_type {
           return {[=](execute_atom, uint64_t job, const tool_call& work) {
@@ -308,8 +320,9 @@ caf::result<tool_result> execute(self_ptr self, const tool_call& call) {
     } else {
       runner = std::move(st.idle_runners.back());
       st.idle_runners.pop_back();
+      runner.cancelled->store(false); // idle: its last call has returned
     }
-    caf::anon_send(runner, execute_atom::value, id, call);
+    caf::anon_send(runner.actor, execute_atom::value, id, call);
     st.busy_runners.emplace(id, std::move(runner));
     return promise;
   }
@@ -369,7 +382,9 @@ tool_executor_actor::behavior_type tool_executor(self_ptr self,
         job.interrupted = true;
         kill_job(self, id, job);
       }
-      // A read-only call cannot be stopped midway; it is answered now and its result dropped.
+      // A scan is answered now and its result dropped; its runner is told to stop early.
+      for (auto& [id, busy] : self->state.busy_runners)
+        busy.cancelled->store(true);
       for (auto& [id, helper] : self->state.helpers) {
         auto result = error_result("[interrupted before the call finished]");
         result.exit_code = 130;
@@ -419,7 +434,7 @@ tool_executor_actor::behavior_type tool_executor(self_ptr self,
         if (st.idle_runners.size() < max_idle_runners)
           st.idle_runners.push_back(std::move(r->second));
         else
-          caf::anon_send_exit(r->second, caf::exit_reason::user_shutdown);
+          caf::anon_send_exit(r->second.actor, caf::exit_reason::user_shutdown);
         st.busy_runners.erase(r);
       }
       auto i = self->state.helpers.find(id);

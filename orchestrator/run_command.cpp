@@ -6,6 +6,7 @@
 #include <chrono>
 #include <csignal>
 #include <future>
+#include <thread>
 
 #include <unistd.h>
 
@@ -316,6 +317,9 @@ expected<launched_agent> launch_agent(caf::actor_system& sys, run_settings& sett
   return launched;
 }
 
+/// How long the exit may wait for threads after a signal ended the run.
+constexpr std::chrono::milliseconds shutdown_after_signal{750};
+
 int execute_run(run_settings settings, std::FILE* out) {
   block_termination_signals();
   if (settings.http_model)
@@ -369,6 +373,18 @@ int execute_run(run_settings settings, std::FILE* out) {
     }
   }
   launched->stop_engine();
+  if (signals_seen.load() > 0) {
+    // The actor system waits for every thread of its own at exit, a runner in the middle of a
+    // scan included. Scans stop early when their call is cancelled, but one step of one (a
+    // regular expression on one line, a read) cannot be cut: after a signal the run's answer
+    // is out, so the exit may not wait longer than this.
+    std::thread([code, out] {
+      std::this_thread::sleep_for(shutdown_after_signal);
+      std::fflush(out);
+      std::fprintf(stderr, "troupe: a tool was still running; exiting without waiting for it\n");
+      std::_Exit(code);
+    }).detach();
+  }
   return code;
 }
 

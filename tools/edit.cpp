@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "tools/real_path.hpp"
 
 namespace troupe {
 
@@ -78,17 +79,17 @@ tool_result run_edit(const nlohmann::json& input, const tool_context& ctx) {
   auto old_text = input.at("old_string").get<std::string>();
   auto new_text = input.at("new_string").get<std::string>();
   std::string content;
-  if (auto problem = read_whole_file(path, content); !problem.empty())
-    return error_result(problem + (std::filesystem::exists(path)
-                                     ? ""
-                                     : "; to create a file, use write"));
+  auto file = resolved_file::resolve(path, false);
+  std::string problem = file ? file->read(content) : file.error();
+  if (!problem.empty())
+    return error_result(problem + (file && file->exists() ? "" : "; to create a file, use write"));
   auto replaced = replace_exact(content, old_text, new_text, input.value("replace_all", false));
   if (!replaced.error.empty())
     return error_result(path.string() + ": " + replaced.error);
-  if (auto problem = write_whole_file(path, content); !problem.empty())
-    return error_result(problem);
+  if (auto failed = file->write(content); !failed.empty())
+    return error_result(failed);
   tool_result result;
-  result.output = "Edited " + path.string() + ": " + std::to_string(replaced.count) +
+  result.output = "Edited " + shown_path(path, *file) + ": " + std::to_string(replaced.count) +
                   (replaced.count == 1 ? " replacement" : " replacements");
   return result;
 }

@@ -13,10 +13,16 @@ constexpr size_t max_files = 1000;
 
 tool_result run_glob(const nlohmann::json& input, const tool_context& ctx) {
   auto pattern = input.at("pattern").get<std::string>();
+  if (auto problem = glob_pattern_error(pattern))
+    return error_result(*problem);
   auto root = resolve_path(ctx, input.value("path", std::string{"."}));
   std::error_code ec;
   if (!std::filesystem::is_directory(root, ec))
     return error_result(root.string() + " is not a directory");
+  denied_paths denied;
+  if (denied.check(ctx, root))
+    return error_result("cannot search " + root.string() + ": denied by the rule " +
+                        denied.rules.front());
   // A pattern without a slash matches at any depth, as `**/pattern`.
   auto effective = pattern.find('/') == std::string::npos ? "**/" + pattern : pattern;
   struct found {
@@ -25,19 +31,31 @@ tool_result run_glob(const nlohmann::json& input, const tool_context& ctx) {
   };
   std::vector<found> files;
   size_t matched = 0;
-  walk_files(root, ignore_rules::load(root), [&](const auto& file, const std::string& relative) {
-    if (glob_match(effective, relative)) {
-      ++matched;
-      if (files.size() < 10 * max_files)
-        files.push_back({relative, std::filesystem::last_write_time(file, ec)});
-    }
-    return true;
-  });
+  bool cancelled = false;
+  walk_files(
+    root, ignore_rules::load(root),
+    [&](const auto& file, const std::string& relative) {
+      if (cancel_requested(ctx)) {
+        cancelled = true;
+        return false;
+      }
+      if (glob_match(effective, relative) && !denied.check(ctx, file)) {
+        ++matched;
+        if (files.size() < 10 * max_files)
+          files.push_back({relative, std::filesystem::last_write_time(file, ec)});
+      }
+      return true;
+    },
+    [&](const auto& directory) { return denied.check(ctx, directory); });
+  if (cancelled)
+    return error_result("[interrupted before the search finished]");
   std::stable_sort(files.begin(), files.end(),
                    [](auto& a, auto& b) { return a.modified > b.modified; });
   tool_result result;
   if (files.empty()) {
-    result.output = "No files match " + pattern + " under " + root.string();
+    auto note = denied.note();
+    result.output = "No files match " + pattern + " under " + root.string() +
+                    (note.empty() ? "" : "\n" + note);
     return result;
   }
   for (size_t i = 0; i < files.size() && i < max_files; ++i)
@@ -47,6 +65,7 @@ tool_result run_glob(const nlohmann::json& input, const tool_context& ctx) {
                      " more files match; narrow the pattern or the path]\n";
     result.truncated = true;
   }
+  result.output += denied.note();
   return result;
 }
 

@@ -91,20 +91,39 @@ tool_result run_grep(const nlohmann::json& input, const tool_context& ctx) {
   auto file_filter = input.value("glob", std::string{});
   if (!file_filter.empty() && file_filter.find('/') == std::string::npos)
     file_filter = "**/" + file_filter;
+  if (!file_filter.empty())
+    if (auto problem = glob_pattern_error(file_filter))
+      return error_result("glob: " + *problem);
   std::error_code ec;
-  if (std::filesystem::is_regular_file(root, ec)) {
+  denied_paths denied;
+  bool cancelled = false;
+  if (denied.check(ctx, root)) {
+    return error_result("cannot search " + root.string() + ": denied by the rule " +
+                        denied.rules.front());
+  } else if (std::filesystem::is_regular_file(root, ec)) {
     s.file(root, root.filename().string());
   } else if (std::filesystem::is_directory(root, ec)) {
-    walk_files(root, ignore_rules::load(root), [&](const auto& file, const std::string& relative) {
-      if (file_filter.empty() || glob_match(file_filter, relative))
-        s.file(file, relative);
-      return !s.stopped;
-    });
+    walk_files(
+      root, ignore_rules::load(root),
+      [&](const auto& file, const std::string& relative) {
+        if (cancel_requested(ctx)) {
+          cancelled = true;
+          return false;
+        }
+        if ((file_filter.empty() || glob_match(file_filter, relative)) &&
+            !denied.check(ctx, file))
+          s.file(file, relative);
+        return !s.stopped;
+      },
+      [&](const auto& directory) { return denied.check(ctx, directory); });
   } else {
     return error_result("cannot search " + root.string() + ": no such file or directory");
   }
+  if (cancelled)
+    return error_result("[interrupted before the search finished]");
   tool_result result;
   result.output = s.files_matched == 0 ? "No matches for /" + pattern + "/\n" : s.output;
+  result.output += denied.note();
   if (s.stopped) {
     result.output += "[stopped at " + std::to_string(max_matches) +
                      " matches; narrow the pattern, the path or the glob]\n";

@@ -17,6 +17,10 @@ tool_result run_ls(const nlohmann::json& input, const tool_context& ctx) {
     return error_result("cannot list " + dir.string() + ": no such directory");
   if (!fs::is_directory(dir, ec))
     return error_result(dir.string() + " is not a directory; use read for a file");
+  denied_paths denied;
+  if (denied.check(ctx, dir))
+    return error_result("cannot list " + dir.string() + ": denied by the rule " +
+                        denied.rules.front());
   std::vector<std::string> lines;
   fs::directory_iterator it{dir, ec};
   if (ec)
@@ -25,6 +29,8 @@ tool_result run_ls(const nlohmann::json& input, const tool_context& ctx) {
     if (ec)
       break;
     auto name = it->path().filename().string();
+    if (denied.check(ctx, it->path()))
+      continue;
     if (it->is_symlink(ec))
       lines.push_back(name + "@ -> " + fs::read_symlink(it->path(), ec).string());
     else if (it->is_directory(ec))
@@ -43,6 +49,7 @@ tool_result run_ls(const nlohmann::json& input, const tool_context& ctx) {
     result.output += "[" + std::to_string(lines.size() - max_entries) + " more not shown]\n";
     result.truncated = true;
   }
+  result.output += denied.note();
   return result;
 }
 

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "tools/edit.hpp"
+#include "tools/real_path.hpp"
 
 namespace troupe {
 
@@ -74,7 +75,10 @@ tool_result run_patch(const nlohmann::json& input, const tool_context& ctx) {
   if (auto problem = parse_hunks(input.at("patch").get<std::string>(), hunks); !problem.empty())
     return error_result("invalid patch: " + problem);
   std::string content;
-  if (auto problem = read_whole_file(path, content); !problem.empty())
+  auto file = resolved_file::resolve(path, false);
+  if (!file)
+    return error_result(file.error());
+  if (auto problem = file->read(content); !problem.empty())
     return error_result(problem);
   // All hunks or none: the file is written only when every one applies.
   for (size_t i = 0; i < hunks.size(); ++i) {
@@ -89,10 +93,10 @@ tool_result run_patch(const nlohmann::json& input, const tool_context& ctx) {
                           std::to_string(hunks.size()) + ": " + replaced.error +
                           "\n(no hunk was applied)");
   }
-  if (auto problem = write_whole_file(path, content); !problem.empty())
+  if (auto problem = file->write(content); !problem.empty())
     return error_result(problem);
   tool_result result;
-  result.output = "Patched " + path.string() + ": " + std::to_string(hunks.size()) +
+  result.output = "Patched " + shown_path(path, *file) + ": " + std::to_string(hunks.size()) +
                   (hunks.size() == 1 ? " hunk" : " hunks");
   return result;
 }

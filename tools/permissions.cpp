@@ -4,6 +4,7 @@
 
 
 #include "tools/path_match.hpp"
+#include "tools/real_path.hpp"
 
 namespace troupe {
 
@@ -50,16 +51,63 @@ std::vector<std::string_view> simple_commands(std::string_view line, bool& compl
 }
 
 // The subject of a path rule: the path relative to the workspace when inside it, else absolute.
-std::string path_subject(const std::filesystem::path& resolved, const tool_context& ctx) {
-  auto relative = resolved.lexically_relative(ctx.cwd);
+std::string path_subject(const std::filesystem::path& path, const std::filesystem::path& root) {
+  auto relative = path.lexically_relative(root);
   if (!relative.empty() && *relative.begin() != "..")
     return relative == "." ? "." : relative.generic_string();
-  return resolved.generic_string();
+  return path.generic_string();
 }
 
-bool inside_workspace(const std::filesystem::path& resolved, const tool_context& ctx) {
-  auto relative = resolved.lexically_relative(ctx.cwd);
-  return !relative.empty() && *relative.begin() != "..";
+// A path as the call names it and where it really leads (every symbolic link followed), with
+// the workspace likewise: rules are matched against both, the boundary is drawn on the real one.
+struct path_forms {
+  std::filesystem::path given;
+  std::filesystem::path real;
+  std::filesystem::path real_root;
+  /// False when the path could not be resolved (a link loop, an unreadable directory).
+  bool resolved = true;
+};
+
+path_forms forms_of(const std::filesystem::path& given, const tool_context& ctx) {
+  path_forms forms;
+  forms.given = given;
+  auto real = real_location(given);
+  forms.resolved = static_cast<bool>(real);
+  forms.real = real ? *real : given;
+  auto root = real_location(ctx.cwd);
+  forms.real_root = root ? *root : ctx.cwd;
+  return forms;
+}
+
+// Only the real location counts: a path that cannot be resolved is not inside.
+bool inside_workspace(const path_forms& forms) {
+  auto relative = forms.real.lexically_relative(forms.real_root);
+  return forms.resolved && !relative.empty() && *relative.begin() != "..";
+}
+
+enum class rule_use { deny, ask, allow };
+
+bool path_pattern_matches(std::string pattern, const std::filesystem::path& path,
+                          const std::filesystem::path& root, const tool_context& ctx) {
+  if (pattern.rfind("./", 0) == 0)
+    pattern.erase(0, 2);
+  if (pattern.rfind("~/", 0) == 0 && !ctx.home.empty())
+    return glob_match((ctx.home / pattern.substr(2)).generic_string(), path.generic_string());
+  if (!pattern.empty() && pattern[0] == '/')
+    return glob_match(pattern, path.generic_string());
+  return glob_match(pattern, path_subject(path, root));
+}
+
+// A deny or ask rule holds when the path as given or as it really is matches (a link cannot
+// hide a denied file); an allow rule when the real path matches, or the given one does and
+// really stays inside the workspace (a link cannot stretch an allow rule to somewhere else).
+bool path_rule_matches(const std::string& pattern, const path_forms& forms,
+                       const tool_context& ctx, rule_use use) {
+  bool real = path_pattern_matches(pattern, forms.real, forms.real_root, ctx);
+  if (real)
+    return true;
+  bool given = path_pattern_matches(pattern, forms.given, ctx.cwd, ctx);
+  return given && (use != rule_use::allow || inside_workspace(forms));
 }
 
 std::string subject_of(const tool_spec& spec, const nlohmann::json& input) {
@@ -70,8 +118,6 @@ std::string subject_of(const tool_spec& spec, const nlohmann::json& input) {
     return spec.rule_subject == "path" ? "." : "";
   return value->get<std::string>();
 }
-
-enum class rule_use { deny, allow };
 
 bool rule_matches(const permission_rule& rule, const tool_spec& spec, const nlohmann::json& input,
                   const tool_context& ctx, rule_use use) {
@@ -93,17 +139,8 @@ bool rule_matches(const permission_rule& rule, const tool_spec& spec, const nloh
            std::all_of(commands.begin(), commands.end(),
                        [&](auto c) { return wildcard_match(*rule.pattern, c); });
   }
-  if (spec.rule_subject == "path") {
-    auto resolved = resolve_path(ctx, subject);
-    std::string pattern = *rule.pattern;
-    if (pattern.rfind("./", 0) == 0)
-      pattern.erase(0, 2);
-    if (pattern.rfind("~/", 0) == 0 && !ctx.home.empty())
-      return glob_match((ctx.home / pattern.substr(2)).generic_string(), resolved.generic_string());
-    if (!pattern.empty() && pattern[0] == '/')
-      return glob_match(pattern, resolved.generic_string());
-    return glob_match(pattern, path_subject(resolved, ctx));
-  }
+  if (spec.rule_subject == "path")
+    return path_rule_matches(*rule.pattern, forms_of(resolve_path(ctx, subject), ctx), ctx, use);
   return wildcard_match(*rule.pattern, subject);
 }
 
@@ -223,7 +260,7 @@ permission_decision permission_policy::can_use_tool(const tool_spec& spec,
     return {permission_outcome::allow, "bypass mode"};
   if (auto rule = first_match(session_allow, spec, input, ctx, rule_use::allow))
     return {permission_outcome::allow, "allowed for this session: " + rule->text};
-  if (auto rule = first_match(rules.ask, spec, input, ctx, rule_use::allow))
+  if (auto rule = first_match(rules.ask, spec, input, ctx, rule_use::ask))
     return {permission_outcome::ask, "the rule " + rule->text + " asks for approval"};
   if (auto rule = first_match(rules.allow, spec, input, ctx, rule_use::allow))
     return {permission_outcome::allow, "allowed by the rule " + rule->text};
@@ -235,9 +272,12 @@ permission_decision permission_policy::can_use_tool(const tool_spec& spec,
               spec.name};
   if (spec.writes_files) {
     auto path = resolve_path(ctx, subject_of(spec, input));
-    if (!inside_workspace(path, ctx))
+    auto forms = forms_of(path, ctx);
+    if (!inside_workspace(forms))
       return {permission_outcome::ask,
-              spec.name + " would write " + path.string() + ", outside the workspace"};
+              spec.name + " would write " + path.string() +
+                (forms.real != path ? " (which leads to " + forms.real.string() + ")" : "") +
+                ", outside the workspace"};
     if (mode == permission_mode::accept_edits)
       return {permission_outcome::allow, "accept-edits mode"};
     return {permission_outcome::ask, spec.name + " would change " + path.string()};
@@ -253,6 +293,18 @@ permission_rule permission_policy::always_rule(const tool_spec& spec, const nloh
     rule.pattern = subject;
   rule.text = rule.pattern ? spec.name + "(" + *rule.pattern + ")" : spec.name;
   return rule;
+}
+
+std::optional<std::string> permission_policy::read_denial(const std::filesystem::path& path) const {
+  std::optional<path_forms> forms;
+  for (auto& rule : rules.deny)
+    if (rule.tool == "read" && rule.pattern) {
+      if (!forms)
+        forms = forms_of(path, context);
+      if (path_rule_matches(*rule.pattern, *forms, context, rule_use::deny))
+        return rule.text;
+    }
+  return std::nullopt;
 }
 
 bool permission_policy::removes_tool(std::string_view name) const {

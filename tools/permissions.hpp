@@ -80,6 +80,10 @@ struct permission_policy {
   /// The rule an "always" answer adds: the tool with this call's command or path.
   static permission_rule always_rule(const tool_spec& spec, const nlohmann::json& input);
 
+  /// The text of the `read(…)` deny rule that forbids reading `path` (absolute), matched
+  /// against the path as given and where it really leads; nullopt when none does.
+  std::optional<std::string> read_denial(const std::filesystem::path& path) const;
+
   /// True when a deny rule names the tool bare: it is not offered to the model at all.
   bool removes_tool(std::string_view name) const;
 };

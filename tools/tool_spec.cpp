@@ -86,6 +86,28 @@ tool_result error_result(std::string message) {
   return result;
 }
 
+bool denied_paths::check(const tool_context& ctx, const std::filesystem::path& path) {
+  if (!ctx.read_denied)
+    return false;
+  auto rule = ctx.read_denied(path);
+  if (!rule)
+    return false;
+  ++count;
+  if (std::find(rules.begin(), rules.end(), *rule) == rules.end())
+    rules.push_back(*rule);
+  return true;
+}
+
+std::string denied_paths::note() const {
+  if (count == 0)
+    return {};
+  std::string names;
+  for (auto& rule : rules)
+    names += (names.empty() ? "" : ", ") + rule;
+  return "[skipped " + std::to_string(count) + (count == 1 ? " path" : " paths") +
+         " that a deny rule forbids reading: " + names + "]\n";
+}
+
 std::filesystem::path resolve_path(const tool_context& ctx, const std::string& path) {
   std::filesystem::path p{path};
   if (!ctx.home.empty() && (path == "~" || path.rfind("~/", 0) == 0))

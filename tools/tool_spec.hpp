@@ -1,11 +1,13 @@
 #pragma once
 // The contract every tool file fulfils: a spec the prompt, the parser and the executor share.
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <filesystem>
 #include <functional>
 #include <iosfwd>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -41,6 +43,29 @@ struct tool_context {
   std::string shell_program = "/bin/bash";
   /// Shell commands that do not set their own timeout are killed after this long.
   std::chrono::milliseconds shell_timeout{120000};
+  /// The deny rule (its text) that forbids reading a path, if one does: the search tools leave
+  /// such files out and say so. Unset: no rule denies reading.
+  std::function<std::optional<std::string>(const std::filesystem::path&)> read_denied;
+  /// Set once nobody waits for the call any more (an interrupt, the session ending): a long
+  /// scan stops early. Unset: never.
+  std::shared_ptr<const std::atomic<bool>> cancelled;
+};
+
+/// True when the call running with `ctx` has been cancelled.
+inline bool cancel_requested(const tool_context& ctx) {
+  return ctx.cancelled && ctx.cancelled->load(std::memory_order_relaxed);
+}
+
+/// What a search (glob, grep, ls) leaves out because a read deny rule forbids it; its note
+/// goes into the result, so the model knows the listing is not the whole tree.
+struct denied_paths {
+  size_t count = 0;
+  std::vector<std::string> rules;
+
+  /// True (and counted) when a rule of `ctx` denies reading `path`.
+  bool check(const tool_context& ctx, const std::filesystem::path& path);
+  /// "[skipped N paths that a deny rule forbids reading: read(…)]", or empty when none was.
+  std::string note() const;
 };
 
 /// How the executor runs a tool.

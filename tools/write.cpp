@@ -1,6 +1,6 @@
 #include "tools/write.hpp"
 
-#include <system_error>
+#include "tools/real_path.hpp"
 
 namespace troupe {
 
@@ -12,13 +12,17 @@ tool_result run_write(const nlohmann::json& input, const tool_context& ctx) {
     return error_result("write needs a file path: write the block as ```write PATH");
   auto path = resolve_path(ctx, name);
   auto content = input.at("content").get<std::string>();
-  std::error_code ec;
-  bool existed = std::filesystem::exists(path, ec);
-  if (auto problem = write_whole_file(path, content); !problem.empty())
+  // Written where the path really leads (what the permission check judged), from the
+  // directory's descriptor: a link swapped in meanwhile cannot redirect it.
+  auto file = resolved_file::resolve(path, true);
+  if (!file)
+    return error_result(file.error());
+  bool existed = file->exists();
+  if (auto problem = file->write(content); !problem.empty())
     return error_result(problem);
   tool_result result;
-  result.output = std::string{existed ? "Overwrote " : "Created "} + path.string() + " (" +
-                  std::to_string(content.size()) + " bytes)";
+  result.output = std::string{existed ? "Overwrote " : "Created "} + shown_path(path, *file) +
+                  " (" + std::to_string(content.size()) + " bytes)";
   return result;
 }
 

@@ -4,6 +4,8 @@
 
 #include <signal.h>
 
+#include <atomic>
+#include <memory>
 #include <thread>
 
 #include <caf/actor_system.hpp>
@@ -284,4 +286,40 @@ TEST_CASE("background tasks end with the executor") {
     pid = pid_of(f.run("shell", {{"command", "sleep 30"}, {"run_in_background", true}}));
   }
   CHECK(wait_until_gone(pid));
+}
+
+TEST_CASE("a cancel or the executor's end tells a running scan to stop") {
+  for (bool by_cancel : {true, false}) {
+    CAPTURE(by_cancel);
+    temp_dir dir;
+    actor_system_fixture actors;
+    auto started = std::make_shared<std::atomic<bool>>(false);
+    auto stopped_early = std::make_shared<std::atomic<bool>>(false);
+    tool_spec spin;
+    spin.name = "spin";
+    spin.read_only = true;
+    spin.kind = tool_kind::scan;
+    // Stands for a long walk: it runs until told to stop, or 20 s as a hang guard.
+    spin.run = [=](const json&, const tool_context& ctx) {
+      started->store(true);
+      auto until = std::chrono::steady_clock::now() + std::chrono::seconds{20};
+      while (!cancel_requested(ctx) && std::chrono::steady_clock::now() < until)
+        std::this_thread::sleep_for(std::chrono::milliseconds{5});
+      stopped_early->store(cancel_requested(ctx));
+      return tool_result{};
+    };
+    tool_context context;
+    context.cwd = dir.path();
+    auto executor = spawn_tool_executor(
+      actors.sys(), std::make_shared<const tool_registry>(std::vector<tool_spec>{spin}), context,
+      spawn_disk_io(actors.sys()));
+    caf::anon_send(executor, execute_atom::value, tool_call{"c1", "spin", json::object()});
+    REQUIRE(wait_until([&] { return started->load(); }, std::chrono::seconds{10}));
+    if (by_cancel)
+      caf::anon_send(executor, cancel_atom::value);
+    else
+      caf::anon_send_exit(executor, caf::exit_reason::user_shutdown);
+    CHECK(wait_until([&] { return stopped_early->load(); }, std::chrono::seconds{10}));
+    caf::anon_send_exit(executor, caf::exit_reason::user_shutdown);
+  }
 }

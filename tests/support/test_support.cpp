@@ -171,8 +171,11 @@ process_result run_process(const std::vector<std::string>& argv, const process_o
   char buffer[65536];
   while (open_count > 0) {
     auto elapsed = std::chrono::steady_clock::now() - start;
-    if (opts.interrupt_after.count() > 0 && !interrupted && elapsed >= opts.interrupt_after) {
-      kill(pid, SIGINT);
+    bool due = (opts.interrupt_after.count() > 0 && elapsed >= opts.interrupt_after) ||
+               (!opts.interrupt_on_output.empty() &&
+                result.out.find(opts.interrupt_on_output) != std::string::npos);
+    if (due && !interrupted) {
+      kill(pid, opts.interrupt_signal);
       interrupted = true;
     }
     if (elapsed > opts.timeout) {
@@ -191,11 +194,6 @@ process_result run_process(const std::vector<std::string>& argv, const process_o
         --open_count;
       } else {
         (i == 0 ? result.out : result.err).append(buffer, static_cast<size_t>(n));
-        if (i == 0 && !interrupted && !opts.interrupt_on_output.empty() &&
-            result.out.find(opts.interrupt_on_output) != std::string::npos) {
-          kill(pid, SIGINT);
-          interrupted = true;
-        }
       }
     }
   }

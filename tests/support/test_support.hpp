@@ -99,10 +99,11 @@ struct process_options {
   std::string stdin_text;
   /// Variables to set (in addition to the inherited environment); an empty value unsets.
   std::map<std::string, std::string> env;
-  /// Send SIGINT this long after start (0: never).
+  /// Send `interrupt_signal` this long after start (0: never).
   std::chrono::milliseconds interrupt_after{0};
-  /// Send SIGINT as soon as stdout holds this text (empty: never).
+  /// Send `interrupt_signal` once stdout holds this text (empty: never).
   std::string interrupt_on_output;
+  int interrupt_signal = 2; // SIGINT
   std::chrono::seconds timeout{60};
   /// Close our end of the child's stdout at once, as `| head -0` would.
   bool close_stdout = false;

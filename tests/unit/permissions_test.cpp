@@ -164,3 +164,57 @@ TEST_CASE("settings files: rules read, missing is none, malformed is an error na
   CHECK(load_permission_rules(dir / "bad_list.json").error().find("must be an array") !=
         std::string::npos);
 }
+
+TEST_CASE("the workspace boundary and path rules follow symbolic links") {
+  namespace fs = std::filesystem;
+  temp_dir dir;
+  auto work = dir / "work";
+  auto outside = dir / "outside";
+  fs::create_directories(work / "src");
+  fs::create_directories(outside / "deep");
+  write_file(outside / "victim.txt", "x");
+  write_file(work / "src/a.txt", "x");
+  fs::create_directory_symlink(outside, work / "link");
+  fs::create_symlink(outside / "victim.txt", work / "file_link");
+  fs::create_symlink(outside / "not_yet.txt", work / "dangling");
+  fs::create_symlink("link", work / "chain");
+  fs::create_symlink("chain/deep", work / "chain2");
+  fs::create_directory_symlink(work / "src", work / "inner");
+  fs::create_symlink("loop_b", work / "loop_a");
+  fs::create_symlink("loop_a", work / "loop_b");
+  policy_fixture f;
+  f.policy.context.cwd = work;
+  f.policy.mode = permission_mode::accept_edits;
+  SUBCASE("a link that leads outside makes an outside path") {
+    for (auto path : {"link/new.txt", "file_link", "dangling", "chain/new.txt", "chain2/x",
+                      "loop_a", "loop_a/x"}) {
+      CAPTURE(path);
+      CHECK(f.writing(path) == ask);
+    }
+    auto why = f.policy.can_use_tool(f.write, {{"path", "link/new.txt"}, {"content", ""}}).reason;
+    CHECK(why.find("leads to " + (outside / "new.txt").string()) != std::string::npos);
+    CHECK(f.writing("/proc/self/root" + (outside / "x").string()) == ask);
+  }
+  SUBCASE("a link that stays inside, or `..` after a link (lexical), is inside") {
+    CHECK(f.writing("inner/a.txt") == allow);
+    CHECK(f.writing("inner/new/b.txt") == allow);
+    CHECK(f.writing("link/../x.txt") == allow); // the path is work/x.txt
+    CHECK(f.writing("/proc/self/root" + (work / "src/a.txt").string()) == allow);
+  }
+  SUBCASE("an allow rule does not stretch through a link to outside") {
+    f.policy.mode = permission_mode::standard;
+    f.policy.rules.allow = {rule("write(link/**)"), rule("write(inner/**)")};
+    CHECK(f.writing("link/new.txt") == ask);
+    CHECK(f.writing("inner/a.txt") == allow);
+  }
+  SUBCASE("deny rules match where the path really leads") {
+    f.policy.mode = permission_mode::bypass;
+    f.policy.rules.deny = {rule("read(src/**)"), rule("write(" + outside.string() + "/**)")};
+    CHECK(f.reading("inner/a.txt") == deny);
+    CHECK(f.reading("src/a.txt") == deny);
+    CHECK(f.writing("link/victim.txt") == deny);
+    CHECK(f.writing("dangling") == deny);
+    CHECK(f.policy.read_denial(work / "inner/a.txt") == std::optional<std::string>{"read(src/**)"});
+    CHECK_FALSE(f.policy.read_denial(work / "file_link"));
+  }
+}

@@ -1,6 +1,8 @@
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <chrono>
+#include <memory>
 #include <thread>
 
 #include "support/test_support.hpp"
@@ -99,4 +101,56 @@ TEST_CASE("ls shows directories, sizes and links") {
   CHECK(r.output.find("link@ -> f.txt\n") != std::string::npos);
   CHECK(ls_tool().run({{"path", "f.txt"}}, ctx).is_error);
   CHECK(ls_tool().run({{"path", "missing"}}, ctx).is_error);
+}
+
+TEST_CASE("grep, glob and ls leave out what a read deny rule forbids, and say so") {
+  temp_dir dir;
+  auto ctx = context_in(dir);
+  write_file(dir / "secret/key.txt", "SECRET=hunter2\n");
+  write_file(dir / "open.txt", "SECRET=public\n");
+  std::filesystem::create_directory_symlink(dir / "secret", dir / "door");
+  std::filesystem::create_symlink(dir / "secret/key.txt", dir / "alias.txt");
+  ctx.read_denied = [&](const std::filesystem::path& path) -> std::optional<std::string> {
+    auto real = std::filesystem::weakly_canonical(path).string();
+    if (real.find((dir / "secret/").string()) == 0 || real == (dir / "secret").string())
+      return std::string{"read(secret)"};
+    return std::nullopt;
+  };
+  const std::string note = "[skipped 2 paths that a deny rule forbids reading: read(secret)]\n";
+  // The denied directory is left out whole (one path), the link to its file is another.
+  CHECK(grep_tool().run({{"pattern", "SECRET"}}, ctx).output ==
+        "open.txt:1:SECRET=public\n" + note);
+  CHECK(glob_tool().run({{"pattern", "*.txt"}}, ctx).output == "open.txt\n" + note);
+  auto listing = ls_tool().run(json::object(), ctx).output;
+  CHECK(listing.find("secret/\n") == std::string::npos);
+  CHECK(listing.find("alias.txt") == std::string::npos);
+  CHECK(listing.find("[skipped 3 paths") != std::string::npos); // door too
+  for (auto* tool : {"grep", "glob", "ls"}) {
+    CAPTURE(tool);
+    json input = {{"pattern", "SECRET"}, {"path", "door"}};
+    auto spec = std::string{tool} == "grep" ? grep_tool()
+                : std::string{tool} == "glob" ? glob_tool()
+                                               : ls_tool();
+    if (std::string{tool} == "ls")
+      input.erase("pattern");
+    auto r = spec.run(input, ctx);
+    CHECK(r.is_error);
+    CHECK(r.output.find("denied by the rule read(secret)") != std::string::npos);
+  }
+}
+
+TEST_CASE("a cancelled scan stops and says so") {
+  temp_dir dir;
+  auto ctx = context_in(dir);
+  write_file(dir / "a.txt", "x\n");
+  auto cancelled = std::make_shared<std::atomic<bool>>(true);
+  ctx.cancelled = cancelled;
+  for (auto spec : {grep_tool(), glob_tool()}) {
+    CAPTURE(spec.name);
+    auto r = spec.run({{"pattern", spec.name == "grep" ? "x" : "*"}}, ctx);
+    CHECK(r.is_error);
+    CHECK(r.output == "[interrupted before the search finished]");
+  }
+  cancelled->store(false);
+  CHECK(glob_tool().run({{"pattern", "*"}}, ctx).output == "a.txt\n");
 }

@@ -1,0 +1,142 @@
+// The workspace boundary against symbolic links, read deny rules against links and searches,
+// and signals while a tool thread is busy: the troupe binary with a scripted model.
+
+#include <doctest/doctest.h>
+
+#include <signal.h>
+
+#include "support/cli_fixture.hpp"
+
+using namespace troupe;
+using namespace troupe::test;
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+json call(const std::string& tool, json input) {
+  return {{"text", ""}, {"tool_calls", json::array({{{"name", tool}, {"input", std::move(input)}}})}};
+}
+
+// The tool results of a run's transcript, in order.
+std::vector<std::string> tool_results(cli_fixture& f) {
+  std::vector<std::string> out;
+  for (auto& line : read_jsonl(f.transcripts().at(0)))
+    if (line["role"] == "tool")
+      out.push_back(line["content"].is_string() ? line["content"].get<std::string>()
+                                                : line["content"].dump());
+  return out;
+}
+
+// The last stream-json line of a run: its result.
+json last_line(const std::string& out) {
+  auto lines = split_lines(out);
+  REQUIRE_FALSE(lines.empty());
+  return json::parse(lines.back());
+}
+
+// Every file under `dir` with its content.
+std::map<std::string, std::string> tree(const fs::path& dir) {
+  std::map<std::string, std::string> files;
+  for (auto& entry : fs::recursive_directory_iterator(dir))
+    if (entry.is_regular_file() && !entry.is_symlink())
+      files[entry.path().lexically_relative(dir).string()] = read_file(entry.path());
+  return files;
+}
+
+} // namespace
+
+TEST_CASE("accept-edits never writes outside the workspace through a symbolic link") {
+  cli_fixture f;
+  auto work = f.dir / "work";
+  auto outside = f.dir / "outside";
+  fs::create_directories(outside / "deep");
+  write_file(outside / "victim.txt", "original\n");
+  fs::create_directory_symlink(outside, work / "link");
+  fs::create_symlink(outside / "victim.txt", work / "file_link");
+  fs::create_symlink(outside / "created_by_dangling.txt", work / "dangling");
+  fs::create_symlink(work / "link", work / "chain"); // chain -> link -> outside
+  fs::create_symlink("link/deep", work / "relative");
+  auto before = tree(outside);
+  auto model = f.script({
+    call("write", {{"path", "link/../inside.txt"}, {"content", "in"}}),
+    call("write", {{"path", "link/new.txt"}, {"content", "x"}}),
+    call("write", {{"path", "file_link"}, {"content", "overwritten"}}),
+    call("edit", {{"path", "file_link"}, {"old_string", "original"}, {"new_string", "edited"}}),
+    call("patch", {{"path", "file_link"},
+                   {"patch", "<<<<<<< ORIGINAL\noriginal\n=======\npatched\n>>>>>>> UPDATED\n"}}),
+    call("write", {{"path", "dangling"}, {"content", "x"}}),
+    call("write", {{"path", "chain/new.txt"}, {"content", "x"}}),
+    call("write", {{"path", "relative/new.txt"}, {"content", "x"}}),
+    call("write", {{"path", "/proc/self/root" + (outside / "abs.txt").string()}, {"content", "x"}}),
+    text_line("done"),
+  });
+  auto r = f.run({"--model", model, "--output-format", "stream-json", "go"});
+  CHECK(tree(outside) == before);
+  CHECK(read_file(work / "inside.txt") == "in"); // `link/..` is the workspace, lexically
+  auto results = tool_results(f);
+  REQUIRE(results.size() == 9);
+  CHECK(results[0].find("Created") != std::string::npos);
+  for (size_t i = 1; i < 9; ++i) {
+    CAPTURE(results[i]);
+    CHECK(results[i].find("Permission denied") != std::string::npos);
+    CHECK(results[i].find("outside the workspace") != std::string::npos);
+  }
+  CHECK(r.exit_code == 4); // permission_blocked: the model gave up after refusals
+}
+
+TEST_CASE("a read deny rule holds through a workspace link and for grep, glob and ls") {
+  cli_fixture f;
+  auto work = f.dir / "work";
+  fs::create_directories(work / "secret");
+  write_file(work / "secret/key.txt", "SECRET=hunter2\n");
+  write_file(work / "notes.txt", "SECRET=public\n");
+  fs::create_directory_symlink(work / "secret", work / "door");
+  auto model = f.script({
+    call("read", {{"path", "door/key.txt"}}),
+    call("grep", {{"pattern", "SECRET"}}),
+    call("grep", {{"pattern", "SECRET"}, {"path", "door"}}),
+    call("glob", {{"pattern", "**/*.txt"}}),
+    call("glob", {{"pattern", "*"}, {"path", "door"}}),
+    call("ls", {{"path", "door"}}),
+    text_line("done"),
+  });
+  auto r = f.run({"--model", model, "--deny", "read(secret/**)", "--output-format",
+                  "stream-json", "go"});
+  auto results = tool_results(f);
+  REQUIRE(results.size() == 6);
+  CHECK(results[0].find("denied by the rule read(secret/**)") != std::string::npos);
+  for (auto& result : results) {
+    CAPTURE(result);
+    CHECK(result.find("hunter2") == std::string::npos);
+    CHECK(result.find("key.txt") == std::string::npos);
+  }
+  CHECK(results[1].find("notes.txt:1:SECRET=public") != std::string::npos);
+  for (size_t i = 1; i < 6; ++i) {
+    CAPTURE(results[i]);
+    CHECK(results[i].find("that a deny rule forbids reading: read(secret/**)") !=
+          std::string::npos);
+  }
+  CHECK(r.exit_code == 0);
+}
+
+TEST_CASE("SIGINT and SIGTERM end the run while a scan that cannot be cut is running") {
+  for (int sig : {SIGINT, SIGTERM}) {
+    CAPTURE(sig);
+    cli_fixture f;
+    // std::regex backtracks exponentially on (a|a)*c over a line of a's: the grep runs for
+    // ever, on a runner thread, in a step the signal interrupts.
+    write_file(f.dir / "work/a.txt", std::string(64, 'a') + "\n");
+    auto model = f.script({call("grep", {{"pattern", "(a|a)*c"}}), text_line("never")});
+    process_options opts;
+    opts.interrupt_on_output = "(a|a)*c"; // the reply naming the call is out: the scan starts
+    opts.interrupt_signal = sig;
+    opts.timeout = std::chrono::seconds{30}; // a hang guard only
+    auto r = f.run_unpermitted({"--model", model, "--permission-mode", "plan",
+                                "--output-format", "stream-json", "go"},
+                               opts);
+    CHECK(r.exit_code == 130);
+    auto result = last_line(r.out);
+    CHECK(result["terminal_reason"] == "interrupted");
+  }
+}
