@@ -1,6 +1,7 @@
 #include "tools/shell.hpp"
 
 #include "tools/child_process.hpp"
+#include "tools/process_reaper.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -115,7 +116,11 @@ expected<shell_process> start_shell(const tool_context& ctx, std::string nonce) 
   }
   const char* argv[] = {"bash", "--noprofile", "--norc", nullptr};
   pid_t pid = -1;
-  int rc = spawn_child(ctx.shell_program, argv, nullptr, ctx.cwd, in[0], out[1], out[1], pid);
+  // Each shell its own unit: a shell killed mid-command takes what it started with it.
+  auto owner = ctx.process_owner.empty() ? std::string{}
+                                         : ctx.process_owner + "/shell-" + nonce.substr(0, 8);
+  int rc = spawn_child(ctx.shell_program, argv, nullptr, ctx.cwd, in[0], out[1], out[1], pid,
+                       owner);
   close(in[0]);
   close(out[1]);
   if (rc != 0) {
@@ -124,7 +129,7 @@ expected<shell_process> start_shell(const tool_context& ctx, std::string nonce) 
     return failure{"cannot start " + ctx.shell_program + " in " + ctx.cwd.string() + ": " +
                    std::strerror(rc)};
   }
-  shell_process shell{pid, in[1], out[0], std::move(nonce)};
+  shell_process shell{pid, in[1], out[0], std::move(nonce), std::move(owner)};
   // fd 63 keeps the original pipe for the end markers; credential prompts must not wait for a
   // terminal the agent does not have.
   std::string setup = "exec 63>&1\nexport GIT_TERMINAL_PROMPT=0\n";
@@ -136,7 +141,7 @@ expected<shell_process> start_shell(const tool_context& ctx, std::string nonce) 
 }
 
 expected<pid_t> start_background(const tool_context& ctx, const std::string& command,
-                                 const std::filesystem::path& log) {
+                                 const std::filesystem::path& log, const std::string& owner) {
   std::error_code ec;
   std::filesystem::create_directories(log.parent_path(), ec);
   int output = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
@@ -147,7 +152,8 @@ expected<pid_t> start_background(const tool_context& ctx, const std::string& com
   std::string script = "export GIT_TERMINAL_PROMPT=0\n" + command;
   const char* argv[] = {"bash", "--noprofile", "--norc", "-c", script.c_str(), nullptr};
   pid_t pid = -1;
-  int rc = spawn_child(ctx.shell_program, argv, nullptr, ctx.cwd, input, output, output, pid);
+  int rc = spawn_child(ctx.shell_program, argv, nullptr, ctx.cwd, input, output, output, pid,
+                       owner);
   ::close(output);
   ::close(input);
   if (rc != 0)
@@ -225,8 +231,7 @@ process_exit wait_for_command(const shell_process& shell, int output_fd, int wak
   }
   capture.append(pending.data(), pending.size());
   int status = 0;
-  while (waitpid(shell.pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  wait_child(shell.pid, status);
   result = capture.finish();
   result.exit_code = decode_status(status);
   result.shell_exited = true;
@@ -238,10 +243,11 @@ void stop_shell(shell_process& shell, bool reap) {
     ::kill(-shell.pid, SIGKILL);
     if (reap) {
       int status = 0;
-      while (waitpid(shell.pid, &status, 0) < 0 && errno == EINTR) {
-      }
+      wait_child(shell.pid, status);
     }
   }
+  // What left the group (setsid, a double fork) is found by its tag.
+  stop_owned_processes(shell.owner);
   if (shell.input_fd >= 0)
     close(shell.input_fd);
   if (shell.output_fd >= 0)

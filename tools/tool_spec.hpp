@@ -41,6 +41,9 @@ struct tool_context {
   std::string shell_program = "/bin/bash";
   /// Shell commands that do not set their own timeout are killed after this long.
   std::chrono::milliseconds shell_timeout{120000};
+  /// Tags every process the tools start (TROUPE_PROCESS_OWNER, the session's id): what they
+  /// leave behind is found by it and stopped when the session ends. Empty: untagged.
+  std::string process_owner;
 };
 
 /// How the executor runs a tool.
