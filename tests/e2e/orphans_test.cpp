@@ -85,8 +85,10 @@ TEST_CASE("processes a shell command detached from its session are gone when tro
                  "setsid -f " + sleeper("pids") + "\n" +            //
                  "( ( " + sleeper("pids") + " & ) & )\n" +          //
                  "nohup " + sleeper("pids") + " & disown\n" +       //
-                 "bash -c 'setsid " + sleeper("pids") + " &'\n" +   //
-                 "setsid env -i sh -c 'echo $$ >> pids; exec sleep 300' >/dev/null 2>&1 &\n" +
+                 "bash -c \"setsid sh -c 'echo \\$\\$ >> pids; exec sleep 300' >/dev/null 2>&1 &\"\n" +
+                 // No tag left, no parent but troupe: it goes when troupe exits.
+                 "( setsid /usr/bin/env -i /bin/sh -c 'echo $$ >> pids; exec /bin/sleep 300' "
+                 ">/dev/null 2>&1 & )\n" +
                  await_lines("pids", 6) + "\necho started";
   auto r = f.run({"--model", f.script({shell_call(command), text_line("done")}), "--tool-format",
                   "tool", "--session-id", "detached", "go"});
