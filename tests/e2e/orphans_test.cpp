@@ -41,8 +41,8 @@ std::string await_lines(const std::string& file, int n) {
 std::string check_gone(const std::string& file) {
   return await_lines(file, 1) + "; for i in $(seq 150); do alive=0; for p in $(cat " + file +
          "); do [ -e /proc/$p ] && ! grep -q '^State:.*Z' /proc/$p/status 2>/dev/null && "
-         "alive=1; done; [ $alive = 0 ] && { echo SWEPT_GONE; exit 0; }; sleep 0.1; done; "
-         "echo SWEPT_ALIVE";
+         "alive=1; done; [ $alive = 0 ] && { echo SWEPT_\"GONE\"; exit 0; }; sleep 0.1; done; "
+         "echo SWEPT_\"ALIVE\"";
 }
 
 std::vector<int> read_pids(const std::filesystem::path& file) {
