@@ -112,8 +112,9 @@ hook_process_result run_hook(const hook_runner_config& config, const hook_comman
   int fds[3];
   std::string error;
   // What the hook leaves running (setsid, a double fork) is found by this tag when it ends.
+  // Not a unit of the session's tag: the session's end must not kill its SessionEnd hooks.
   auto owner = config.session_id.empty() ? std::string{}
-                                         : config.session_id + "/hook-" + random_hex(6);
+                                         : config.session_id + ":hook-" + random_hex(6);
   pid_t pid = start_hook(config, hook.command, owner, fds, error);
   if (pid < 0) {
     ::close(cancel);
