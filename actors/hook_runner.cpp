@@ -21,6 +21,7 @@
 
 #include "actors/ids.hpp"
 #include "tools/child_process.hpp"
+#include "tools/process_reaper.hpp"
 
 extern char** environ;
 
@@ -55,8 +56,8 @@ std::string trimmed(std::string text) {
 
 // Starts `bash -c command` in `cwd`, in a session of its own with a clean signal state, its
 // three standard streams on pipes. Returns the pid, or -1 with `error` set.
-pid_t start_hook(const hook_runner_config& config, const std::string& command, int fds[3],
-                 std::string& error) {
+pid_t start_hook(const hook_runner_config& config, const std::string& command,
+                 const std::string& owner, int fds[3], std::string& error) {
   int in[2], out[2], err[2];
   if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0 ||
       ::pipe2(err, O_CLOEXEC) != 0) {
@@ -77,7 +78,7 @@ pid_t start_hook(const hook_runner_config& config, const std::string& command, i
   const char* argv[] = {"bash", "-c", command.c_str(), nullptr};
   pid_t pid = -1;
   int rc = spawn_child(config.shell_program, argv, envp.data(), config.cwd, in[0], out[1],
-                       err[1], pid);
+                       err[1], pid, owner);
   ::close(in[0]);
   ::close(out[1]);
   ::close(err[1]);
@@ -110,7 +111,11 @@ hook_process_result run_hook(const hook_runner_config& config, const hook_comman
   hook_process_result result;
   int fds[3];
   std::string error;
-  pid_t pid = start_hook(config, hook.command, fds, error);
+  // What the hook leaves running (setsid, a double fork) is found by this tag when it ends.
+  // Not a unit of the session's tag: the session's end must not kill its SessionEnd hooks.
+  auto owner = config.session_id.empty() ? std::string{}
+                                         : config.session_id + ":hook-" + random_hex(6);
+  pid_t pid = start_hook(config, hook.command, owner, fds, error);
   if (pid < 0) {
     ::close(cancel);
     result.exit_code = 127;
@@ -131,7 +136,7 @@ hook_process_result run_hook(const hook_runner_config& config, const hook_comman
   // gets a moment to finish writing, then the answer is what the hook wrote.
   std::optional<clock::time_point> drain_until;
   while (open[1] || open[2]) {
-    if (!reaped && ::waitpid(pid, &status, WNOHANG) == pid) {
+    if (!reaped && wait_child(pid, status, WNOHANG) == pid) {
       reaped = true;
       drain_until = clock::now() + output_grace;
     }
@@ -199,7 +204,7 @@ hook_process_result run_hook(const hook_runner_config& config, const hook_comman
   // A hook that closed its output may still run: its deadline and the cancel pipe hold until
   // it has exited too.
   while (!result.timed_out && !reaped) {
-    auto waited = ::waitpid(pid, &status, WNOHANG);
+    auto waited = wait_child(pid, status, WNOHANG);
     if (waited == pid) {
       reaped = true;
       break;
@@ -219,8 +224,9 @@ hook_process_result run_hook(const hook_runner_config& config, const hook_comman
     }
   }
   ::close(cancel);
-  while (!reaped && ::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  if (!reaped)
+    wait_child(pid, status);
+  stop_owned_processes(owner);
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status)
                      : WIFSIGNALED(status) ? 128 + WTERMSIG(status)
                                            : -1;

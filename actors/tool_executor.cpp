@@ -23,6 +23,8 @@
 
 #include "actors/ids.hpp"
 #include "actors/shell_reader.hpp"
+#include "tools/child_process.hpp"
+#include "tools/process_reaper.hpp"
 #include "tools/shell.hpp"
 
 namespace troupe {
@@ -102,6 +104,9 @@ struct tool_executor_state {
       ::close(job.wake);
     }
     stop_shell(shell, true);
+    // And whatever any of them left behind: setsid'd, double-forked or re-parented, it carries
+    // the session's tag. Background tasks' waiters sweep their own units as they reap them.
+    stop_owned_processes(context.process_owner);
     for (auto& idle : idle_runners)
       caf::anon_send_exit(idle.actor, caf::exit_reason::user_shutdown);
     // A busy runner is a thread the actor system waits for at exit: its scan stops now.
@@ -225,7 +230,9 @@ caf::result<tool_result> start_task(self_ptr self, const tool_call& call) {
   auto id = "task_" + random_hex(6);
   auto command = call.input.at("command").get<std::string>();
   auto log = st.context.tasks_dir / (id + ".log");
-  auto pid = start_background(st.context, command, log);
+  auto owner = st.context.process_owner.empty() ? std::string{}
+                                                : st.context.process_owner + "/" + id;
+  auto pid = start_background(st.context, command, log, owner);
   if (!pid)
     return error_result(pid.error());
   background_task task;
@@ -234,12 +241,13 @@ caf::result<tool_result> start_task(self_ptr self, const tool_call& call) {
   task.log = log;
   task.started = std::chrono::steady_clock::now();
   st.tasks.emplace(id, std::move(task));
-  // One waiter thread per task reaps it and reports its exit code.
+  // One waiter thread per task reaps it, stops what it left behind (a task ends with its
+  // command, stopped or not) and reports its exit code.
   self->system().spawn<caf::detached>(
-    [id, pid = *pid, executor = tool_executor_actor{self}](caf::event_based_actor* waiter) {
+    [id, owner, pid = *pid, executor = tool_executor_actor{self}](caf::event_based_actor* waiter) {
       int status = 0;
-      while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-      }
+      wait_child(pid, status);
+      stop_owned_processes(owner);
       int32_t code = WIFEXITED(status) ? WEXITSTATUS(status)
                                        : (WIFSIGNALED(status) ? 128 + WTERMSIG(status) : -1);
       caf::anon_send(executor, exited_atom::value, id, code);

@@ -64,6 +64,9 @@ int chat_until_end(run_settings settings) {
   if (settings.http_model)
     http_engine::warm_up();
   bool terminal = ::isatty(STDIN_FILENO) != 0 && ::isatty(STDOUT_FILENO) != 0;
+  // Outlives the actor system: once the session has ended, what its tools left goes too.
+  process_reaper reaper;
+  warn_without_subreaper(reaper);
   caf::actor_system_config cfg;
   configure_actor_system(cfg);
   caf::actor_system sys{cfg};

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <chrono>
 #include <csignal>
+#include <cstring>
 #include <future>
 #include <thread>
 
@@ -149,6 +150,12 @@ expected<session_actor> spawn_subagent(caf::actor_system& sys,
   context.results_dir = launch.session_dir / "tool-results";
   context.tasks_dir = launch.session_dir / "tasks";
   context.notification_queue = launch.session_dir / "queue.jsonl";
+  // Unique in the process (agent ids are only unique in their parent), and no unit of the
+  // parent's tag: a subagent's processes go when it ends, which may be after its parent.
+  auto owner = launch.session_dir.lexically_relative(parent_settings.troupe_home / "sessions")
+                 .generic_string();
+  std::replace(owner.begin(), owner.end(), '/', ':');
+  context.process_owner = owner.empty() || owner[0] == '.' ? launch.agent_id : owner;
 
   model_client_actor client;
   if (model.http_model) {
@@ -195,6 +202,7 @@ expected<launched_agent> launch_agent(caf::actor_system& sys, run_settings& sett
   tools.results_dir = session_dir / "tool-results";
   tools.tasks_dir = session_dir / "tasks";
   tools.notification_queue = session_dir / "queue.jsonl";
+  tools.process_owner = settings.session_id;
 
   session_config session;
   session.session_id = settings.session_id;
@@ -320,10 +328,21 @@ expected<launched_agent> launch_agent(caf::actor_system& sys, run_settings& sett
 /// How long the exit may wait for threads after a signal ended the run.
 constexpr std::chrono::milliseconds shutdown_after_signal{750};
 
+void warn_without_subreaper(const process_reaper& reaper) {
+  if (!reaper.subreaper())
+    spdlog::warn("cannot become a child subreaper ({}): processes that tools detach from "
+                 "their session (setsid, nohup, a double fork) are stopped only while they "
+                 "still carry TROUPE_PROCESS_OWNER",
+                 std::strerror(reaper.subreaper_error()));
+}
+
 int execute_run(run_settings settings, std::FILE* out) {
   block_termination_signals();
   if (settings.http_model)
     http_engine::warm_up();
+  // Outlives the actor system: once every session has ended, what their tools left goes too.
+  process_reaper reaper;
+  warn_without_subreaper(reaper);
   caf::actor_system_config cfg;
   configure_actor_system(cfg);
   caf::actor_system sys{cfg};

@@ -21,6 +21,7 @@
 #include "protocol/session_info.hpp"
 #include "providers/scripted_script.hpp"
 #include "tools/permissions.hpp"
+#include "tools/process_reaper.hpp"
 
 namespace caf {
 class actor_system;
@@ -114,8 +115,12 @@ struct launched_agent {
 expected<launched_agent> launch_agent(caf::actor_system& sys, run_settings& settings,
                                       permission_asker_actor asker);
 
+/// Logs a warning when `reaper` could not make this process a child subreaper.
+void warn_without_subreaper(const process_reaper& reaper);
+
 /// Runs one agent to its terminal state, printing its events to `out`. SIGINT interrupts the
 /// run (a second one stops it at once). Returns the exit code of the terminal state.
+
 int execute_run(run_settings settings, std::FILE* out);
 
 } // namespace troupe

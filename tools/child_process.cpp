@@ -2,13 +2,56 @@
 
 #include <signal.h>
 #include <spawn.h>
+#include <sys/wait.h>
+
+#include <cerrno>
+#include <cstring>
+#include <mutex>
+#include <unordered_set>
 
 extern char** environ;
 
 namespace troupe {
 
+namespace {
+
+// The children whose starters wait for them. Process-wide because waitpid is: a reaper that
+// took a status meant for a starter would leave that starter waiting for nothing. The lock is
+// held across posix_spawn, so a child that exits at once is registered before anyone looks.
+struct child_registry {
+  std::mutex mutex;
+  std::unordered_set<pid_t> waited_for;
+};
+
+child_registry& registry() {
+  static child_registry instance;
+  return instance;
+}
+
+// The environment the child gets: `envp` (or this process's) with the owner set.
+std::vector<std::string> child_environment(char* const envp[], const std::string& owner) {
+  std::vector<std::string> out;
+  auto prefix = std::string{process_owner_variable} + "=";
+  for (char* const* e = envp != nullptr ? envp : environ; e != nullptr && *e != nullptr; ++e)
+    if (std::strncmp(*e, prefix.c_str(), prefix.size()) != 0)
+      out.emplace_back(*e);
+  out.push_back(prefix + owner);
+  return out;
+}
+
+} // namespace
+
 int spawn_child(const std::string& program, const char* const argv[], char* const envp[],
-                const std::filesystem::path& cwd, int in, int out, int err, pid_t& pid) {
+                const std::filesystem::path& cwd, int in, int out, int err, pid_t& pid,
+                const std::string& owner) {
+  std::vector<std::string> env_text;
+  std::vector<char*> env;
+  if (!owner.empty()) {
+    env_text = child_environment(envp, owner);
+    for (auto& e : env_text)
+      env.push_back(e.data());
+    env.push_back(nullptr);
+  }
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, in, 0);
@@ -32,11 +75,43 @@ int spawn_child(const std::string& program, const char* const argv[], char* cons
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK |
                                     POSIX_SPAWN_SETSIGDEF);
 
-  int rc = posix_spawn(&pid, program.c_str(), &actions, &attr, const_cast<char**>(argv),
-                       envp != nullptr ? envp : environ);
+  char* const* child_env = !env.empty() ? env.data() : (envp != nullptr ? envp : environ);
+  int rc = 0;
+  {
+    auto& reg = registry();
+    std::lock_guard<std::mutex> lock{reg.mutex};
+    rc = posix_spawn(&pid, program.c_str(), &actions, &attr, const_cast<char**>(argv),
+                     const_cast<char**>(child_env));
+    if (rc == 0)
+      reg.waited_for.insert(pid);
+  }
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   return rc;
+}
+
+pid_t wait_child(pid_t pid, int& status, int options) {
+  pid_t rc;
+  while ((rc = ::waitpid(pid, &status, options)) < 0 && errno == EINTR) {
+  }
+  if (rc == pid || (rc < 0 && errno == ECHILD)) {
+    auto& reg = registry();
+    std::lock_guard<std::mutex> lock{reg.mutex};
+    reg.waited_for.erase(pid);
+  }
+  return rc;
+}
+
+void reap_unclaimed(const std::vector<pid_t>& pids) {
+  auto& reg = registry();
+  std::lock_guard<std::mutex> lock{reg.mutex};
+  for (auto pid : pids) {
+    if (reg.waited_for.count(pid) != 0)
+      continue;
+    int status = 0;
+    while (::waitpid(pid, &status, WNOHANG) < 0 && errno == EINTR) {
+    }
+  }
 }
 
 } // namespace troupe

@@ -2,6 +2,7 @@
 
 #include "tools/child_process.hpp"
 #include "tools/private_files.hpp"
+#include "tools/process_reaper.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -116,7 +117,11 @@ expected<shell_process> start_shell(const tool_context& ctx, std::string nonce) 
   }
   const char* argv[] = {"bash", "--noprofile", "--norc", nullptr};
   pid_t pid = -1;
-  int rc = spawn_child(ctx.shell_program, argv, nullptr, ctx.cwd, in[0], out[1], out[1], pid);
+  // Each shell its own unit: a shell killed mid-command takes what it started with it.
+  auto owner = ctx.process_owner.empty() ? std::string{}
+                                         : ctx.process_owner + "/shell-" + nonce.substr(0, 8);
+  int rc = spawn_child(ctx.shell_program, argv, nullptr, ctx.cwd, in[0], out[1], out[1], pid,
+                       owner);
   close(in[0]);
   close(out[1]);
   if (rc != 0) {
@@ -125,7 +130,7 @@ expected<shell_process> start_shell(const tool_context& ctx, std::string nonce) 
     return failure{"cannot start " + ctx.shell_program + " in " + ctx.cwd.string() + ": " +
                    std::strerror(rc)};
   }
-  shell_process shell{pid, in[1], out[0], std::move(nonce)};
+  shell_process shell{pid, in[1], out[0], std::move(nonce), std::move(owner)};
   // fd 63 keeps the original pipe for the end markers; credential prompts must not wait for a
   // terminal the agent does not have.
   std::string setup = "exec 63>&1\nexport GIT_TERMINAL_PROMPT=0\n";
@@ -137,7 +142,7 @@ expected<shell_process> start_shell(const tool_context& ctx, std::string nonce) 
 }
 
 expected<pid_t> start_background(const tool_context& ctx, const std::string& command,
-                                 const std::filesystem::path& log) {
+                                 const std::filesystem::path& log, const std::string& owner) {
   // A task's log holds its whole output: owner only, whatever the umask.
   if (auto problem = make_private_dirs(log.parent_path()); !problem.empty())
     return failure{problem};
@@ -149,7 +154,8 @@ expected<pid_t> start_background(const tool_context& ctx, const std::string& com
   std::string script = "export GIT_TERMINAL_PROMPT=0\n" + command;
   const char* argv[] = {"bash", "--noprofile", "--norc", "-c", script.c_str(), nullptr};
   pid_t pid = -1;
-  int rc = spawn_child(ctx.shell_program, argv, nullptr, ctx.cwd, input, output, output, pid);
+  int rc = spawn_child(ctx.shell_program, argv, nullptr, ctx.cwd, input, output, output, pid,
+                       owner);
   ::close(output);
   ::close(input);
   if (rc != 0)
@@ -227,8 +233,7 @@ process_exit wait_for_command(const shell_process& shell, int output_fd, int wak
   }
   capture.append(pending.data(), pending.size());
   int status = 0;
-  while (waitpid(shell.pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  wait_child(shell.pid, status);
   result = capture.finish();
   result.exit_code = decode_status(status);
   result.shell_exited = true;
@@ -240,10 +245,11 @@ void stop_shell(shell_process& shell, bool reap) {
     ::kill(-shell.pid, SIGKILL);
     if (reap) {
       int status = 0;
-      while (waitpid(shell.pid, &status, 0) < 0 && errno == EINTR) {
-      }
+      wait_child(shell.pid, status);
     }
   }
+  // What left the group (setsid, a double fork) is found by its tag.
+  stop_owned_processes(shell.owner);
   if (shell.input_fd >= 0)
     close(shell.input_fd);
   if (shell.output_fd >= 0)

@@ -24,6 +24,8 @@ struct shell_process {
   int output_fd = -1;
   /// Random text that frames each command's end in the output; commands cannot forge it.
   std::string nonce;
+  /// What its processes are tagged with (`<session>/shell-…`); empty: untagged.
+  std::string owner;
 };
 
 /// Returns the timeout for one call: input `timeout` (seconds) or the context's default.
@@ -34,10 +36,10 @@ std::chrono::milliseconds shell_timeout(const nlohmann::json& input, const tool_
 expected<shell_process> start_shell(const tool_context& ctx, std::string nonce);
 
 /// Starts `command` as a background task: `bash -c` in the workspace, a session and process
-/// group of its own, stdin empty, stdout and stderr written to `log`. Returns its pid; the
-/// caller reaps it.
+/// group of its own, stdin empty, stdout and stderr written to `log`, its processes tagged
+/// `owner`. Returns its pid; the caller reaps it with wait_child.
 expected<pid_t> start_background(const tool_context& ctx, const std::string& command,
-                                 const std::filesystem::path& log);
+                                 const std::filesystem::path& log, const std::string& owner);
 
 /// Hands one command to the shell (its stdin is /dev/null; stderr joins stdout).
 expected<bool> send_command(const shell_process& shell, const std::string& command);
@@ -50,8 +52,8 @@ expected<bool> send_command(const shell_process& shell, const std::string& comma
 process_exit wait_for_command(const shell_process& shell, int output_fd, int wake_fd,
                               size_t output_cap);
 
-/// Stops the shell's process group and closes its pipes (the process is reaped by whoever
-/// waits on it, or here when `reap` is set).
+/// Stops the shell's process group and every process it left behind (by its owner tag), and
+/// closes its pipes (the process is reaped by whoever waits on it, or here when `reap` is set).
 void stop_shell(shell_process& shell, bool reap);
 
 /// Renders a finished process as the result the model sees.

@@ -43,6 +43,9 @@ struct tool_context {
   std::string shell_program = "/bin/bash";
   /// Shell commands that do not set their own timeout are killed after this long.
   std::chrono::milliseconds shell_timeout{120000};
+  /// Tags every process the tools start (TROUPE_PROCESS_OWNER, the session's id): what they
+  /// leave behind is found by it and stopped when the session ends. Empty: untagged.
+  std::string process_owner;
   /// The deny rule (its text) that forbids reading a path, if one does: the search tools leave
   /// such files out and say so. Unset: no rule denies reading.
   std::function<std::optional<std::string>(const std::filesystem::path&)> read_denied;

@@ -27,8 +27,10 @@ struct executor_fixture {
   tool_context context;
   tool_executor_actor executor;
 
-  explicit executor_fixture(size_t output_cap = 30000, size_t capture_cap = 10 << 20) {
+  explicit executor_fixture(size_t output_cap = 30000, size_t capture_cap = 10 << 20,
+                            std::string owner = "") {
     context.cwd = dir.path();
+    context.process_owner = std::move(owner);
     context.output_cap = output_cap;
     context.capture_cap = capture_cap;
     context.results_dir = dir / "results";
@@ -322,4 +324,54 @@ TEST_CASE("a cancel or the executor's end tells a running scan to stop") {
     CHECK(wait_until([&] { return stopped_early->load(); }, std::chrono::seconds{10}));
     caf::anon_send_exit(executor, caf::exit_reason::user_shutdown);
   }
+}
+
+namespace {
+
+/// A tag no other test run shares: the sweeps look at every process this user may read.
+std::string unique_owner() { return "executor-test-" + std::to_string(::getpid()) + "-" +
+                                    std::to_string(std::chrono::steady_clock::now()
+                                                     .time_since_epoch().count()); }
+
+bool alive(int pid) {
+  auto status = read_file("/proc/" + std::to_string(pid) + "/status");
+  return !status.empty() && status.find("\nState:\tZ") == std::string::npos;
+}
+
+} // namespace
+
+TEST_CASE("what the session's shell detached runs until the executor ends, then goes") {
+  int pid = 0;
+  {
+    executor_fixture f{30000, 10 << 20, unique_owner()};
+    pid = std::stoi(f.shell("setsid sleep 30 >/dev/null 2>&1 & echo $!").output);
+    CHECK(f.shell("echo next").output == "next\n");
+    CHECK(alive(pid)); // started with `&` in this session: it is the session's until its end
+  }
+  CHECK(wait_until_gone(pid, std::chrono::seconds{10}));
+  ::kill(pid, SIGKILL);
+}
+
+TEST_CASE("a timed-out command takes what it detached from its group with it") {
+  executor_fixture f{30000, 10 << 20, unique_owner()};
+  auto r = f.run("shell", {{"command", "setsid sleep 30 >/dev/null 2>&1 & echo $! > escaped.pid; "
+                                       "sleep 30"},
+                           {"timeout", 0.3}});
+  CHECK(r.output.find("timed out") != std::string::npos);
+  auto pid = std::stoi(read_file(f.dir / "escaped.pid"));
+  CHECK(wait_until_gone(pid, std::chrono::seconds{10}));
+  ::kill(pid, SIGKILL);
+}
+
+TEST_CASE("task_stop also stops what the task detached from its group") {
+  executor_fixture f{30000, 10 << 20, unique_owner()};
+  auto started = f.run("shell", {{"command", "setsid sleep 30 >/dev/null 2>&1 & "
+                                             "echo $! > detached.pid; wait"},
+                                 {"run_in_background", true}});
+  REQUIRE(wait_until([&] { return !read_file(f.dir / "detached.pid").empty(); }));
+  auto pid = std::stoi(read_file(f.dir / "detached.pid"));
+  CHECK(alive(pid));
+  f.run("task_stop", {{"task_id", task_id_of(started)}});
+  CHECK(wait_until_gone(pid, std::chrono::seconds{10}));
+  ::kill(pid, SIGKILL);
 }

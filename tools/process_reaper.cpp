@@ -1,0 +1,213 @@
+#include "tools/process_reaper.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "tools/child_process.hpp"
+
+namespace troupe {
+
+namespace {
+
+struct process_entry {
+  pid_t pid = 0;
+  pid_t ppid = 0;
+  char state = '?';
+};
+
+// Reads at most `cap` bytes of a /proc file; empty when it cannot be read.
+std::string read_proc_file(const std::string& path, size_t cap) {
+  std::string out;
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return out;
+  char buffer[4096];
+  while (out.size() < cap) {
+    auto n = ::read(fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      break;
+    out.append(buffer, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return out;
+}
+
+// Every process's pid, parent and state, from /proc/<pid>/stat: one pass over /proc.
+std::vector<process_entry> read_process_table() {
+  std::vector<process_entry> table;
+  DIR* proc = ::opendir("/proc");
+  if (proc == nullptr)
+    return table;
+  while (auto* entry = ::readdir(proc)) {
+    char* end = nullptr;
+    long pid = std::strtol(entry->d_name, &end, 10);
+    if (pid <= 0 || *end != '\0')
+      continue;
+    auto stat = read_proc_file("/proc/" + std::string{entry->d_name} + "/stat", 1024);
+    // "pid (comm) state ppid …": the name may hold spaces and parentheses; the last ')' ends it.
+    auto close = stat.rfind(')');
+    if (close == std::string::npos || close + 4 >= stat.size())
+      continue;
+    process_entry p;
+    p.pid = static_cast<pid_t>(pid);
+    p.state = stat[close + 2];
+    p.ppid = static_cast<pid_t>(std::strtol(stat.c_str() + close + 4, nullptr, 10));
+    table.push_back(p);
+  }
+  ::closedir(proc);
+  return table;
+}
+
+// True when the process's environment names `owner` or one of its units as its owner.
+bool owned_by(pid_t pid, const std::string& owner) {
+  auto environment = read_proc_file("/proc/" + std::to_string(pid) + "/environ", 1 << 20);
+  auto key = std::string{process_owner_variable} + "=";
+  size_t at = 0;
+  while (at < environment.size()) {
+    auto end = environment.find('\0', at);
+    if (end == std::string::npos)
+      end = environment.size();
+    if (environment.compare(at, key.size(), key) == 0) {
+      auto value = environment.substr(at + key.size(), end - at - key.size());
+      return value == owner ||
+             (value.size() > owner.size() && value.compare(0, owner.size(), owner) == 0 &&
+              value[owner.size()] == '/');
+    }
+    at = end + 1;
+  }
+  return false;
+}
+
+bool is_subreaper() {
+  int flag = 0;
+  return ::prctl(PR_GET_CHILD_SUBREAPER, &flag, 0, 0, 0) == 0 && flag != 0;
+}
+
+/// A process that forks as fast as it is killed is not waited for forever.
+constexpr int max_rounds = 100;
+
+// Kills the processes `owner` selects (all of this process's children when `everything`) and
+// their descendants, scanning again until a scan finds nobody new: a process may fork between
+// the scan and the kill, and its child then shows up in the next one.
+size_t kill_selected(const std::string& owner, bool everything) {
+  const pid_t self = ::getpid();
+  // Orphans stay below a subreaper; without one they went to init and may be anywhere.
+  const bool below_self = everything || is_subreaper();
+  std::unordered_set<pid_t> signalled;
+  std::unordered_map<pid_t, bool> verdicts;
+  auto selected = [&](pid_t pid) {
+    if (everything)
+      return true;
+    auto known = verdicts.find(pid);
+    if (known != verdicts.end())
+      return known->second;
+    return verdicts[pid] = owned_by(pid, owner);
+  };
+  for (int round = 0; round < max_rounds; ++round) {
+    auto table = read_process_table();
+    std::unordered_map<pid_t, std::vector<pid_t>> children;
+    std::unordered_map<pid_t, char> states;
+    for (auto& p : table) {
+      children[p.ppid].push_back(p.pid);
+      states[p.pid] = p.state;
+    }
+    std::vector<pid_t> targets;
+    if (below_self) {
+      for (auto child : children[self])
+        if (selected(child))
+          targets.push_back(child);
+    } else {
+      for (auto& p : table)
+        if (p.pid != self && p.state != 'Z' && selected(p.pid))
+          targets.push_back(p.pid);
+    }
+    std::unordered_set<pid_t> seen{targets.begin(), targets.end()};
+    for (size_t i = 0; i < targets.size(); ++i)
+      for (auto child : children[targets[i]])
+        if (child != self && seen.insert(child).second)
+          targets.push_back(child);
+    size_t fresh = 0;
+    for (auto pid : targets) {
+      if (states[pid] == 'Z' || signalled.count(pid) != 0)
+        continue;
+      if (::kill(pid, SIGKILL) == 0) {
+        signalled.insert(pid);
+        ++fresh;
+      }
+    }
+    if (fresh == 0)
+      break;
+  }
+  reap_orphans();
+  return signalled.size();
+}
+
+} // namespace
+
+size_t stop_owned_processes(const std::string& owner) {
+  if (owner.empty())
+    return 0;
+  return kill_selected(owner, false);
+}
+
+size_t stop_all_descendants() {
+  return kill_selected("", true);
+}
+
+void reap_orphans() {
+  // A peek first: with no exited child at all there is nothing to scan for.
+  siginfo_t info;
+  std::memset(&info, 0, sizeof info);
+  if (::waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid == 0)
+    return;
+  const pid_t self = ::getpid();
+  std::vector<pid_t> zombies;
+  for (auto& p : read_process_table())
+    if (p.ppid == self && p.state == 'Z')
+      zombies.push_back(p.pid);
+  reap_unclaimed(zombies);
+}
+
+process_reaper::process_reaper(std::chrono::milliseconds period) {
+  subreaper_ = ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0;
+  error_ = subreaper_ ? 0 : errno;
+  thread_ = std::thread{[this, period] {
+    // Signals are for the threads that wait for them (the CLI's forwarder), never this one.
+    sigset_t all;
+    sigfillset(&all);
+    ::pthread_sigmask(SIG_BLOCK, &all, nullptr);
+    std::unique_lock<std::mutex> lock{mutex_};
+    while (!stopping_) {
+      wake_.wait_for(lock, period, [this] { return stopping_; });
+      lock.unlock();
+      reap_orphans();
+      lock.lock();
+    }
+  }};
+}
+
+process_reaper::~process_reaper() {
+  {
+    std::lock_guard<std::mutex> lock{mutex_};
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  thread_.join();
+  stop_all_descendants();
+}
+
+} // namespace troupe
