@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "actors/ids.hpp"
+#include "protocol/bounded_json.hpp"
 #include "tools/tool_spec.hpp"
 
 namespace troupe {
@@ -109,7 +110,8 @@ expected<control_file> read_control_file(const std::filesystem::path& session_di
   auto path = session_dir / "control.json";
   if (!read_whole_file(path, text).empty())
     return failure{"no control endpoint (" + path.string() + " is missing)"};
-  auto json = nlohmann::json::parse(text, nullptr, false);
+  auto parsed = parse_json_bounded(text);
+  auto json = parsed ? std::move(*parsed) : nlohmann::json{};
   if (!json.is_object() || !json.contains("port") || !json.contains("token"))
     return failure{path.string() + " is not a control file"};
   control_file file;

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "actors/transcript.hpp"
+#include "protocol/bounded_json.hpp"
 
 namespace troupe {
 
@@ -94,11 +95,12 @@ expected<std::vector<task_notification>> read_notifications(const std::filesyste
   auto data = read_from(lock.fd(), offset);
   size_t pos = 0;
   for (auto end = data.find('\n'); end != std::string::npos; end = data.find('\n', pos)) {
-    auto parsed = nlohmann::json::parse(data.substr(pos, end - pos), nullptr, false);
+    auto parsed = parse_json_bounded(std::string_view{data}.substr(pos, end - pos),
+                                     max_record_depth);
     pos = end + 1;
-    if (parsed.is_object()) {
+    if (parsed && parsed->is_object()) {
       try {
-        out.push_back(parsed.get<task_notification>());
+        out.push_back(parsed->get<task_notification>());
         continue;
       } catch (const nlohmann::json::exception&) {
       }
@@ -125,8 +127,8 @@ void release_notifications(const std::filesystem::path& queue, size_t& offset,
       break;
     auto line = data.substr(pos, end - pos + 1);
     pos = end + 1;
-    auto parsed = nlohmann::json::parse(line, nullptr, false);
-    if (parsed.is_object() && undelivered.count(parsed.value("id", std::string{})))
+    auto parsed = parse_json_bounded(line, max_record_depth);
+    if (parsed && parsed->is_object() && undelivered.count(parsed->value("id", std::string{})))
       kept += line;
   }
   auto new_offset = kept.size();

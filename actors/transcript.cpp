@@ -10,6 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "protocol/bounded_json.hpp"
+
 namespace troupe {
 
 namespace {
@@ -92,12 +94,12 @@ expected<loaded_transcript> load_transcript(const std::filesystem::path& path,
     ++line_number;
     bool whole = end != std::string::npos;
     if (!line.empty()) {
-      auto parsed = nlohmann::json::parse(line, nullptr, false);
+      auto parsed = parse_json_bounded(line, max_record_depth);
       message msg;
-      bool ok = !parsed.is_discarded();
+      bool ok = static_cast<bool>(parsed);
       if (ok) {
         try {
-          parsed.get_to(msg);
+          parsed->get_to(msg);
         } catch (const nlohmann::json::exception&) {
           ok = false;
         }
@@ -168,11 +170,13 @@ expected<loop_state> read_loop_state(const std::filesystem::path& path) {
   std::ifstream in{path, std::ios::binary};
   if (!in)
     return failure{"cannot read " + path.string()};
-  auto parsed = nlohmann::json::parse(in, nullptr, false);
-  if (parsed.is_discarded())
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  auto parsed = parse_json_bounded(buffer.str(), max_record_depth);
+  if (!parsed)
     return failure{path.string() + " is not valid JSON"};
   try {
-    return parsed.get<loop_state>();
+    return parsed->get<loop_state>();
   } catch (const nlohmann::json::exception& e) {
     return failure{path.string() + " is not a loop state: " + e.what()};
   }

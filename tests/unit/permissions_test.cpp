@@ -164,3 +164,13 @@ TEST_CASE("settings files: rules read, missing is none, malformed is an error na
   CHECK(load_permission_rules(dir / "bad_list.json").error().find("must be an array") !=
         std::string::npos);
 }
+
+TEST_CASE("a settings file nested 100,000 deep is an error naming the file and the depth") {
+  temp_dir dir;
+  write_file(dir / "deep.json", "{\"permissions\": " + std::string(100000, '[') +
+                                  std::string(100000, ']') + "}");
+  auto deep = load_permission_rules(dir / "deep.json");
+  REQUIRE_FALSE(deep);
+  CHECK(deep.error() == "settings file " + (dir / "deep.json").string() +
+                          " is not a JSON object (JSON nested deeper than 512 levels)");
+}
