@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <string>
 
@@ -17,17 +18,30 @@ void fuzz_check(bool holds, const char* what) {
   std::abort();
 }
 
-const char* scratch_file(const char* name) {
-  static std::string dir = [] {
+namespace {
+
+// The process's scratch directory, removed with what is in it when the process exits.
+struct scratch_dir {
+  std::string path;
+  scratch_dir() {
     std::string base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
-    std::string templ = base + "/troupe-fuzz-XXXXXX";
-    fuzz_check(mkdtemp(templ.data()) != nullptr, "mkdtemp");
-    return templ;
-  }();
+    path = base + "/troupe-fuzz-XXXXXX";
+    fuzz_check(mkdtemp(path.data()) != nullptr, "mkdtemp");
+  }
+  ~scratch_dir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+};
+
+} // namespace
+
+const char* scratch_file(const char* name) {
+  static scratch_dir dir;
   static std::map<std::string, std::string> paths;
   auto& path = paths[name];
   if (path.empty())
-    path = dir + "/" + name;
+    path = dir.path + "/" + name;
   return path.c_str();
 }
 

@@ -1,6 +1,7 @@
 #include "protocol/bounded_json.hpp"
 
 #include <string>
+#include <utility>
 
 namespace troupe {
 
@@ -50,7 +51,7 @@ expected<nlohmann::json> parse_json_bounded(std::string_view text, size_t max_de
   auto parsed = nlohmann::json::parse(text, nullptr, false);
   if (parsed.is_discarded())
     return failure{invalid_json_message};
-  return parsed;
+  return expected<nlohmann::json>{std::move(parsed)};
 }
 
 } // namespace troupe

@@ -6,8 +6,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "protocol/bounded_json.hpp"
-
 namespace nlohmann {
 
 /// Inspects a JSON value as its serialised text, so remote nodes can read it too.
@@ -19,14 +17,7 @@ typename Inspector::result_type inspect(Inspector& f, json& x) {
   } else {
     std::string text;
     auto result = f(text);
-    // A peer's text is bounded like any JSON from outside; what does not parse arrives as a
-    // discarded value (never a tree too deep to copy).
-    if (text.empty()) {
-      x = json{};
-    } else {
-      auto parsed = troupe::parse_json_bounded(text, troupe::max_record_depth);
-      x = parsed ? std::move(*parsed) : json(json::value_t::discarded);
-    }
+    x = text.empty() ? json{} : json::parse(text, nullptr, false);
     return result;
   }
 }

@@ -19,7 +19,7 @@ TEST_CASE("json_nesting_depth counts brackets outside strings only") {
   CHECK(json_nesting_depth("", 10) == 0);
   CHECK(json_nesting_depth("42", 10) == 0);
   CHECK(json_nesting_depth("[]", 10) == 1);
-  CHECK(json_nesting_depth(R"({"a": [1, {"b": []}], "c": {}})", 10) == 3);
+  CHECK(json_nesting_depth(R"({"a": [1, {"b": []}], "c": {}})", 10) == 4);
   CHECK(json_nesting_depth(R"(["[[[[{{{{", "]]]"])", 10) == 1);
   CHECK(json_nesting_depth(R"(["a \"[[[[\" b", [1]])", 10) == 2);
   CHECK(json_nesting_depth(R"(["a \\", [[1]]])", 10) == 3); // the escaped backslash ends it

@@ -71,19 +71,3 @@ TEST_CASE("messages and snapshots survive CAF's binary serialisation") {
   CHECK(*copy.messages[1] == m);
   CHECK(caf::deep_to_string(m).find("running") != std::string::npos);
 }
-
-TEST_CASE("JSON a peer sends nested 100,000 deep arrives discarded, never as a deep tree") {
-  troupe::test::actor_system_fixture actors;
-  // A tool call as CAF writes it, with the input's text replaced by a hostile peer's.
-  std::vector<char> buffer;
-  caf::binary_serializer sink{actors.sys(), buffer};
-  std::string deep = std::string(100000, '[') + std::string(100000, ']');
-  REQUIRE(!sink(std::string{"call_1"}, std::string{"shell"}, deep, call_format::native));
-  tool_call call;
-  caf::binary_deserializer source{actors.sys(), buffer};
-  REQUIRE(!source(call));
-  CHECK(call.name == "shell");
-  CHECK(call.input.is_discarded());
-  tool_call copy = call; // a deep tree would overflow the stack here
-  CHECK(copy.input.is_discarded());
-}

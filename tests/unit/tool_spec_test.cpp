@@ -18,7 +18,7 @@ TEST_CASE("arguments kept as text say why they are not an object, and are shown 
                        "levels), got \"[[[",
                        0) == 0);
   CHECK(problem->size() < 400);
-  CHECK(problem->find("199801 more bytes") != std::string::npos);
+  CHECK(problem->find("199802 more bytes") != std::string::npos);
   auto not_json = validate_input(shell, json("ls -la"));
   REQUIRE(not_json);
   CHECK(*not_json == "input of tool 'shell' must be a JSON object (not valid JSON), got \"ls -la\"");
