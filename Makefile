@@ -3,12 +3,14 @@ BUILD_DIR ?= build
 BUILD_TYPE ?= Debug
 JOBS ?= 2
 CMAKE_FLAGS ?=
+# Seconds each fuzz target runs in `make fuzz-smoke`.
+FUZZ_SECONDS ?= 60
 
 ifeq ($(CI),true)
   CMAKE_FLAGS += -DTROUPE_WERROR=ON
 endif
 
-.PHONY: deps configure build demo test bench asan clean
+.PHONY: deps fuzz-deps configure build demo test bench asan fuzz-build fuzz-smoke clean
 
 deps:
 	@scripts/install-deps.sh
@@ -37,5 +39,18 @@ asan: deps
 	cmake --build build-asan -j $(JOBS)
 	cd build-asan && UBSAN_OPTIONS=suppressions=$(CURDIR)/tests/ubsan.supp ctest --output-on-failure -j $(JOBS)
 
+# libFuzzer targets (fuzz/): clang and its runtime are needed only here, not by `make build`.
+fuzz-deps: deps
+	@scripts/install-deps.sh fuzz
+
+fuzz-build: fuzz-deps
+	cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_COMPILER=clang++-14 \
+	  -DTROUPE_FUZZ=ON -DTROUPE_BUILD_TESTS=OFF $(CMAKE_FLAGS)
+	cmake --build build-fuzz -j $(JOBS) --target fuzz_all
+
+# Runs every target for FUZZ_SECONDS from its seed corpus; fails when one finds a crash.
+fuzz-smoke: fuzz-build
+	scripts/fuzz-smoke.sh build-fuzz $(FUZZ_SECONDS)
+
 clean:
-	rm -rf $(BUILD_DIR) build-release build-asan
+	rm -rf $(BUILD_DIR) build-release build-asan build-fuzz

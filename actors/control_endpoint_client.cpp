@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "actors/ids.hpp"
+#include "protocol/bounded_json.hpp"
 
 namespace troupe {
 
@@ -77,7 +78,8 @@ expected<control_file> read_control_file(const std::filesystem::path& session_di
     if (text.size() > max_control_file)
       return failure{path.string() + " is not a control file (too large)"};
   }
-  auto json = nlohmann::json::parse(text, nullptr, false);
+  auto parsed = parse_json_bounded(text);
+  auto json = parsed ? std::move(*parsed) : nlohmann::json{};
   if (!json.is_object() || !json.contains("token") || !json["token"].is_string())
     return failure{path.string() + " is not a control file"};
   if (!json.contains("socket") || !json["socket"].is_string())
@@ -127,7 +129,10 @@ std::string control_request_line(const std::string& token, const std::string& co
 
 expected<control_request> parse_control_request(const std::string& line) {
   // The line is at most max_control_request bytes: parsing it costs a bounded amount.
-  auto json = nlohmann::json::parse(line, nullptr, false);
+  auto parsed = parse_json_bounded(line);
+  if (!parsed)
+    return failure{parsed.error()};
+  auto& json = *parsed;
   if (!json.is_object())
     return failure{"not a JSON object"};
   auto text = [&](const char* key) -> const nlohmann::json* {

@@ -20,6 +20,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/ids.hpp"
+#include "protocol/bounded_json.hpp"
 #include "tools/child_process.hpp"
 #include "tools/process_reaper.hpp"
 
@@ -400,7 +401,9 @@ hook_outcome combine_hook_results(const std::string& event,
     } else if (r.exit_code != 0) {
       what = "error";
     } else {
-      auto json = nlohmann::json::parse(r.out, nullptr, false);
+      // Output that is not JSON (or nests too deep) is the hook's text, not an answer.
+      auto parsed = parse_json_bounded(r.out);
+      auto json = parsed ? std::move(*parsed) : nlohmann::json{};
       if (json.is_object()) {
         auto specific = json.find("hookSpecificOutput");
         bool has_specific = specific != json.end() && specific->is_object();

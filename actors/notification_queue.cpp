@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "actors/transcript.hpp"
+#include "protocol/bounded_json.hpp"
 #include "tools/private_files.hpp"
 
 namespace troupe {
@@ -91,11 +92,11 @@ size_t scan_lines(int fd, size_t from, size_t until, size_t max_line, On_line&& 
 }
 
 std::optional<task_notification> parse_entry(const std::string& line) {
-  auto parsed = nlohmann::json::parse(line, nullptr, false);
-  if (!parsed.is_object())
+  auto parsed = parse_json_bounded(line, max_record_depth);
+  if (!parsed || !parsed->is_object())
     return std::nullopt;
   try {
-    return parsed.get<task_notification>();
+    return parsed->get<task_notification>();
   } catch (const nlohmann::json::exception&) {
     return std::nullopt;
   }

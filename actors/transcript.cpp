@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "protocol/bounded_json.hpp"
 #include "tools/private_files.hpp"
 
 namespace troupe {
@@ -143,12 +144,12 @@ expected<loaded_transcript> load_transcript(const std::filesystem::path& path,
     ++line_number;
     bool whole = !in.eof();
     if (!line.empty()) {
-      auto parsed = nlohmann::json::parse(line, nullptr, false);
+      auto parsed = parse_json_bounded(line, max_record_depth);
       message msg;
-      bool ok = !parsed.is_discarded();
+      bool ok = static_cast<bool>(parsed);
       if (ok) {
         try {
-          parsed.get_to(msg);
+          parsed->get_to(msg);
         } catch (const nlohmann::json::exception&) {
           ok = false;
         }
@@ -239,11 +240,13 @@ expected<loop_state> read_loop_state(const std::filesystem::path& path) {
   std::ifstream in{path, std::ios::binary};
   if (!in)
     return failure{"cannot read " + path.string()};
-  auto parsed = nlohmann::json::parse(in, nullptr, false);
-  if (parsed.is_discarded())
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  auto parsed = parse_json_bounded(buffer.str(), max_record_depth);
+  if (!parsed)
     return failure{path.string() + " is not valid JSON"};
   try {
-    return parsed.get<loop_state>();
+    return parsed->get<loop_state>();
   } catch (const nlohmann::json::exception& e) {
     return failure{path.string() + " is not a loop state: " + e.what()};
   }

@@ -19,6 +19,7 @@
 #include "actors/ids.hpp"
 #include "actors/transcript.hpp"
 #include "context/token_budget.hpp"
+#include "protocol/bounded_json.hpp"
 #include "tools/private_files.hpp"
 #include "tools/tool_spec.hpp"
 #include "orchestrator/environment.hpp"
@@ -42,12 +43,12 @@ std::optional<nlohmann::json> read_json(const std::filesystem::path& path) {
   // A live session rewrites the file in place (json_file): a read that races the write can
   // come back torn, and reading again a moment later gets the whole file.
   for (int attempt = 0; attempt < 5; ++attempt) {
-    std::ifstream in{path, std::ios::binary};
-    if (!in)
+    std::string text;
+    if (!read_whole_file(path, text).empty())
       return std::nullopt;
-    auto parsed = nlohmann::json::parse(in, nullptr, false);
-    if (!parsed.is_discarded())
-      return parsed.is_object() ? std::optional{std::move(parsed)} : std::nullopt;
+    auto parsed = parse_json_bounded(text, max_record_depth);
+    if (parsed)
+      return parsed->is_object() ? std::optional{std::move(*parsed)} : std::nullopt;
     std::this_thread::sleep_for(std::chrono::milliseconds{1});
   }
   return std::nullopt;
@@ -58,7 +59,8 @@ void fill_from_transcript(const std::filesystem::path& dir, session_info& info) 
   std::ifstream in{dir / "transcript.jsonl", std::ios::binary};
   std::string line;
   while (std::getline(in, line)) {
-    auto m = nlohmann::json::parse(line, nullptr, false);
+    auto parsed = parse_json_bounded(line, max_record_depth);
+    auto m = parsed ? std::move(*parsed) : nlohmann::json{};
     if (m.is_object() && m.value("role", "") == "user" && m.value("origin", "") == "prompt") {
       info.first_prompt = m.value("content", std::string{}).substr(0, 200);
       info.created_ms = m.value("timestamp_ms", int64_t{0});

@@ -102,12 +102,14 @@ public:
     if (failed_)
       return text;
     for (auto& event : parser_.feed(bytes)) {
-      auto data = json::parse(sanitize_utf8(event.data), nullptr, false);
-      if (data.is_discarded() || !data.is_object()) {
+      auto bounded = parse_json_bounded(sanitize_utf8(event.data));
+      if (!bounded || !bounded->is_object()) {
         fail(bad_response(provider_kind::anthropic, model_error_kind::transport,
-                          "malformed JSON in a stream event", event.data));
+                          "malformed JSON in a stream event" + detail::depth_note(bounded),
+                          event.data));
         return text;
       }
+      auto data = std::move(*bounded);
       auto type = event.event.empty() ? data.value("type", std::string{}) : event.event;
       if (type == "message_start") {
         if (auto msg = data.find("message"); msg != data.end() && msg->contains("usage"))
@@ -217,11 +219,12 @@ std::unique_ptr<reply_decoder> make_anthropic_decoder(size_t max_event_bytes) {
 }
 
 model_reply parse_anthropic_reply(std::string_view body) {
-  auto parsed = json::parse(sanitize_utf8(body), nullptr, false);
-  if (parsed.is_discarded() || !parsed.is_object() || !parsed.contains("content") ||
-      !parsed["content"].is_array())
+  auto bounded = parse_json_bounded(sanitize_utf8(body));
+  auto parsed = bounded ? std::move(*bounded) : nlohmann::json{};
+  if (!parsed.is_object() || !parsed.contains("content") || !parsed["content"].is_array())
     return bad_response(provider_kind::anthropic, model_error_kind::transport,
-                        "the response is not a Messages JSON object", body);
+                        "the response is not a Messages JSON object" + detail::depth_note(bounded),
+                        body);
   model_reply reply;
   reply.assistant.role = role::assistant;
   for (auto& b : parsed["content"]) {

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "protocol/bounded_json.hpp"
 #include "providers/provider.hpp"
 #include "providers/sse.hpp"
 
@@ -51,6 +52,10 @@ std::string anthropic_error_message(const nlohmann::json& body);
 /// Parses tool-call arguments; text that is not a JSON object is kept as a JSON string, so the
 /// executor answers the model with a schema error instead of running a guess.
 nlohmann::json parse_arguments(const std::string& text);
+
+/// Returns " (JSON nested deeper than N levels)" when parsed failed for its depth, else "": what
+/// a "malformed JSON" message adds so the reader knows why valid-looking JSON was refused.
+std::string depth_note(const expected<nlohmann::json>& parsed);
 
 /// Renders a tool result as plain text for providers that are not told about tools.
 std::string tool_result_as_text(const message& m);

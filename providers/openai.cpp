@@ -87,12 +87,14 @@ public:
         done_ = true;
         continue;
       }
-      auto chunk = json::parse(sanitize_utf8(event.data), nullptr, false);
-      if (chunk.is_discarded() || !chunk.is_object()) {
+      auto bounded = parse_json_bounded(sanitize_utf8(event.data));
+      if (!bounded || !bounded->is_object()) {
         fail(bad_response(provider_kind::openai, model_error_kind::transport,
-                          "malformed JSON in a stream event", event.data));
+                          "malformed JSON in a stream event" + detail::depth_note(bounded),
+                          event.data));
         return text;
       }
+      auto chunk = std::move(*bounded);
       if (auto error = chunk.find("error"); error != chunk.end()) {
         fail(parse_error(provider_kind::openai, 500, chunk.dump()));
         return text;
@@ -203,10 +205,11 @@ std::unique_ptr<reply_decoder> make_openai_decoder(size_t max_event_bytes) {
 }
 
 model_reply parse_openai_reply(std::string_view body) {
-  auto parsed = json::parse(sanitize_utf8(body), nullptr, false);
-  if (parsed.is_discarded() || !parsed.is_object())
+  auto bounded = parse_json_bounded(sanitize_utf8(body));
+  if (!bounded || !bounded->is_object())
     return bad_response(provider_kind::openai, model_error_kind::transport,
-                        "the response is not JSON", body);
+                        "the response is not JSON" + detail::depth_note(bounded), body);
+  auto parsed = std::move(*bounded);
   auto choices = parsed.find("choices");
   if (choices == parsed.end() || !choices->is_array() || choices->empty() ||
       !(*choices)[0].contains("message"))

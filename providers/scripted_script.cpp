@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "protocol/bounded_json.hpp"
+
 namespace troupe {
 
 namespace {
@@ -70,11 +72,11 @@ expected<script> parse_script(std::string_view text, const std::string& source) 
     ++line_number;
     if (line.find_first_not_of(" \t\r") == std::string_view::npos)
       continue;
-    auto parsed = nlohmann::json::parse(line, nullptr, false);
-    if (parsed.is_discarded())
-      return failure{source + " line " + std::to_string(line_number) +
-                     ": not valid JSON; each line must be one JSON object"};
-    auto reply = parse_line(parsed, line_number);
+    auto parsed = parse_json_bounded(line);
+    if (!parsed)
+      return failure{source + " line " + std::to_string(line_number) + ": " + parsed.error() +
+                     "; each line must be one JSON object"};
+    auto reply = parse_line(*parsed, line_number);
     if (!reply)
       return failure{source + " line " + std::to_string(line_number) + ": " + reply.error()};
     result.replies.push_back(std::move(*reply));

@@ -68,11 +68,11 @@ model_reply parse_error(provider_kind kind, int32_t status, std::string_view bod
   model_reply reply;
   reply.error = error_kind_for_status(status);
   reply.error_status = status;
-  auto parsed = nlohmann::json::parse(sanitize_utf8(body), nullptr, false);
+  auto parsed = parse_json_bounded(sanitize_utf8(body));
   std::string text;
-  if (!parsed.is_discarded() && parsed.is_object())
-    text = kind == provider_kind::openai ? detail::openai_error_message(parsed)
-                                         : detail::anthropic_error_message(parsed);
+  if (parsed && parsed->is_object())
+    text = kind == provider_kind::openai ? detail::openai_error_message(*parsed)
+                                         : detail::anthropic_error_message(*parsed);
   if (text.empty())
     return bad_response(kind, reply.error, "HTTP " + std::to_string(status), body);
   auto lower = text;
@@ -93,10 +93,16 @@ namespace detail {
 nlohmann::json parse_arguments(const std::string& text) {
   if (text.empty())
     return nlohmann::json::object();
-  auto parsed = nlohmann::json::parse(sanitize_utf8(text), nullptr, false);
-  if (parsed.is_discarded() || !parsed.is_object())
+  auto parsed = parse_json_bounded(sanitize_utf8(text));
+  if (!parsed || !parsed->is_object())
     return text;
-  return parsed;
+  return std::move(*parsed);
+}
+
+std::string depth_note(const expected<nlohmann::json>& parsed) {
+  if (parsed || parsed.error() == invalid_json_message)
+    return {};
+  return " (" + parsed.error() + ")";
 }
 
 std::string tool_result_as_text(const message& m) {

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Installs the Debian packages troupe builds and tests with, only when one is missing.
+# `install-deps.sh fuzz` installs what the libFuzzer targets need instead (clang, its runtime).
 set -euo pipefail
 
 packages=(
@@ -7,6 +8,9 @@ packages=(
   libcaf-dev libcurl4-openssl-dev nlohmann-json3-dev libspdlog-dev
   doctest-dev libcli11-dev libbenchmark-dev libedit-dev python3 tmux
 )
+if [[ "${1:-}" == "fuzz" ]]; then
+  packages=(clang-14 libclang-rt-14-dev)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 
+#include "protocol/bounded_json.hpp"
 #include "tools/path_match.hpp"
 #include "tools/real_path.hpp"
 
@@ -215,10 +216,13 @@ expected<nlohmann::json> read_settings_file(const std::filesystem::path& file) {
   std::string text;
   if (!read_whole_file(file, text).empty())
     return failure{"cannot read settings file " + file.string()};
-  auto json = nlohmann::json::parse(text, nullptr, false);
-  if (json.is_discarded() || !json.is_object())
+  auto json = parse_json_bounded(text);
+  if (!json)
+    return failure{"settings file " + file.string() + " is not a JSON object" +
+                   (json.error() == invalid_json_message ? "" : " (" + json.error() + ")")};
+  if (!json->is_object())
     return failure{"settings file " + file.string() + " is not a JSON object"};
-  return json;
+  return std::move(*json);
 }
 
 expected<permission_rules> load_permission_rules(const std::filesystem::path& file) {

@@ -1,5 +1,7 @@
 #include "tools/todo.hpp"
 
+#include "protocol/bounded_json.hpp"
+
 namespace troupe {
 
 std::optional<std::string> check_todos(const nlohmann::json& todos) {
@@ -71,9 +73,8 @@ tool_spec todo_tool() {
   spec.examples = {{"", "[{\"content\": \"Write the parser\", \"status\": \"in_progress\"},\n"
                         " {\"content\": \"Test it\", \"status\": \"pending\"}]\n"}};
   spec.input_from_block = [](std::string_view, std::string_view body) {
-    auto todos = nlohmann::json::parse(body, nullptr, false);
-    return nlohmann::json{{"todos", todos.is_discarded() ? nlohmann::json(std::string{body})
-                                                         : todos}};
+    auto todos = parse_json_bounded(body);
+    return nlohmann::json{{"todos", todos ? std::move(*todos) : nlohmann::json(std::string{body})}};
   };
   spec.run = run_todo;
   return spec;

@@ -9,6 +9,8 @@
 #include <sstream>
 #include <system_error>
 
+#include "protocol/bounded_json.hpp"
+
 namespace troupe {
 
 namespace {
@@ -29,6 +31,16 @@ bool has_json_type(const nlohmann::json& value, const std::string& type) {
   return true;
 }
 
+// A value as the model sees it in an error: its JSON text, cut after 200 bytes.
+std::string shown(const nlohmann::json& value) {
+  auto text = value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  if (text.size() <= 200)
+    return text;
+  auto cut = text.size() - 200;
+  text.resize(200);
+  return text + "… (" + std::to_string(cut) + " more bytes)";
+}
+
 } // namespace
 
 tool_descriptor describe(const tool_spec& spec) {
@@ -36,8 +48,15 @@ tool_descriptor describe(const tool_spec& spec) {
 }
 
 std::optional<std::string> validate_input(const tool_spec& spec, const nlohmann::json& input) {
-  if (!input.is_object())
-    return "input of tool '" + spec.name + "' must be a JSON object, got " + input.dump();
+  if (!input.is_object()) {
+    // Arguments that did not parse are kept as their text (providers/wire.cpp): say why.
+    std::string why;
+    if (input.is_string())
+      if (auto parsed = parse_json_bounded(input.get_ref<const std::string&>()); !parsed)
+        why = " (" + parsed.error() + ")";
+    return "input of tool '" + spec.name + "' must be a JSON object" + why + ", got " +
+           shown(input);
+  }
   if (auto required = spec.input_schema.find("required"); required != spec.input_schema.end())
     for (auto& key : *required)
       if (!input.contains(key.get<std::string>()))
@@ -52,7 +71,7 @@ std::optional<std::string> validate_input(const tool_spec& spec, const nlohmann:
     if (auto type = property->find("type"); type != property->end() && type->is_string())
       if (!has_json_type(value, type->get<std::string>()))
         return "argument '" + key + "' of tool '" + spec.name + "' must be of type " +
-               type->get<std::string>() + ", got " + value.dump();
+               type->get<std::string>() + ", got " + shown(value);
     if (value.is_number_integer())
       for (auto [bound, below] : {std::pair{"minimum", true}, std::pair{"maximum", false}})
         if (auto limit = property->find(bound);
@@ -60,7 +79,7 @@ std::optional<std::string> validate_input(const tool_spec& spec, const nlohmann:
             (below ? value.get<int64_t>() < limit->get<int64_t>()
                    : value.get<int64_t>() > limit->get<int64_t>()))
           return "argument '" + key + "' of tool '" + spec.name + "' must be " +
-                 (below ? "at least " : "at most ") + limit->dump() + ", got " + value.dump();
+                 (below ? "at least " : "at most ") + limit->dump() + ", got " + shown(value);
     if (auto shortest = property->find("minLength");
         value.is_string() && shortest != property->end() && shortest->is_number_integer() &&
         static_cast<int64_t>(value.get_ref<const std::string&>().size()) <
@@ -72,7 +91,7 @@ std::optional<std::string> validate_input(const tool_spec& spec, const nlohmann:
         for (auto& choice : *allowed)
           choices += (choices.empty() ? "" : ", ") + choice.dump();
         return "argument '" + key + "' of tool '" + spec.name + "' must be one of " + choices +
-               ", got " + value.dump();
+               ", got " + shown(value);
       }
   }
   return std::nullopt;

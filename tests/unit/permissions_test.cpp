@@ -218,3 +218,13 @@ TEST_CASE("the workspace boundary and path rules follow symbolic links") {
     CHECK_FALSE(f.policy.read_denial(work / "file_link"));
   }
 }
+
+TEST_CASE("a settings file nested 100,000 deep is an error naming the file and the depth") {
+  temp_dir dir;
+  write_file(dir / "deep.json", "{\"permissions\": " + std::string(100000, '[') +
+                                  std::string(100000, ']') + "}");
+  auto deep = load_permission_rules(dir / "deep.json");
+  REQUIRE_FALSE(deep);
+  CHECK(deep.error() == "settings file " + (dir / "deep.json").string() +
+                          " is not a JSON object (JSON nested deeper than 512 levels)");
+}

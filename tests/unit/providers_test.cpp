@@ -110,3 +110,61 @@ TEST_CASE("the default cap on one event rejects a 100 MiB line at 8 MiB") {
   CHECK(fed == size_t{8} << 20);
   CHECK(decoder->finish().error_message.find("exceeded 8388608 bytes") != std::string::npos);
 }
+
+namespace {
+
+std::string deep_arguments() { return std::string(100000, '[') + std::string(100000, ']'); }
+
+} // namespace
+
+TEST_CASE("tool-call arguments nested 100,000 deep stay text in both stream decoders") {
+  auto openai = make_stream_decoder(provider_kind::openai);
+  json chunk = {{"choices",
+                 {{{"delta",
+                    {{"tool_calls",
+                      {{{"index", 0},
+                        {"id", "c1"},
+                        {"function", {{"name", "shell"}, {"arguments", deep_arguments()}}}}}}}},
+                   {"finish_reason", "tool_calls"}}}}};
+  openai->feed("data: " + chunk.dump() + "\n\ndata: [DONE]\n\n");
+  auto anthropic = make_stream_decoder(provider_kind::anthropic);
+  json start = {{"type", "content_block_start"},
+                {"index", 0},
+                {"content_block", {{"type", "tool_use"}, {"id", "c1"}, {"name", "shell"}}}};
+  json delta = {{"type", "content_block_delta"},
+                {"index", 0},
+                {"delta", {{"type", "input_json_delta"}, {"partial_json", deep_arguments()}}}};
+  anthropic->feed("data: " + start.dump() + "\n\ndata: " + delta.dump() +
+                  "\n\ndata: {\"type\": \"message_stop\"}\n\n");
+  for (auto* decoder : {openai.get(), anthropic.get()}) {
+    auto reply = decoder->finish();
+    REQUIRE(reply.ok());
+    REQUIRE(reply.assistant.tool_calls.size() == 1);
+    // Kept as their text: the executor answers the model with an error naming the depth.
+    CHECK(reply.assistant.tool_calls[0].input.is_string());
+    CHECK(reply.assistant.tool_calls[0].input.get_ref<const std::string&>() == deep_arguments());
+  }
+}
+
+TEST_CASE("a reply body or stream event nested 100,000 deep is a clear error, not a crash") {
+  auto deep_input = std::string(100000, '[') + std::string(100000, ']');
+  auto body = R"({"content": [{"type": "tool_use", "id": "t", "name": "shell", "input": )" +
+              deep_input + "}]}";
+  auto whole = parse_reply(provider_kind::anthropic, body);
+  CHECK(whole.error == model_error_kind::transport);
+  CHECK(whole.error_message.find("not a Messages JSON object (JSON nested deeper than 512 "
+                                 "levels); received: ") != std::string::npos);
+  auto openai_body = R"({"choices": [{"message": {"content": )" + deep_input + "}}]}";
+  CHECK(parse_reply(provider_kind::openai, openai_body).error_message.find(
+          "the response is not JSON (JSON nested deeper than 512 levels)") != std::string::npos);
+  for (auto kind : {provider_kind::openai, provider_kind::anthropic}) {
+    auto decoder = make_stream_decoder(kind);
+    decoder->feed("data: {\"x\": " + deep_input + "}\n\n");
+    auto reply = decoder->finish();
+    CHECK(reply.error == model_error_kind::transport);
+    CHECK(reply.error_message.find("malformed JSON in a stream event (JSON nested deeper than "
+                                   "512 levels)") != std::string::npos);
+    auto error = parse_error(kind, 500, "{\"error\": " + deep_input + "}");
+    CHECK(error.error == model_error_kind::server);
+  }
+}

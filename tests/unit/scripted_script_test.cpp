@@ -52,3 +52,12 @@ TEST_CASE("statuses map to provider error kinds") {
   CHECK(error_kind_for_status(401) == model_error_kind::request);
   CHECK(error_kind_for_status(413) == model_error_kind::prompt_too_long);
 }
+
+TEST_CASE("a script line nested 100,000 deep is refused with its number, never parsed into a tree") {
+  auto deep = "{\"text\": \"a\"}\n{\"tool_calls\": [{\"name\": \"shell\", \"input\": " +
+              std::string(100000, '[') + std::string(100000, ']') + "}]}\n";
+  auto parsed = parse_script(deep, "s.jsonl");
+  REQUIRE_FALSE(parsed);
+  CHECK(parsed.error() ==
+        "s.jsonl line 2: JSON nested deeper than 512 levels; each line must be one JSON object");
+}

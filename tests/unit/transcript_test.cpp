@@ -174,3 +174,15 @@ TEST_CASE("a transcript append that fails part-way is taken back") {
   REQUIRE(loaded->messages.size() == 2);
   CHECK(loaded->messages[1].content == "third");
 }
+
+TEST_CASE("a transcript line nested 100,000 deep is a bad line, not a crash") {
+  temp_dir dir;
+  auto path = dir / "transcript.jsonl";
+  auto good = nlohmann::json(make_input("kept")).dump();
+  auto deep = R"({"id": "m", "role": "assistant", "tool_calls": [{"name": "shell", "input": )" +
+              std::string(100000, '[') + std::string(100000, ']') + "}]}";
+  write_file(path, good + "\n" + deep + "\n");
+  auto loaded = load_transcript(path, transcript_access::reader);
+  REQUIRE_FALSE(loaded);
+  CHECK(loaded.error().find("line 2 is not a valid message") != std::string::npos);
+}

@@ -1,0 +1,37 @@
+// The transcript line reader (actors/transcript): as a reader, and as the owner that repairs a
+// torn last line; and the state file reader on the same bytes.
+
+#include <unistd.h>
+
+#include <string>
+
+#include "actors/transcript.hpp"
+#include "fuzz/targets.hpp"
+
+namespace troupe::fuzz {
+
+int transcript(const uint8_t* data, size_t size) {
+  const char* path = scratch_file("transcript.jsonl");
+  std::string torn = std::string{path} + ".torn";
+  write_scratch(path, data, size);
+  if (auto read = load_transcript(path, transcript_access::reader))
+    for (auto& m : read->messages) {
+      nlohmann::json j = m;
+      j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    }
+  ::unlink(torn.c_str());
+  auto owned = load_transcript(path, transcript_access::owner);
+  if (owned) {
+    // What the owner repaired loads again the same, with nothing left to repair.
+    auto again = load_transcript(path, transcript_access::owner);
+    fuzz_check(static_cast<bool>(again), "a repaired transcript loads");
+    fuzz_check(again->messages == owned->messages, "a repaired transcript keeps its messages");
+    fuzz_check(again->repair_note.empty(), "a repaired transcript needs no second repair");
+  }
+  ::unlink(torn.c_str());
+  write_scratch(path, data, size);
+  read_loop_state(path);
+  return 0;
+}
+
+} // namespace troupe::fuzz

@@ -1,0 +1,31 @@
+// The tool spec's input check: what the model reads when its arguments do not fit.
+
+#include <doctest/doctest.h>
+
+#include "tools/shell.hpp"
+#include "tools/tool_spec.hpp"
+
+using namespace troupe;
+using nlohmann::json;
+
+TEST_CASE("arguments kept as text say why they are not an object, and are shown cut short") {
+  auto shell = shell_tool();
+  // What providers keep of arguments nested 100,000 deep: their text (providers/wire.cpp).
+  auto deep = std::string(100000, '[') + std::string(100000, ']');
+  auto problem = validate_input(shell, json(deep));
+  REQUIRE(problem);
+  CHECK(problem->rfind("input of tool 'shell' must be a JSON object (JSON nested deeper than 512 "
+                       "levels), got \"[[[",
+                       0) == 0);
+  CHECK(problem->size() < 400);
+  CHECK(problem->find("199802 more bytes") != std::string::npos);
+  auto not_json = validate_input(shell, json("ls -la"));
+  REQUIRE(not_json);
+  CHECK(*not_json == "input of tool 'shell' must be a JSON object (not valid JSON), got \"ls -la\"");
+  auto array = validate_input(shell, json::array({1}));
+  REQUIRE(array);
+  CHECK(*array == "input of tool 'shell' must be a JSON object, got [1]");
+  auto wrong_type = validate_input(shell, json{{"command", json::array({std::string(500, 'x')})}});
+  REQUIRE(wrong_type);
+  CHECK(wrong_type->size() < 400);
+}
