@@ -166,7 +166,11 @@ TEST_CASE("troupe background moves a foreground subagent to the background") {
      text_line("parent goes on"), text_line("child reported")});
   auto run = start_live(f, {"--model", parent, "go"}, "fg");
   auto agents = session_dir(f, "fg") / "agents";
-  REQUIRE(wait_until([&] { return std::filesystem::exists(agents); }));
+  // The directory can exist a moment before the agent's own directory is made in it.
+  REQUIRE(wait_until([&] {
+    std::error_code ec;
+    return !std::filesystem::is_empty(agents, ec) && !ec;
+  }));
   auto agent_id = std::filesystem::directory_iterator(agents)->path().filename().string();
   auto moved = run_troupe({"background", agent_id}, f.options());
   CHECK(moved.exit_code == 0);
