@@ -2,8 +2,10 @@
 // What the CLI reads from its environment, and how it reports errors. Only orchestrator/ reads
 // the environment.
 
+#include <cstddef>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "protocol/expected.hpp"
 
@@ -43,5 +45,13 @@ expected<long> parse_count(const std::string& text, const std::string& where, lo
 /// parse_count.
 expected<long> count_setting(const std::string& flag_value, const char* flag, const char* variable,
                              long fallback, long low, long high, const char* what);
+
+/// The largest notification text (`flag_value` from --max-bytes, else
+/// TROUPE_MAX_NOTIFICATION_BYTES, else 1 MiB).
+expected<size_t> notification_cap(const std::string& flag_value);
+
+/// Joins the words of a notification; with none, reads stdin when it is not a terminal, never
+/// more than `cap` + 1 bytes of it. Longer than `cap` bytes is an error.
+expected<std::string> read_notification_text(const std::vector<std::string>& words, size_t cap);
 
 } // namespace troupe

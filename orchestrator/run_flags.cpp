@@ -3,7 +3,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cctype>
 #include <cstdlib>
 #include <iostream>
@@ -18,7 +17,6 @@
 
 #include "actors/http_engine.hpp"
 #include "actors/ids.hpp"
-#include "actors/notification_queue.hpp"
 #include "actors/transcript.hpp"
 #include "context/context_window.hpp"
 #include "orchestrator/environment.hpp"
@@ -274,38 +272,6 @@ std::string read_prompt(const std::vector<std::string>& words) {
   while (!prompt.empty() && (prompt.back() == '\n' || prompt.back() == '\r'))
     prompt.pop_back();
   return prompt;
-}
-
-expected<size_t> notification_cap(const std::string& flag_value) {
-  auto cap = count_setting(flag_value, "--max-bytes", "TROUPE_MAX_NOTIFICATION_BYTES",
-                           static_cast<long>(notification_size_cap), 1,
-                           static_cast<long>(notification_size_ceiling), "bytes");
-  if (!cap)
-    return failure{cap.error()};
-  return static_cast<size_t>(*cap);
-}
-
-expected<std::string> read_notification_text(const std::vector<std::string>& words, size_t cap) {
-  auto text = join_words(words);
-  if (text.empty() && !isatty(STDIN_FILENO)) {
-    // Read in bounded steps and stop one byte past the cap: a huge or endless stdin costs no
-    // more than the cap.
-    char buffer[65536];
-    while (text.size() <= cap) {
-      auto n = ::read(STDIN_FILENO, buffer, std::min(sizeof buffer, cap + 1 - text.size()));
-      if (n < 0 && errno == EINTR)
-        continue;
-      if (n <= 0)
-        break;
-      text.append(buffer, static_cast<size_t>(n));
-    }
-  }
-  if (text.size() > cap)
-    return failure{"the notification is longer than " + std::to_string(cap) +
-                   " bytes (--max-bytes, TROUPE_MAX_NOTIFICATION_BYTES); nothing was sent"};
-  while (!text.empty() && (text.back() == '\n' || text.back() == '\r'))
-    text.pop_back();
-  return text;
 }
 
 static const std::vector<std::string> log_levels = {"trace", "debug", "info", "warn",

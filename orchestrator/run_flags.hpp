@@ -66,14 +66,6 @@ std::string join_words(const std::vector<std::string>& words);
 /// Joins the words of a prompt; with none, reads stdin when it is not a terminal.
 std::string read_prompt(const std::vector<std::string>& words);
 
-/// The largest notification text (`flag_value` from --max-bytes, else
-/// TROUPE_MAX_NOTIFICATION_BYTES, else 1 MiB).
-expected<size_t> notification_cap(const std::string& flag_value);
-
-/// Joins the words of a notification; with none, reads stdin when it is not a terminal, never
-/// more than `cap` + 1 bytes of it. Longer than `cap` bytes is an error.
-expected<std::string> read_notification_text(const std::vector<std::string>& words, size_t cap);
-
 /// Turns flags, environment and settings files into a checked run, or a one-line error.
 /// `interactive` (chat): a prompt is optional and the session waits for input.
 expected<run_settings> resolve_run(const run_flags& flags, bool interactive);

@@ -126,7 +126,7 @@ TEST_CASE("an append that fails part-way leaves the queue as it was and names th
   CHECK(bad == 0);
 }
 
-TEST_CASE("a torn last line never swallows the next entry; its bytes are set aside") {
+TEST_CASE("a torn last line never swallows the next entry, and its bytes are set aside") {
   temp_dir dir;
   auto queue = dir / "queue.jsonl";
   REQUIRE(append_notification(queue, entry("a")));
@@ -149,7 +149,7 @@ TEST_CASE("a torn last line never swallows the next entry; its bytes are set asi
   CHECK(read_file(set_aside_path(queue)) == torn + "\n");
 }
 
-TEST_CASE("a bad line that cannot be set aside stays in the queue; what came before is delivered") {
+TEST_CASE("a bad line that cannot be set aside stays in the queue, and what came before is delivered") {
   temp_dir dir;
   auto queue = dir / "queue.jsonl";
   REQUIRE(append_notification(queue, entry("a")));
@@ -176,7 +176,7 @@ TEST_CASE("a bad line that cannot be set aside stays in the queue; what came bef
   CHECK(read_file(set_aside_path(queue)) == "garbage\n");
 }
 
-TEST_CASE("an oversized line is streamed past and set aside; memory stays bounded") {
+TEST_CASE("an oversized line is streamed past and set aside in bounded memory") {
   temp_dir dir;
   auto queue = dir / "queue.jsonl";
   REQUIRE(append_notification(queue, entry("a")));
