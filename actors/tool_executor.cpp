@@ -103,6 +103,7 @@ struct tool_executor_state {
       [[maybe_unused]] auto n = ::write(job.wake, "x", 1);
       ::close(job.wake);
     }
+    shell.owner.clear(); // the session's sweep below covers the shell's unit: one scan, not two
     stop_shell(shell, true);
     // And whatever any of them left behind: setsid'd, double-forked or re-parented, it carries
     // the session's tag. Background tasks' waiters sweep their own units as they reap them.
