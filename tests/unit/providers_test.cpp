@@ -51,7 +51,10 @@ TEST_CASE("Anthropic requests never carry blank text or native tool blocks witho
 
 namespace {
 
-std::string deep_arguments() { return std::string(100000, '[') + std::string(100000, ']'); }
+// An object, as arguments should be, whose one value nests 100,000 deep.
+std::string deep_arguments() {
+  return "{\"command\": " + std::string(100000, '[') + std::string(100000, ']') + "}";
+}
 
 } // namespace
 
