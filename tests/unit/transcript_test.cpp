@@ -113,3 +113,18 @@ TEST_CASE("a transcript line nested 100,000 deep is a bad line, not a crash") {
   REQUIRE_FALSE(loaded);
   CHECK(loaded.error().find("line 2 is not a valid message") != std::string::npos);
 }
+
+TEST_CASE("a transcript number past its field's range is a bad line (fuzz finding)") {
+  // Found by fuzz/targets/transcript.cpp: 1.76464e+20 converted into an int64_t is undefined.
+  temp_dir dir;
+  auto path = dir / "transcript.jsonl";
+  write_file(path, R"({"id":"msg_01","role":"user","content":"x","timestamp_ms":1.76464e+20})"
+                   "\n");
+  auto loaded = load_transcript(path, transcript_access::reader);
+  REQUIRE_FALSE(loaded);
+  CHECK(loaded.error().find("line 1 is not a valid message") != std::string::npos);
+  write_file(path, R"({"id":"msg_01","role":"user","content":"x","timestamp_ms":1.5e3})" "\n");
+  auto in_range = load_transcript(path, transcript_access::reader);
+  REQUIRE(in_range);
+  CHECK(in_range->messages.at(0).timestamp_ms == 1500);
+}
