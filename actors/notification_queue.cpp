@@ -128,7 +128,11 @@ void release_notifications(const std::filesystem::path& queue, size_t& offset,
     auto line = data.substr(pos, end - pos + 1);
     pos = end + 1;
     auto parsed = parse_json_bounded(line, max_record_depth);
-    if (parsed && parsed->is_object() && undelivered.count(parsed->value("id", std::string{})))
+    if (!parsed || !parsed->is_object())
+      continue;
+    // An id of another type is no delivered entry's: reading it as a string would throw.
+    if (auto id = parsed->find("id");
+        id != parsed->end() && id->is_string() && undelivered.count(id->get<std::string>()))
       kept += line;
   }
   auto new_offset = kept.size();
