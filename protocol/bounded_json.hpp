@@ -5,7 +5,10 @@
 // refused before a tree is built.
 
 #include <cstddef>
+#include <string>
+#include <limits>
 #include <string_view>
+#include <type_traits>
 
 #include <nlohmann/json.hpp>
 
@@ -33,5 +36,31 @@ size_t json_nesting_depth(std::string_view text, size_t limit);
 /// than N levels" before any tree is built, or with invalid_json_message.
 expected<nlohmann::json> parse_json_bounded(std::string_view text,
                                             size_t max_depth = max_json_depth);
+
+/// Returns whether get<T>() converts value without undefined behaviour: a float converts only
+/// inside T's range (1e20 into an int64_t is undefined), any other value as nlohmann says.
+template <class T>
+bool number_fits(const nlohmann::json& value) {
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    if (value.is_number_float()) {
+      double d = value.get<double>();
+      return d >= static_cast<double>(std::numeric_limits<T>::min()) &&
+             d < static_cast<double>(std::numeric_limits<T>::max()) + 1.0;
+    }
+  }
+  return true;
+}
+
+/// Returns the value at key as T, fallback when missing or null; throws nlohmann's type_error
+/// when it is of another type or a number that does not fit T.
+template <class T>
+T value_at(const nlohmann::json& j, const char* key, T fallback) {
+  auto i = j.find(key);
+  if (i == j.end() || i->is_null())
+    return fallback;
+  if (!number_fits<T>(*i))
+    throw nlohmann::json::type_error::create(302, std::string{key} + " is out of range", &j);
+  return i->template get<T>();
+}
 
 } // namespace troupe

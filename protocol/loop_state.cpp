@@ -2,11 +2,21 @@
 
 #include <nlohmann/json.hpp>
 
+#include "protocol/bounded_json.hpp"
 #include "protocol/json_enum.hpp"
 
 namespace troupe {
 
 namespace {
+
+// A required count; a float past the field's range is an error (converting it is undefined).
+template <class T>
+void read_count(const nlohmann::json& j, const char* key, T& out) {
+  const auto& value = j.at(key);
+  if (!number_fits<T>(value))
+    throw nlohmann::json::type_error::create(302, std::string{key} + " is out of range", &j);
+  value.get_to(out);
+}
 
 constexpr detail::enum_names<terminal_reason, 6> terminal_names{{
   {terminal_reason::completed, "completed"},
@@ -71,8 +81,8 @@ void to_json(nlohmann::json& j, const auto_compact_tracking& x) {
 
 void from_json(const nlohmann::json& j, auto_compact_tracking& x) {
   j.at("compacted").get_to(x.compacted);
-  j.at("turns_since_compact").get_to(x.turns_since_compact);
-  j.at("consecutive_failures").get_to(x.consecutive_failures);
+  read_count(j, "turns_since_compact", x.turns_since_compact);
+  read_count(j, "consecutive_failures", x.consecutive_failures);
 }
 
 void to_json(nlohmann::json& j, const loop_state& x) {
@@ -89,12 +99,12 @@ void to_json(nlohmann::json& j, const loop_state& x) {
 }
 
 void from_json(const nlohmann::json& j, loop_state& x) {
-  j.at("messages_count").get_to(x.messages_count);
-  j.at("turn_count").get_to(x.turn_count);
-  j.at("step_count").get_to(x.step_count);
-  j.at("total_steps").get_to(x.total_steps);
+  read_count(j, "messages_count", x.messages_count);
+  read_count(j, "turn_count", x.turn_count);
+  read_count(j, "step_count", x.step_count);
+  read_count(j, "total_steps", x.total_steps);
   j.at("auto_compact").get_to(x.auto_compact);
-  j.at("max_output_recovery_count").get_to(x.max_output_recovery_count);
+  read_count(j, "max_output_recovery_count", x.max_output_recovery_count);
   j.at("has_attempted_reactive_compact").get_to(x.has_attempted_reactive_compact);
   j.at("stop_hook_active").get_to(x.stop_hook_active);
   j.at("transition_reason").get_to(x.transition);

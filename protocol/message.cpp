@@ -1,5 +1,6 @@
 #include "protocol/message.hpp"
 
+#include "protocol/bounded_json.hpp"
 #include "protocol/json_enum.hpp"
 
 namespace troupe {
@@ -22,7 +23,7 @@ constexpr detail::enum_names<call_format, 3> call_format_names{{
 template <class T>
 void read_optional(const nlohmann::json& j, const char* key, T& out) {
   if (auto i = j.find(key); i != j.end() && !i->is_null())
-    i->get_to(out);
+    out = value_at(j, key, out);
 }
 
 } // namespace

@@ -1,5 +1,6 @@
 #include "protocol/model.hpp"
 
+#include "protocol/bounded_json.hpp"
 #include "protocol/json_enum.hpp"
 
 namespace troupe {
@@ -38,10 +39,10 @@ void to_json(nlohmann::json& j, const token_usage& x) {
 
 void from_json(const nlohmann::json& j, token_usage& x) {
   x = token_usage{};
-  x.input_tokens = j.value("input_tokens", int64_t{0});
-  x.output_tokens = j.value("output_tokens", int64_t{0});
-  x.cache_read_tokens = j.value("cache_read_input_tokens", int64_t{0});
-  x.cache_write_tokens = j.value("cache_creation_input_tokens", int64_t{0});
+  x.input_tokens = value_at(j, "input_tokens", int64_t{0});
+  x.output_tokens = value_at(j, "output_tokens", int64_t{0});
+  x.cache_read_tokens = value_at(j, "cache_read_input_tokens", int64_t{0});
+  x.cache_write_tokens = value_at(j, "cache_creation_input_tokens", int64_t{0});
 }
 
 void to_json(nlohmann::json& j, const tool_descriptor& x) {

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "protocol/bounded_json.hpp"
+
 namespace troupe {
 
 std::string notification_text(const task_notification& n) {
@@ -39,7 +41,7 @@ void from_json(const nlohmann::json& j, task_notification& x) {
     u->get_to(x.usage);
   x.cost_usd = j.value("cost_usd", 0.0);
   x.urgent = j.value("urgent", false);
-  x.sent_at_us = j.value("sent_at_us", int64_t{0});
+  x.sent_at_us = value_at(j, "sent_at_us", int64_t{0});
 }
 
 } // namespace troupe

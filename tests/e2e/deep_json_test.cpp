@@ -12,6 +12,9 @@ namespace {
 
 std::string deep_arrays() { return std::string(100000, '[') + std::string(100000, ']'); }
 
+// An object, as arguments should be, whose one value nests 100,000 deep.
+std::string deep_arguments() { return "{\"command\": " + deep_arrays() + "}"; }
+
 } // namespace
 
 TEST_CASE("tool-call arguments nested 100,000 deep are an error result and the turn goes on") {
@@ -19,7 +22,7 @@ TEST_CASE("tool-call arguments nested 100,000 deep are an error result and the t
     CAPTURE(provider);
     json replies = json::array(
       {{{"text", "Running."},
-        {"tool_calls", {{{"name", "shell"}, {"raw_arguments", deep_arrays()}}}}},
+        {"tool_calls", {{{"name", "shell"}, {"raw_arguments", deep_arguments()}}}}},
        {{"text", "The arguments were refused."}}});
     fake_server server{replies.dump()};
     provider_run run{provider};

@@ -262,3 +262,35 @@ TEST_CASE("a mode outside the schema's choices is refused with the choices") {
   REQUIRE(problem.has_value());
   CHECK(problem->find("must be one of \"foreground\", \"background\"") != std::string::npos);
 }
+
+TEST_CASE("a queue entry whose numbers do not fit is a bad line (fuzz finding)") {
+  // Found by fuzz/targets/queue.cpp: a float past int64_t's range converted with undefined
+  // behaviour (sent_at_us, and the usage counts).
+  temp_dir dir;
+  auto queue = dir / "queue.jsonl";
+  write_file(queue, R"({"id":"n_1","text":"a","sent_at_us":1.76464e+20})" "\n"
+                    R"({"id":"n_2","text":"b","usage":{"input_tokens":-1e300}})" "\n");
+  REQUIRE(append_notification(queue, entry("n_3")));
+  size_t offset = 0;
+  size_t bad = 0;
+  auto read = read_notifications(queue, offset, &bad);
+  REQUIRE(read);
+  REQUIRE(read->size() == 1);
+  CHECK(read->at(0).id == "n_3");
+  CHECK(bad == 2);
+}
+
+TEST_CASE("releasing read entries survives an id that is not a string (fuzz finding)") {
+  // Found by fuzz/targets/queue.cpp: release_notifications read "id" as a string and threw
+  // (std::terminate in the session) for {"id": 5}.
+  temp_dir dir;
+  auto queue = dir / "queue.jsonl";
+  write_file(queue, "{\"id\": 5, \"text\": \"x\"}\n");
+  REQUIRE(append_notification(queue, entry("n_2")));
+  size_t offset = 0;
+  auto read = read_notifications(queue, offset);
+  REQUIRE(read);
+  CHECK_NOTHROW(release_notifications(queue, offset, {"n_2"}));
+  CHECK(read_file(queue).find("\"id\":\"n_2\"") != std::string::npos);
+  CHECK(read_file(queue).find("\"id\": 5") == std::string::npos);
+}

@@ -113,7 +113,10 @@ TEST_CASE("the default cap on one event rejects a 100 MiB line at 8 MiB") {
 
 namespace {
 
-std::string deep_arguments() { return std::string(100000, '[') + std::string(100000, ']'); }
+// An object, as arguments should be, whose one value nests 100,000 deep.
+std::string deep_arguments() {
+  return "{\"command\": " + std::string(100000, '[') + std::string(100000, ']') + "}";
+}
 
 } // namespace
 

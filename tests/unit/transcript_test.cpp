@@ -186,3 +186,31 @@ TEST_CASE("a transcript line nested 100,000 deep is a bad line, not a crash") {
   REQUIRE_FALSE(loaded);
   CHECK(loaded.error().find("line 2 is not a valid message") != std::string::npos);
 }
+
+TEST_CASE("a transcript number past its field's range is a bad line (fuzz finding)") {
+  // Found by fuzz/targets/transcript.cpp: 1.76464e+20 converted into an int64_t is undefined.
+  temp_dir dir;
+  auto path = dir / "transcript.jsonl";
+  write_file(path, R"({"id":"msg_01","role":"user","content":"x","timestamp_ms":1.76464e+20})"
+                   "\n");
+  auto loaded = load_transcript(path, transcript_access::reader);
+  REQUIRE_FALSE(loaded);
+  CHECK(loaded.error().find("line 1 is not a valid message") != std::string::npos);
+  write_file(path, R"({"id":"msg_01","role":"user","content":"x","timestamp_ms":1.5e3})" "\n");
+  auto in_range = load_transcript(path, transcript_access::reader);
+  REQUIRE(in_range);
+  CHECK(in_range->messages.at(0).timestamp_ms == 1500);
+}
+
+TEST_CASE("a state file count past its range is an error (fuzz finding)") {
+  // Found by fuzz/targets/transcript.cpp: 4.77778e+48 converted into an int64_t is undefined.
+  temp_dir dir;
+  auto path = dir / "state.json";
+  write_file(path, R"({"messages_count":4.77778e+48,"turn_count":1,"step_count":2,"total_steps":2,
+    "auto_compact":{"compacted":false,"turns_since_compact":0,"consecutive_failures":0},
+    "max_output_recovery_count":0,"has_attempted_reactive_compact":false,
+    "stop_hook_active":false,"transition_reason":"next_turn","todos":[]})");
+  auto state = read_loop_state(path);
+  REQUIRE_FALSE(state);
+  CHECK(state.error().find("is not a loop state") != std::string::npos);
+}
