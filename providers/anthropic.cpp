@@ -74,14 +74,15 @@ json to_anthropic_messages(const model_request& request, bool native_tools) {
 }
 
 token_usage usage_from(const json& u, token_usage usage = {}) {
-  if (auto v = u.find("input_tokens"); v != u.end() && v->is_number())
-    usage.input_tokens = v->get<int64_t>();
-  if (auto v = u.find("output_tokens"); v != u.end() && v->is_number())
-    usage.output_tokens = v->get<int64_t>();
-  if (auto v = u.find("cache_read_input_tokens"); v != u.end() && v->is_number())
-    usage.cache_read_tokens = v->get<int64_t>();
-  if (auto v = u.find("cache_creation_input_tokens"); v != u.end() && v->is_number())
-    usage.cache_write_tokens = v->get<int64_t>();
+  // A later event repeats only some counts: those it leaves out keep their earlier value.
+  auto take = [&u](const char* key, int64_t& count) {
+    if (u.contains(key))
+      count = detail::count_at(u, key);
+  };
+  take("input_tokens", usage.input_tokens);
+  take("output_tokens", usage.output_tokens);
+  take("cache_read_input_tokens", usage.cache_read_tokens);
+  take("cache_creation_input_tokens", usage.cache_write_tokens);
   return usage;
 }
 

@@ -57,6 +57,10 @@ nlohmann::json parse_arguments(const std::string& text);
 /// a "malformed JSON" message adds so the reader knows why valid-looking JSON was refused.
 std::string depth_note(const expected<nlohmann::json>& parsed);
 
+/// Returns the count at key of a usage object, 0 when it is missing, not a number, or a number
+/// no int64_t holds (a count is only counted: a bad one must not fail the reply).
+int64_t count_at(const nlohmann::json& object, const char* key);
+
 /// Renders a tool result as plain text for providers that are not told about tools.
 std::string tool_result_as_text(const message& m);
 

@@ -60,11 +60,11 @@ json to_openai_messages(const model_request& request, bool native_tools) {
 // are the uncached ones.
 token_usage usage_from(const json& u) {
   token_usage usage;
-  usage.output_tokens = u.value("completion_tokens", int64_t{0});
+  usage.output_tokens = detail::count_at(u, "completion_tokens");
   if (auto details = u.find("prompt_tokens_details"); details != u.end() && details->is_object())
-    usage.cache_read_tokens = details->value("cached_tokens", int64_t{0});
-  usage.input_tokens = std::max<int64_t>(0, u.value("prompt_tokens", int64_t{0}) -
-                                              usage.cache_read_tokens);
+    usage.cache_read_tokens = detail::count_at(*details, "cached_tokens");
+  usage.input_tokens =
+    std::max<int64_t>(0, detail::count_at(u, "prompt_tokens") - usage.cache_read_tokens);
   return usage;
 }
 

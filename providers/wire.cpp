@@ -3,6 +3,10 @@
 #include "providers/formats.hpp"
 #include "providers/sse.hpp"
 
+#include <optional>
+
+#include "protocol/bounded_json.hpp"
+
 namespace troupe {
 
 const char* to_string(provider_kind k) {
@@ -14,14 +18,74 @@ http_call build_request(const provider_config& config, const model_request& requ
                                               : detail::build_anthropic_request(config, request);
 }
 
+namespace {
+
+// What a reply whose JSON is valid but whose fields have other types than the wire format's
+// becomes: nlohmann's value() and get() throw on those, and an exception must never leave the
+// model client (it would end the actor, and with it the session's model).
+model_reply unexpected_shape(provider_kind kind, const std::exception& e, std::string_view got) {
+  return bad_response(kind, model_error_kind::transport,
+                      std::string{"a reply of an unexpected shape ("} + e.what() + ")", got);
+}
+
+// Keeps a decoder's exceptions inside it: the first one fails the reply.
+class guarded_decoder : public reply_decoder {
+public:
+  guarded_decoder(provider_kind kind, std::unique_ptr<reply_decoder> inner)
+      : kind_(kind), inner_(std::move(inner)) {}
+
+  std::string feed(std::string_view bytes) override {
+    if (failure_)
+      return {};
+    try {
+      return inner_->feed(bytes);
+    } catch (const std::exception& e) {
+      failure_ = unexpected_shape(kind_, e, bytes);
+      return {};
+    }
+  }
+
+  model_reply finish() override {
+    if (failure_)
+      return *failure_;
+    try {
+      return inner_->finish();
+    } catch (const std::exception& e) {
+      return unexpected_shape(kind_, e, {});
+    }
+  }
+
+  bool failed() const override { return failure_.has_value() || inner_->failed(); }
+  size_t events() const override { return inner_->events(); }
+
+private:
+  provider_kind kind_;
+  std::unique_ptr<reply_decoder> inner_;
+  std::optional<model_reply> failure_;
+};
+
+} // namespace
+
 std::unique_ptr<reply_decoder> make_stream_decoder(provider_kind kind, size_t max_event_bytes) {
-  return kind == provider_kind::openai ? detail::make_openai_decoder(max_event_bytes)
-                                       : detail::make_anthropic_decoder(max_event_bytes);
+  return std::make_unique<guarded_decoder>(
+    kind, kind == provider_kind::openai ? detail::make_openai_decoder(max_event_bytes)
+                                        : detail::make_anthropic_decoder(max_event_bytes));
 }
 
 model_reply parse_reply(provider_kind kind, std::string_view body) {
-  return kind == provider_kind::openai ? detail::parse_openai_reply(body)
-                                       : detail::parse_anthropic_reply(body);
+  try {
+    return kind == provider_kind::openai ? detail::parse_openai_reply(body)
+                                         : detail::parse_anthropic_reply(body);
+  } catch (const std::exception& e) {
+    return unexpected_shape(kind, e, body);
+  }
+}
+
+int64_t detail::count_at(const nlohmann::json& object, const char* key) {
+  auto value = object.find(key);
+  if (value == object.end() || !value->is_number() || !number_fits<int64_t>(*value))
+    return 0;
+  return value->get<int64_t>();
 }
 
 model_error_kind error_kind_for_status(int32_t status) {

@@ -171,3 +171,52 @@ TEST_CASE("a reply body or stream event nested 100,000 deep is a clear error, no
     CHECK(error.error == model_error_kind::server);
   }
 }
+
+TEST_CASE("a stream event or body of an unexpected shape is a clear error, never an exception") {
+  // Valid JSON whose fields have other types than the wire format's: nlohmann's value() and
+  // get() throw on them, and an exception out of the model client would end it.
+  auto anthropic = make_stream_decoder(provider_kind::anthropic);
+  CHECK_NOTHROW(anthropic->feed("data: {\"type\":\"content_block_delta\",\"index\":0,"
+                                "\"delta\":\"text\"}\n\n"));
+  CHECK(anthropic->failed());
+  auto failed = anthropic->finish();
+  CHECK(failed.error == model_error_kind::transport);
+  CHECK(failed.error_message.find("anthropic: a reply of an unexpected shape") == 0);
+
+  // Usage is only counted: a count of another type is taken as unknown, the reply stands.
+  auto openai = make_stream_decoder(provider_kind::openai);
+  CHECK_NOTHROW(openai->feed(R"(data: {"choices":[{"delta":{"content":"hi"},"finish_reason":)"
+                             R"("stop"}],"usage":{"prompt_tokens":"many","completion_tokens":[]}})"
+                             "\n\ndata: [DONE]\n\n"));
+  auto reply = openai->finish();
+  REQUIRE(reply.ok());
+  CHECK(reply.assistant.content == "hi");
+  CHECK(reply.usage.input_tokens == 0);
+
+  for (auto kind : {provider_kind::openai, provider_kind::anthropic}) {
+    CAPTURE(to_string(kind));
+    auto body = kind == provider_kind::openai
+                  ? std::string{R"({"choices":[{"message":{"tool_calls":["not an object"]}}]})"}
+                  : std::string{R"({"content":["not an object"]})"};
+    model_reply whole;
+    CHECK_NOTHROW(whole = parse_reply(kind, body));
+    CHECK(whole.error == model_error_kind::transport);
+    CHECK(whole.error_message.find("a reply of an unexpected shape") != std::string::npos);
+  }
+}
+
+TEST_CASE("usage counts that do not fit a 64-bit integer are taken as unknown, not converted") {
+  auto openai = make_stream_decoder(provider_kind::openai);
+  openai->feed(R"(data: {"choices":[{"delta":{"content":"hi"},"finish_reason":"stop"}],)"
+               R"("usage":{"prompt_tokens":1e300,"completion_tokens":-1e30}})"
+               "\n\ndata: [DONE]\n\n");
+  auto reply = openai->finish();
+  REQUIRE(reply.ok());
+  CHECK(reply.usage.input_tokens == 0);
+  CHECK(reply.usage.output_tokens == 0);
+  auto anthropic = parse_reply(provider_kind::anthropic,
+                               R"({"content":[],"usage":{"input_tokens":1e300,"output_tokens":7}})");
+  REQUIRE(anthropic.ok());
+  CHECK(anthropic.usage.input_tokens == 0);
+  CHECK(anthropic.usage.output_tokens == 7);
+}
