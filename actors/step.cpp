@@ -115,7 +115,7 @@ void ask(self_ptr self, const std::string& reason) {
   const auto& call = st.outcome.reply.tool_calls[st.next_call];
   if (!st.config.asker) {
     deny(self, reason + "; this run cannot ask anyone, so allow it with --allow '" +
-                 permission_policy::always_rule(*st.config.registry->find(call.name), call.input)
+                 st.permissions->always_rule(*st.config.registry->find(call.name), call.input)
                    .text +
                  "', a settings rule or --permission-mode");
     return;
@@ -136,7 +136,7 @@ void ask(self_ptr self, const std::string& reason) {
         const auto& asked = s.outcome.reply.tool_calls[s.next_call];
         if (answer == "always") {
           s.permissions->session_allow.push_back(
-            permission_policy::always_rule(*s.config.registry->find(asked.name), asked.input));
+            s.permissions->always_rule(*s.config.registry->find(asked.name), asked.input));
           start_calls(self, 1);
         } else if (answer == "yes") {
           start_calls(self, 1);

@@ -289,10 +289,16 @@ permission_decision permission_policy::can_use_tool(const tool_spec& spec,
   return {permission_outcome::ask, spec.name + " needs approval"};
 }
 
-permission_rule permission_policy::always_rule(const tool_spec& spec, const nlohmann::json& input) {
+permission_rule permission_policy::always_rule(const tool_spec& spec,
+                                               const nlohmann::json& input) const {
   permission_rule rule;
   rule.tool = spec.name;
   auto subject = subject_of(spec, input);
+  if (spec.rule_subject == "path" && !subject.empty()) {
+    auto forms = forms_of(resolve_path(context, subject), context);
+    if (forms.resolved && forms.real != forms.given && !inside_workspace(forms))
+      subject = forms.real.string();
+  }
   if (!subject.empty())
     rule.pattern = subject;
   rule.text = rule.pattern ? spec.name + "(" + *rule.pattern + ")" : spec.name;

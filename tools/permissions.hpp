@@ -77,8 +77,10 @@ struct permission_policy {
   /// mode's default.
   permission_decision can_use_tool(const tool_spec& spec, const nlohmann::json& input) const;
 
-  /// The rule an "always" answer adds: the tool with this call's command or path.
-  static permission_rule always_rule(const tool_spec& spec, const nlohmann::json& input);
+  /// The rule an "always" answer adds: the tool with this call's command or path; a path that
+  /// leads outside the workspace through a link is named where it really leads, since only
+  /// that form allows it.
+  permission_rule always_rule(const tool_spec& spec, const nlohmann::json& input) const;
 
   /// The text of the `read(…)` deny rule that forbids reading `path` (absolute), matched
   /// against the path as given and where it really leads; nullopt when none does.

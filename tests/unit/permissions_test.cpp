@@ -136,10 +136,10 @@ TEST_CASE("a bare deny removes the tool, always rules name the call") {
   f.policy.rules.deny = {rule("shell"), rule("write(x)")};
   CHECK(f.policy.removes_tool("shell"));
   CHECK_FALSE(f.policy.removes_tool("write"));
-  CHECK(permission_policy::always_rule(f.shell, {{"command", "make test"}}).text ==
+  CHECK(f.policy.always_rule(f.shell, {{"command", "make test"}}).text ==
         "shell(make test)");
   f.policy.rules.deny.clear();
-  f.policy.session_allow.push_back(permission_policy::always_rule(f.shell, {{"command", "make"}}));
+  f.policy.session_allow.push_back(f.policy.always_rule(f.shell, {{"command", "make"}}));
   CHECK(f.command("make") == allow);
   CHECK(f.command("make install") == ask);
 }
@@ -194,6 +194,15 @@ TEST_CASE("the workspace boundary and path rules follow symbolic links") {
     auto why = f.policy.can_use_tool(f.write, {{"path", "link/new.txt"}, {"content", ""}}).reason;
     CHECK(why.find("leads to " + (outside / "new.txt").string()) != std::string::npos);
     CHECK(f.writing("/proc/self/root" + (outside / "x").string()) == ask);
+  }
+  SUBCASE("the rule an answer or a hint suggests for a link to outside names where it leads") {
+    f.policy.mode = permission_mode::standard;
+    auto rule = f.policy.always_rule(f.write, {{"path", "link/new.txt"}, {"content", ""}});
+    CHECK(rule.text == "write(" + (outside / "new.txt").string() + ")");
+    f.policy.session_allow.push_back(rule);
+    CHECK(f.writing("link/new.txt") == allow); // the "always" answer holds on the next call
+    CHECK(f.policy.always_rule(f.write, {{"path", "inner/a.txt"}, {"content", ""}}).text ==
+          "write(inner/a.txt)");
   }
   SUBCASE("a link that stays inside, or `..` after a link (lexical), is inside") {
     CHECK(f.writing("inner/a.txt") == allow);
