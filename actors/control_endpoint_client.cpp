@@ -87,7 +87,10 @@ expected<control_file> read_control_file(const std::filesystem::path& session_di
   control_file file;
   file.socket = json["socket"].get<std::string>();
   file.token = json["token"].get<std::string>();
-  file.pid = json.value("pid", int64_t{0});
+  // Only a pid that is a whole number in range is taken: anything else names no process.
+  if (auto pid = json.find("pid"); pid != json.end() && pid->is_number_integer() &&
+                                   number_fits<int64_t>(*pid))
+    file.pid = pid->get<int64_t>();
   return file;
 }
 

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -48,9 +49,10 @@ bool cut_short(const std::string& line) {
   try {
     auto parsed = nlohmann::json::parse(line);
     return parsed.is_discarded(); // never: parse throws on bad input
-
   } catch (const nlohmann::json::parse_error& e) {
     return e.byte > line.size();
+  } catch (const nlohmann::json::exception&) {
+    return false; // whole but bad, such as a number past a double's range (1e999)
   }
 }
 

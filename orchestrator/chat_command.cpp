@@ -58,6 +58,9 @@ deferred_asker_actor spawn_chat_asker(caf::actor_system& sys, std::shared_ptr<ch
   });
 }
 
+/// How long the chat's exit may wait for threads once the session has ended.
+constexpr std::chrono::seconds chat_shutdown_grace{2};
+
 // The chat itself, to its end: the actor system and the session's lock are gone when it returns.
 int chat_until_end(run_settings settings) {
   block_termination_signals();
@@ -118,6 +121,8 @@ int chat_until_end(run_settings settings) {
   int code = run_chat_front({agent, asker, box, terminal, style, settings.troupe_home / "history",
                              idle_timeout, first_prompt});
   launched->stop_engine();
+  // The session has ended: a tool's scan that cannot be cut does not keep the chat open.
+  exit_if_still_running_after(chat_shutdown_grace, code, stdout);
   return code;
 }
 

@@ -392,18 +392,10 @@ int execute_run(run_settings settings, std::FILE* out) {
     }
   }
   launched->stop_engine();
-  if (signals_seen.load() > 0) {
-    // The actor system waits for every thread of its own at exit, a runner in the middle of a
-    // scan included. Scans stop early when their call is cancelled, but one step of one (a
-    // regular expression on one line, a read) cannot be cut: after a signal the run's answer
-    // is out, so the exit may not wait longer than this.
-    std::thread([code, out] {
-      std::this_thread::sleep_for(shutdown_after_signal);
-      std::fflush(out);
-      std::fprintf(stderr, "troupe: a tool was still running; exiting without waiting for it\n");
-      std::_Exit(code);
-    }).detach();
-  }
+  // Scans stop early when their call is cancelled; after a signal the exit does not wait for
+  // one that cannot be cut.
+  if (signals_seen.load() > 0)
+    exit_if_still_running_after(shutdown_after_signal, code, out);
   return code;
 }
 

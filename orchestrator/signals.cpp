@@ -3,6 +3,10 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <cstdlib>
+
+#include "tools/process_reaper.hpp"
+
 namespace troupe {
 
 namespace {
@@ -40,6 +44,16 @@ signal_forwarder::~signal_forwarder() {
   running_.store(false);
   pthread_kill(thread_.native_handle(), SIGUSR1); // stops at once, no polling period to wait out
   thread_.join();
+}
+
+void exit_if_still_running_after(std::chrono::milliseconds grace, int code, std::FILE* out) {
+  std::thread([grace, code, out] {
+    std::this_thread::sleep_for(grace);
+    std::fflush(out);
+    std::fprintf(stderr, "troupe: a tool was still running; exiting without waiting for it\n");
+    stop_all_descendants();
+    std::_Exit(code);
+  }).detach();
 }
 
 } // namespace troupe

@@ -2,6 +2,8 @@
 // SIGINT/SIGTERM as messages: signals are blocked in every thread and one thread waits for them.
 
 #include <atomic>
+#include <chrono>
+#include <cstdio>
 #include <functional>
 #include <thread>
 
@@ -23,5 +25,11 @@ private:
   std::atomic<bool> running_{true};
   std::thread thread_;
 };
+
+/// Ends the process with `code` if it still runs `grace` from now. The actor system waits at
+/// exit for every thread of its own, and one step of a tool's scan (a regular expression on one
+/// line, a read) cannot be cut: once the run's answer is out, its exit may not wait for that.
+/// What the tools left running is stopped first, as at a normal exit.
+void exit_if_still_running_after(std::chrono::milliseconds grace, int code, std::FILE* out);
 
 } // namespace troupe

@@ -5,6 +5,8 @@
 
 #include <signal.h>
 
+#include <regex>
+
 #include "support/cli_fixture.hpp"
 
 using namespace troupe;
@@ -139,4 +141,46 @@ TEST_CASE("SIGINT and SIGTERM end the run while a scan that cannot be cut is run
     auto result = last_line(r.out);
     CHECK(result["terminal_reason"] == "interrupted");
   }
+}
+
+TEST_CASE("the exit that does not wait for an uncut scan still stops what the tools left") {
+  cli_fixture f;
+  write_file(f.dir / "work/a.txt", std::string(64, 'a') + "\n");
+  // `env -i` drops the owner tag: only the sweep of troupe's whole subtree at its exit finds it.
+  auto model = f.script(
+    {call("shell", {{"command", "env -i setsid sleep 300 </dev/null >/dev/null 2>&1 & "
+                                "echo LEFT=$!"}}),
+     call("grep", {{"pattern", "(a|a)*c"}}), text_line("never")});
+  process_options opts;
+  opts.interrupt_on_output = "(a|a)*c";
+  opts.timeout = std::chrono::seconds{30}; // a hang guard only
+  auto r = f.run_unpermitted({"--model", model, "--permission-mode", "bypass", "--output-format",
+                              "stream-json", "go"},
+                             opts);
+  CHECK(r.exit_code == 130);
+  std::smatch left; // the tool's output, not the command that names it
+  REQUIRE(std::regex_search(r.out, left, std::regex{"LEFT=([0-9]+)"}));
+  auto pid = std::stoi(left[1]);
+  auto gone = [pid] {
+    auto status = read_file("/proc/" + std::to_string(pid) + "/status");
+    return status.empty() || status.find("\nState:\tZ") != std::string::npos;
+  };
+  CHECK(wait_until(gone, std::chrono::seconds{10}));
+  ::kill(pid, SIGKILL);
+}
+
+TEST_CASE("a chat whose session has ended does not stay open for a scan that cannot be cut") {
+  cli_fixture f;
+  write_file(f.dir / "work/a.txt", std::string(64, 'a') + "\n");
+  auto model = f.script({call("grep", {{"pattern", "(a|a)*c"}}), text_line("never")});
+  auto opts = f.options();
+  opts.stdin_text = "go\n"; // then the end of input: the chat ends once the turn does
+  // SIGINT answers the call; the scan, started within milliseconds of the chat, goes on.
+  opts.interrupt_after = std::chrono::seconds{3};
+  opts.timeout = std::chrono::seconds{30}; // a hang guard: before the fix the chat never ended
+  auto r = run_troupe({"chat", "--cwd", (f.dir / "work").string(), "--model", model,
+                       "--permission-mode", "plan"},
+                      opts);
+  CHECK(r.exit_code == 0);
+  CHECK(r.err.find("a tool was still running") != std::string::npos);
 }

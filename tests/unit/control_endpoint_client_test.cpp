@@ -64,4 +64,14 @@ TEST_CASE("control.json: missing, unreadable and foreign files say what is wrong
   CHECK(good->socket == "control.sock");
   CHECK(good->token == "t");
   CHECK(good->pid == 1);
+  // A pid of another type or out of range names no process; it never throws or converts.
+  for (auto pid : {R"("x")", "1e300", "-1e30", "[1]", "1.5"}) {
+    CAPTURE(pid);
+    write_file(dir / "control.json",
+               std::string{R"({"socket": "control.sock", "token": "t", "pid": )"} + pid + "}");
+    expected<control_file> odd = failure{"not read"};
+    CHECK_NOTHROW(odd = read_control_file(dir.path()));
+    REQUIRE(odd);
+    CHECK(odd->pid == 0);
+  }
 }

@@ -202,6 +202,20 @@ TEST_CASE("a transcript number past its field's range is a bad line (fuzz findin
   CHECK(in_range->messages.at(0).timestamp_ms == 1500);
 }
 
+TEST_CASE("a number past a double's range is a bad line that names itself, not an abort") {
+  // 1e999 is valid JSON text that nlohmann refuses with out_of_range, not a parse_error: the
+  // check for a line cut short must take it as a whole, bad line.
+  temp_dir dir;
+  auto path = dir / "transcript.jsonl";
+  write_file(path, nlohmann::json(make_input("kept")).dump() + "\n" +
+                     R"({"content":"x","id":"m3","role":"user","timestamp_ms":1e999})" "\n");
+  for (auto access : {transcript_access::reader, transcript_access::owner}) {
+    auto loaded = load_transcript(path, access);
+    REQUIRE_FALSE(loaded);
+    CHECK(loaded.error().find("line 2 is not a valid message") != std::string::npos);
+  }
+}
+
 TEST_CASE("a state file count past its range is an error (fuzz finding)") {
   // Found by fuzz/targets/transcript.cpp: 4.77778e+48 converted into an int64_t is undefined.
   temp_dir dir;
