@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "actors/ids.hpp"
 #include "actors/transcript.hpp"
 #include "protocol/bounded_json.hpp"
 #include "tools/private_files.hpp"
@@ -24,15 +25,26 @@ namespace {
 constexpr size_t chunk_size = 65536;
 
 // Holds an flock for its lifetime.
+// Compaction replaces the file by a new one (renamed over it), so a lock is held only once the
+// locked descriptor is still the file at `path`: one that waited on the replaced file opens the
+// path again.
 class queue_lock {
 public:
-  queue_lock(const std::filesystem::path& path, int open_flags, int lock)
-    : fd_((open_flags & O_CREAT) != 0 ? open_private(path, open_flags)
-                                      : ::open(path.c_str(), open_flags | O_CLOEXEC)) {
-    if (fd_) {
+  queue_lock(const std::filesystem::path& path, int open_flags, int lock) {
+    for (int attempt = 0; attempt < 100; ++attempt) {
+      fd_ = file_handle{(open_flags & O_CREAT) != 0 ? open_private(path, open_flags)
+                                                    : ::open(path.c_str(), open_flags | O_CLOEXEC)};
+      if (!fd_)
+        return;
       while (::flock(fd_.get(), lock) < 0 && errno == EINTR) {
       }
+      struct stat held{}, named{};
+      if (::fstat(fd_.get(), &held) == 0 && ::stat(path.c_str(), &named) == 0 &&
+          held.st_ino == named.st_ino && held.st_dev == named.st_dev)
+        return;
     }
+    fd_ = file_handle{-1};
+    errno = EAGAIN;
   }
   int fd() const { return fd_.get(); }
   explicit operator bool() const { return static_cast<bool>(fd_); }
@@ -252,13 +264,16 @@ void release_notifications(const std::filesystem::path& queue, size_t& offset,
   auto size = static_cast<size_t>(now.st_size);
   if (offset > size)
     offset = size;
-  // Rewritten in place under the lock, moving kept lines forward as they are met: writers wait
-  // for it, readers see the new content, and memory holds one line at a time. No fsync: what is
-  // dropped is in the transcript (or set aside), and an entry that comes back after a crash is
-  // recognised by its id and skipped (the session's loop must not wait on the disk here).
+  // Rewritten aside and renamed over the queue, under its lock: the queue on disk is at every
+  // moment either the old file or the whole new one, so a crash mid-way never cuts a line that
+  // is still to be delivered. Lockers that waited on the old file open the new one (queue_lock).
+  auto temp = queue.parent_path() / (queue.filename().string() + ".compact." + random_hex(6));
+  file_handle out{open_private(temp, O_WRONLY | O_CREAT | O_EXCL)};
+  if (!out)
+    return; // the next release tries again
   size_t kept = 0;
   bool dropped = false;
-  bool failed = false;
+  std::string problem;
   scan_lines(lock.fd(), 0, offset, max_line,
              [&](size_t start, size_t end, const std::string* text) {
                auto entry = text != nullptr ? parse_entry(*text) : std::nullopt;
@@ -266,28 +281,28 @@ void release_notifications(const std::filesystem::path& queue, size_t& offset,
                  dropped = true;
                  return true;
                }
-               if (dropped) {
-                 auto line = *text + "\n";
-                 if (::pwrite(lock.fd(), line.data(), line.size(), static_cast<off_t>(kept)) !=
-                     static_cast<ssize_t>(line.size()))
-                   failed = true;
-               }
+               auto line = *text + "\n";
+               problem = write_fully(out.get(), line.data(), line.size(), temp);
                kept += end - start;
-               return !failed;
+               return problem.empty();
              });
-  if (!dropped || failed)
-    return; // nothing delivered to drop (or the disk refused: the next release tries again)
   std::string buffer(chunk_size, '\0');
-  for (size_t from = offset, to = kept; from < size;) {
+  for (size_t from = offset; dropped && problem.empty() && from < size;) {
     auto n = pread_some(lock.fd(), buffer.data(), std::min(chunk_size, size - from), from);
-    if (n <= 0 || ::pwrite(lock.fd(), buffer.data(), static_cast<size_t>(n),
-                           static_cast<off_t>(to)) != n)
-      return;
+    if (n <= 0) {
+      problem = "cannot read " + queue.string();
+      break;
+    }
+    problem = write_fully(out.get(), buffer.data(), static_cast<size_t>(n), temp);
     from += static_cast<size_t>(n);
-    to += static_cast<size_t>(n);
   }
-  if (::ftruncate(lock.fd(), static_cast<off_t>(kept + size - offset)) < 0)
+  // Nothing delivered to drop, or the disk refused: the queue stays as it is.
+  if (!dropped || !problem.empty() || ::fsync(out.get()) != 0 ||
+      ::rename(temp.c_str(), queue.c_str()) != 0) {
+    std::error_code ec;
+    std::filesystem::remove(temp, ec);
     return;
+  }
   offset = kept;
 }
 

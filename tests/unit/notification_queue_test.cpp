@@ -83,6 +83,35 @@ TEST_CASE("release drops delivered entries and keeps the undelivered and the unr
   CHECK((*unread)[0].id == "d");
 }
 
+TEST_CASE("release never rewrites the queue in place: a crash mid-way leaves one whole file") {
+  // Moving unread lines forward inside the file cuts them when the process dies between two
+  // writes; a new file renamed over the queue is, at every moment, the old file or the new one.
+  temp_dir dir;
+  auto queue = dir / "queue.jsonl";
+  for (auto id : {"a", "b"})
+    REQUIRE(append_notification(queue, entry(id)));
+  size_t offset = 0;
+  read_notifications(queue, offset);
+  auto unread = entry("u");
+  unread.text = std::string(200000, 'x'); // more than one chunk of the copy
+  REQUIRE(append_notification(queue, unread));
+  auto before = read_file(queue);
+  std::ifstream old_file{queue, std::ios::binary}; // the file as it was, by its descriptor
+  release_notifications(queue, offset, {"b"});
+  std::string old_bytes{std::istreambuf_iterator<char>{old_file}, {}};
+  CHECK(old_bytes == before);
+  auto left = read_jsonl(queue);
+  REQUIRE(left.size() == 2);
+  CHECK(left[0]["id"] == "b");
+  CHECK(left[1]["text"] == unread.text);
+  // A writer that locked the replaced file finds the new one: nothing is appended to a ghost.
+  REQUIRE(append_notification(queue, entry("e")));
+  CHECK(read_jsonl(queue).size() == 3);
+  CHECK(std::filesystem::directory_iterator(dir.path()) != std::filesystem::directory_iterator{});
+  for (auto& f : std::filesystem::directory_iterator(dir.path()))
+    CHECK(f.path().filename().string().find(".compact.") == std::string::npos);
+}
+
 TEST_CASE("concurrent writers never interleave their lines") {
   temp_dir dir;
   auto queue = dir / "queue.jsonl";
