@@ -77,10 +77,12 @@ void answer_remaining_as_interrupted(step_state& st) {
   }
 }
 
-permission_decision decide(const step_state& st, const tool_call& call) {
+// Decides, and notes on the call where its path leads as decided: the tool holds it to that.
+permission_decision decide(step_state& st, tool_call& call) {
   const auto* spec = st.config.registry->find(call.name);
   if (!st.permissions || spec == nullptr) // unknown tools get their error from the executor
     return {permission_outcome::allow, ""};
+  call.approved_path = st.permissions->real_target(*spec, call.input);
   return st.permissions->can_use_tool(*spec, call.input);
 }
 
@@ -267,7 +269,7 @@ void start_calls(self_ptr self, size_t size) {
 // config.max_parallel_calls) all at once; anything else runs alone, in order.
 void run_next_call(self_ptr self) {
   auto& st = self->state;
-  const auto& calls = st.outcome.reply.tool_calls;
+  auto& calls = st.outcome.reply.tool_calls;
   if (st.interrupted) {
     answer_remaining_as_interrupted(st);
     finish(self, step_status::interrupted);

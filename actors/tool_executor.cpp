@@ -172,10 +172,14 @@ void abandon(self_ptr self, std::unordered_map<uint64_t, running_job>::iterator 
   self->state.jobs.erase(i);
 }
 
-tool_result run_function_tool(const tool_spec& spec, const nlohmann::json& input,
+tool_result run_function_tool(const tool_spec& spec, const tool_call& call,
                               const tool_context& context) {
   try {
-    return spec.run(input, context);
+    if (call.approved_path.empty())
+      return spec.run(call.input, context);
+    auto for_call = context;
+    for_call.approved_path = call.approved_path;
+    return spec.run(call.input, for_call);
   } catch (const std::exception& e) {
     return error_result("tool '" + spec.name + "' failed: " + e.what());
   }
@@ -323,7 +327,7 @@ caf::result<tool_result> execute(self_ptr self, const tool_call& call) {
           return {[=](execute_atom, uint64_t job, const tool_call& work) {
             const auto* tool = registry->find(work.name);
             caf::anon_send(executor, finished_atom::value, job,
-                           run_function_tool(*tool, work.input, context));
+                           run_function_tool(*tool, work, context));
           }};
         });
     } else {
@@ -338,7 +342,7 @@ caf::result<tool_result> execute(self_ptr self, const tool_call& call) {
   if (spec->kind == tool_kind::function) {
     // Bounded work (read stops at four times the budget): a hop to a runner thread would
     // cost more than the call.
-    auto result = run_function_tool(*spec, call.input, st.context);
+    auto result = run_function_tool(*spec, call, st.context);
     apply_output_budget(result, st.context, call.id);
     return result;
   }

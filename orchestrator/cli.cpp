@@ -83,6 +83,9 @@ int run_cli(int argc, char** argv) {
     return fail(logging.error());
   // A reader that goes away (`troupe run … | head`) is an EPIPE to handle, not a fatal signal.
   std::signal(SIGPIPE, SIG_IGN);
+  // A file-size limit (ulimit -f) makes a write fail with EFBIG, which every writer handles
+  // (an append is taken back); the default action would kill troupe mid-write instead.
+  std::signal(SIGXFSZ, SIG_IGN);
 
   if (*demo)
     return run_demo(demo_format);

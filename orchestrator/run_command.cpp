@@ -327,6 +327,8 @@ expected<launched_agent> launch_agent(caf::actor_system& sys, run_settings& sett
 
 /// How long the exit may wait for threads after a signal ended the run.
 constexpr std::chrono::milliseconds shutdown_after_signal{750};
+/// The same after an end without a signal: enough for the disk work of a normal end.
+constexpr std::chrono::milliseconds shutdown_after_end{3000};
 
 void warn_without_subreaper(const process_reaper& reaper) {
   if (!reaper.subreaper())
@@ -392,10 +394,10 @@ int execute_run(run_settings settings, std::FILE* out) {
     }
   }
   launched->stop_engine();
-  // Scans stop early when their call is cancelled; after a signal the exit does not wait for
-  // one that cannot be cut.
-  if (signals_seen.load() > 0)
-    exit_if_still_running_after(shutdown_after_signal, code, out);
+  // Scans stop early when their call is cancelled; the exit does not wait for one that cannot
+  // be cut (an interrupt from another process ends a run as a signal does).
+  exit_if_still_running_after(signals_seen.load() > 0 ? shutdown_after_signal : shutdown_after_end,
+                              code, out);
   return code;
 }
 

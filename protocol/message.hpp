@@ -32,6 +32,10 @@ struct tool_call {
   std::string name;
   nlohmann::json input = nlohmann::json::object();
   call_format format = call_format::native;
+  /// Where the permission check found the call's path to lead when it decided (empty: no path,
+  /// or no check). Set by the step, never logged: a file tool refuses a path that leads
+  /// elsewhere by the time it runs (a link swapped in meanwhile).
+  std::string approved_path{};
 
   friend bool operator==(const tool_call& a, const tool_call& b) {
     return a.id == b.id && a.name == b.name && a.input == b.input && a.format == b.format;
@@ -40,7 +44,7 @@ struct tool_call {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, tool_call& x) {
-  return f(caf::meta::type_name("tool_call"), x.id, x.name, x.input, x.format);
+  return f(caf::meta::type_name("tool_call"), x.id, x.name, x.input, x.format, x.approved_path);
 }
 
 /// What running one tool produced; failures are results too (is_error).

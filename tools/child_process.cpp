@@ -66,7 +66,7 @@ int spawn_child(const std::string& program, const char* const argv[], char* cons
   sigset_t empty_mask, defaults;
   sigemptyset(&empty_mask);
   sigemptyset(&defaults);
-  for (int sig : {SIGINT, SIGTERM, SIGPIPE, SIGQUIT, SIGHUP})
+  for (int sig : {SIGINT, SIGTERM, SIGPIPE, SIGQUIT, SIGHUP, SIGXFSZ})
     sigaddset(&defaults, sig);
   posix_spawnattr_setsigmask(&attr, &empty_mask);
   posix_spawnattr_setsigdefault(&attr, &defaults);

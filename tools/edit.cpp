@@ -83,6 +83,9 @@ tool_result run_edit(const nlohmann::json& input, const tool_context& ctx) {
   std::string problem = file ? file->read(content) : file.error();
   if (!problem.empty())
     return error_result(problem + (file && file->exists() ? "" : "; to create a file, use write"));
+  if (auto moved = moved_since_approval(path, file->real_path(), ctx.approved_path);
+      !moved.empty())
+    return error_result(moved);
   auto replaced = replace_exact(content, old_text, new_text, input.value("replace_all", false));
   if (!replaced.error.empty())
     return error_result(path.string() + ": " + replaced.error);

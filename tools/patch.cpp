@@ -78,6 +78,9 @@ tool_result run_patch(const nlohmann::json& input, const tool_context& ctx) {
   auto file = resolved_file::resolve(path, false);
   if (!file)
     return error_result(file.error());
+  if (auto moved = moved_since_approval(path, file->real_path(), ctx.approved_path);
+      !moved.empty())
+    return error_result(moved);
   if (auto problem = file->read(content); !problem.empty())
     return error_result(problem);
   // All hunks or none: the file is written only when every one applies.

@@ -296,13 +296,21 @@ permission_rule permission_policy::always_rule(const tool_spec& spec,
   auto subject = subject_of(spec, input);
   if (spec.rule_subject == "path" && !subject.empty()) {
     auto forms = forms_of(resolve_path(context, subject), context);
-    if (forms.resolved && forms.real != forms.given && !inside_workspace(forms))
+    if (forms.resolved && !inside_workspace(forms))
       subject = forms.real.string();
   }
   if (!subject.empty())
     rule.pattern = subject;
   rule.text = rule.pattern ? spec.name + "(" + *rule.pattern + ")" : spec.name;
   return rule;
+}
+
+std::string permission_policy::real_target(const tool_spec& spec,
+                                           const nlohmann::json& input) const {
+  if (spec.rule_subject != "path")
+    return {};
+  auto forms = forms_of(resolve_path(context, subject_of(spec, input)), context);
+  return forms.resolved ? forms.real.string() : std::string{};
 }
 
 std::optional<std::string> permission_policy::read_denial(const std::filesystem::path& path) const {

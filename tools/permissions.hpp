@@ -82,6 +82,10 @@ struct permission_policy {
   /// that form allows it.
   permission_rule always_rule(const tool_spec& spec, const nlohmann::json& input) const;
 
+  /// Where the call's path really leads now, as can_use_tool judges it; empty for tools without
+  /// a path or a path that cannot be resolved.
+  std::string real_target(const tool_spec& spec, const nlohmann::json& input) const;
+
   /// The text of the `read(…)` deny rule that forbids reading `path` (absolute), matched
   /// against the path as given and where it really leads; nullopt when none does.
   std::optional<std::string> read_denial(const std::filesystem::path& path) const;

@@ -1,5 +1,7 @@
 #include "tools/read.hpp"
 
+#include "tools/real_path.hpp"
+
 #include <algorithm>
 #include <fstream>
 #include <string_view>
@@ -35,6 +37,12 @@ tool_result run_read(const nlohmann::json& input, const tool_context& ctx) {
   // FIFOs, devices and sockets can block or never end: only regular files are read.
   if (!std::filesystem::is_regular_file(status))
     return error_result(path.string() + " is not a regular file");
+  if (!ctx.approved_path.empty()) {
+    auto real = real_location(path);
+    auto moved = moved_since_approval(path, real ? *real : path, ctx.approved_path);
+    if (!moved.empty())
+      return error_result(moved);
+  }
   std::ifstream in{path, std::ios::binary};
   if (!in)
     return error_result("cannot read " + path.string() + ": permission denied");

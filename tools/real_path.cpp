@@ -288,4 +288,13 @@ std::string resolved_file::write(const std::string& content) const {
   return {};
 }
 
+std::string moved_since_approval(const std::filesystem::path& path,
+                                 const std::filesystem::path& real, const std::string& approved) {
+  if (approved.empty() ||
+      real.lexically_normal() == std::filesystem::path{approved}.lexically_normal())
+    return {};
+  return path.string() + " now leads to " + real.string() + ", not to " + approved +
+         " as when it was allowed (a link changed meanwhile); the call was not carried out";
+}
+
 } // namespace troupe

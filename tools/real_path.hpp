@@ -58,4 +58,10 @@ private:
 /// `path` as the model gave it, and where it really leads when a link made that elsewhere.
 std::string shown_path(const std::filesystem::path& path, const resolved_file& file);
 
+/// An error result's text when `real` (where `path` leads now) is not where the permission
+/// check found it to lead (`approved`, empty: nothing to hold it to): a link was swapped in
+/// between the decision and the call. Empty when they agree.
+std::string moved_since_approval(const std::filesystem::path& path,
+                                 const std::filesystem::path& real, const std::string& approved);
+
 } // namespace troupe

@@ -46,6 +46,9 @@ struct tool_context {
   /// Tags every process the tools start (TROUPE_PROCESS_OWNER, the session's id): what they
   /// leave behind is found by it and stopped when the session ends. Empty: untagged.
   std::string process_owner;
+  /// Set per call from tool_call::approved_path: a file tool whose path now leads anywhere else
+  /// refuses the call. Empty: nothing to hold it to.
+  std::string approved_path;
   /// The deny rule (its text) that forbids reading a path, if one does: the search tools leave
   /// such files out and say so. Unset: no rule denies reading.
   std::function<std::optional<std::string>(const std::filesystem::path&)> read_denied;

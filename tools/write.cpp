@@ -17,6 +17,9 @@ tool_result run_write(const nlohmann::json& input, const tool_context& ctx) {
   auto file = resolved_file::resolve(path, true);
   if (!file)
     return error_result(file.error());
+  if (auto moved = moved_since_approval(path, file->real_path(), ctx.approved_path);
+      !moved.empty())
+    return error_result(moved);
   bool existed = file->exists();
   if (auto problem = file->write(content); !problem.empty())
     return error_result(problem);

@@ -3,6 +3,7 @@
 
 #include <doctest/doctest.h>
 
+#include <signal.h>
 #include <sys/stat.h>
 
 #include <sstream>
@@ -140,4 +141,22 @@ print(sent, p.wait(), err.strip())
   CHECK(sent < 100001 + (1u << 20)); // the cap, plus what the pipe buffered
   CHECK(fed.out.find("longer than 100000 bytes") != std::string::npos);
   CHECK(read_jsonl(queue).size() == 1); // only the message within the cap
+}
+
+TEST_CASE("under a file-size limit notify fails with its message and takes its line back") {
+  // `ulimit -f` makes a write past it raise SIGXFSZ, whose default action kills the writer
+  // mid-line; troupe ignores it and handles the EFBIG like any failed write.
+  cli_fixture f;
+  REQUIRE(f.run({"--model", f.script({text_line("first")}), "--session-id", "s1", "hi"})
+            .exit_code == 0);
+  auto queue = session_dir(f, "s1") / "queue.jsonl";
+  REQUIRE(run_troupe({"notify", "s1", "small"}, f.options()).exit_code == 0);
+  auto before = read_file(queue);
+  auto limited = run_process({"/bin/sh", "-c", "ulimit -f 1; exec \"$0\" notify s1 \"$1\"",
+                              TROUPE_BINARY, std::string(4000, 'z')},
+                             f.options());
+  CHECK(limited.exit_code != 0);
+  CHECK(limited.exit_code != 128 + SIGXFSZ);
+  CHECK(limited.err.find("File too large") != std::string::npos);
+  CHECK(read_file(queue) == before);
 }

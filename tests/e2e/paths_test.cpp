@@ -184,3 +184,79 @@ TEST_CASE("a chat whose session has ended does not stay open for a scan that can
   CHECK(r.exit_code == 0);
   CHECK(r.err.find("a tool was still running") != std::string::npos);
 }
+
+TEST_CASE("a link swapped in between the permission check and the call is refused, not followed") {
+  // A PreToolUse hook runs after the decision and before the tool: it stands for anything that
+  // changes the tree meanwhile (a background task, another process, a person answering slowly).
+  cli_fixture f;
+  auto work = f.dir / "work";
+  auto outside = f.dir / "outside";
+  fs::create_directories(outside);
+  fs::create_directories(work / "secret");
+  write_file(outside / "victim.txt", "original\n");
+  write_file(work / "secret/key.txt", "SECRET=hunter2\n");
+  auto swap_in = [](const std::string& target, const fs::path& at) {
+    return json{{"type", "command"}, {"command", "ln -sfn '" + target + "' '" + at.string() + "'"}};
+  };
+  auto hooks = json{
+    {"PreToolUse",
+     json::array({{{"matcher", "write"}, {"hooks", json::array({swap_in(outside.string(),
+                                                                         work / "link")})}},
+                  {{"matcher", "edit"},
+                   {"hooks", json::array({swap_in((outside / "victim.txt").string(),
+                                                  work / "mine.txt")})}},
+                  {{"matcher", "read"},
+                   {"hooks", json::array({swap_in((work / "secret/key.txt").string(),
+                                                  work / "notes.txt")})}}})}};
+  write_file(f.dir / "settings.json", json{{"hooks", hooks}}.dump());
+  write_file(work / "mine.txt", "original\n");
+  auto model = f.script({
+    call("write", {{"path", "link/new.txt"}, {"content", "escaped"}}),
+    call("edit", {{"path", "mine.txt"}, {"old_string", "original"}, {"new_string", "edited"}}),
+    call("read", {{"path", "notes.txt"}}),
+    text_line("done"),
+  });
+  auto r = f.run({"--model", model, "--settings", (f.dir / "settings.json").string(), "--deny",
+                  "read(secret/**)", "go"});
+  CHECK_FALSE(fs::exists(outside / "new.txt"));
+  CHECK(read_file(outside / "victim.txt") == "original\n");
+  auto results = tool_results(f);
+  REQUIRE(results.size() == 3);
+  for (auto& result : results) {
+    CAPTURE(result);
+    CHECK(result.find("as when it was allowed (a link changed meanwhile)") != std::string::npos);
+    CHECK(result.find("hunter2") == std::string::npos);
+  }
+}
+
+TEST_CASE("an interrupt from another process ends a run busy with an uncut scan, as a signal does") {
+  cli_fixture f;
+  write_file(f.dir / "work/a.txt", std::string(64, 'a') + "\n");
+  auto model = f.script({call("grep", {{"pattern", "(a|a)*c"}}), text_line("never")});
+  // Starts the run, waits for the call to show, interrupts it with `troupe interrupt`, and
+  // prints the run's exit code, or "hung" when it has not ended 20 s later.
+  auto driver = R"(
+import os, subprocess, sys, time
+troupe, work, model = sys.argv[1:4]
+run = subprocess.Popen([troupe, "run", "--cwd", work, "--model", model, "--permission-mode",
+                        "plan", "--session-id", "busy", "go"],
+                       stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+seen = b""
+while b"(a|a)*c" not in seen:
+    chunk = os.read(run.stdout.fileno(), 4096)
+    if not chunk:
+        break
+    seen += chunk
+time.sleep(0.5)
+subprocess.run([troupe, "interrupt", "busy"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+try:
+    print(run.wait(timeout=20))
+except subprocess.TimeoutExpired:
+    run.kill()
+    print("hung")
+)";
+  auto r = run_process({"/bin/sh", "-c", "exec python3 -c \"$0\" \"$1\" \"$2\" \"$3\"", driver,
+                        TROUPE_BINARY, (f.dir / "work").string(), model},
+                       f.options());
+  CHECK(r.out == "130\n");
+}

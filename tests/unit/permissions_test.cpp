@@ -203,6 +203,11 @@ TEST_CASE("the workspace boundary and path rules follow symbolic links") {
     CHECK(f.writing("link/new.txt") == allow); // the "always" answer holds on the next call
     CHECK(f.policy.always_rule(f.write, {{"path", "inner/a.txt"}, {"content", ""}}).text ==
           "write(inner/a.txt)");
+    // Outside without a link too: a relative spelling (`../`) never matches an outside path.
+    auto up = f.policy.always_rule(f.write, {{"path", "../outside/b.txt"}, {"content", ""}});
+    CHECK(up.text == "write(" + (outside / "b.txt").string() + ")");
+    f.policy.session_allow.push_back(up);
+    CHECK(f.writing("../outside/b.txt") == allow);
   }
   SUBCASE("a link that stays inside, or `..` after a link (lexical), is inside") {
     CHECK(f.writing("inner/a.txt") == allow);
