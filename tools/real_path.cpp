@@ -233,6 +233,27 @@ std::string resolved_file::read(std::string& content) const {
   return {};
 }
 
+namespace {
+
+// Writes content over the file open (for writing) on fd, and closes it.
+std::string write_in_place(int fd, const std::string& content, const std::string& shown) {
+  int error = ::ftruncate(fd, 0) == 0 ? 0 : errno;
+  for (size_t done = 0; error == 0 && done < content.size();) {
+    auto n = ::write(fd, content.data() + done, content.size() - done);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      error = n < 0 ? errno : EIO;
+    else
+      done += static_cast<size_t>(n);
+  }
+  if (::close(fd) != 0 && error == 0)
+    error = errno;
+  return error == 0 ? std::string{} : "writing " + shown + " failed: " + error_text(error);
+}
+
+} // namespace
+
 std::string resolved_file::write(const std::string& content) const {
   auto shown = real_path().string();
   struct stat st {};
@@ -248,6 +269,10 @@ std::string resolved_file::write(const std::string& content) const {
     int probe = ::openat(dir_, name_.c_str(), O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (probe < 0)
       return "cannot open " + shown + " for writing: " + error_text(errno);
+    // A file someone else owns, or one with other names (hard links), is written where it is:
+    // a new file renamed over it would take its owner, or split it from its other names.
+    if (st.st_uid != ::geteuid() || st.st_nlink > 1)
+      return write_in_place(probe, content, shown);
     ::close(probe);
   }
   std::string temporary;
@@ -260,6 +285,12 @@ std::string resolved_file::write(const std::string& content) const {
                   0666);
     if (fd < 0 && errno != EEXIST)
       break;
+  }
+  if (fd < 0 && existed && (errno == EACCES || errno == EPERM || errno == EROFS)) {
+    // A directory nobody may add to, around a file that may be written: written where it is.
+    int in_place = ::openat(dir_, name_.c_str(), O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (in_place >= 0)
+      return write_in_place(in_place, content, shown);
   }
   if (fd < 0)
     return "cannot write " + shown + ": " + error_text(errno);

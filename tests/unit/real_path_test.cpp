@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "support/test_support.hpp"
 #include "tools/real_path.hpp"
@@ -90,4 +91,27 @@ TEST_CASE("a resolved file follows links, keeps the mode and leaves no temporary
   auto directory = resolved_file::resolve(dir / "real", false);
   REQUIRE(directory);
   CHECK(directory->write("x").find("is a directory") != std::string::npos);
+}
+
+TEST_CASE("a file with other names, or someone else's, is written where it is") {
+  // Renaming a new file over it would split it from its hard links and make it troupe's user's.
+  temp_dir dir;
+  write_file(dir / "f.txt", "old");
+  fs::create_hard_link(dir / "f.txt", dir / "other_name.txt");
+  auto linked = resolved_file::resolve(dir / "f.txt", false);
+  REQUIRE(linked);
+  CHECK(linked->write("new") == "");
+  CHECK(read_file(dir / "other_name.txt") == "new");
+  CHECK(fs::hard_link_count(dir / "f.txt") == 2);
+  if (::geteuid() == 0) {
+    write_file(dir / "theirs.txt", "old");
+    REQUIRE(::chown((dir / "theirs.txt").c_str(), 65534, 65534) == 0);
+    auto theirs = resolved_file::resolve(dir / "theirs.txt", false);
+    REQUIRE(theirs);
+    CHECK(theirs->write("new") == "");
+    struct stat st {};
+    REQUIRE(::stat((dir / "theirs.txt").c_str(), &st) == 0);
+    CHECK(st.st_uid == 65534);
+    CHECK(read_file(dir / "theirs.txt") == "new");
+  }
 }
