@@ -88,14 +88,31 @@ bool inside_workspace(const path_forms& forms) {
 
 enum class rule_use { deny, ask, allow };
 
+// An absolute pattern whose fixed leading directories are reached through a link (a workspace
+// or home opened by a linked name) is also matched where they really lead: paths are compared
+// by their real location, so the rule's must be too.
+bool absolute_pattern_matches(const std::string& pattern, const std::string& path) {
+  if (glob_match(pattern, path))
+    return true;
+  auto special = pattern.find_first_of("*?[{\\");
+  auto cut = pattern.rfind('/', special == std::string::npos ? pattern.size() - 1 : special);
+  if (cut == std::string::npos || cut == 0)
+    return false;
+  auto prefix = real_location(pattern.substr(0, cut));
+  if (!prefix || prefix->generic_string() == pattern.substr(0, cut))
+    return false;
+  return glob_match(prefix->generic_string() + pattern.substr(cut), path);
+}
+
 bool path_pattern_matches(std::string pattern, const std::filesystem::path& path,
                           const std::filesystem::path& root, const tool_context& ctx) {
   if (pattern.rfind("./", 0) == 0)
     pattern.erase(0, 2);
   if (pattern.rfind("~/", 0) == 0 && !ctx.home.empty())
-    return glob_match((ctx.home / pattern.substr(2)).generic_string(), path.generic_string());
+    return absolute_pattern_matches((ctx.home / pattern.substr(2)).generic_string(),
+                                    path.generic_string());
   if (!pattern.empty() && pattern[0] == '/')
-    return glob_match(pattern, path.generic_string());
+    return absolute_pattern_matches(pattern, path.generic_string());
   return glob_match(pattern, path_subject(path, root));
 }
 

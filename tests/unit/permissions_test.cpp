@@ -231,6 +231,16 @@ TEST_CASE("the workspace boundary and path rules follow symbolic links") {
     CHECK(f.policy.read_denial(work / "inner/a.txt") == std::optional<std::string>{"read(src/**)"});
     CHECK_FALSE(f.policy.read_denial(work / "file_link"));
   }
+  SUBCASE("an absolute or ~ rule written through a link to the workspace still holds") {
+    fs::create_directory_symlink(work, dir / "worklink");
+    f.policy.mode = permission_mode::bypass;
+    f.policy.context.home = dir / "worklink";
+    f.policy.rules.deny = {rule("read(" + (dir / "worklink").string() + "/src/**)")};
+    CHECK(f.reading("src/a.txt") == deny);
+    f.policy.rules.deny = {rule("read(~/src/**)")};
+    CHECK(f.reading("src/a.txt") == deny);
+    CHECK(f.reading("other.txt") == allow);
+  }
 }
 
 TEST_CASE("a settings file nested 100,000 deep is an error naming the file and the depth") {
