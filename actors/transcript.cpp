@@ -70,8 +70,14 @@ std::string save_torn(const std::filesystem::path& torn, const std::string& line
     problem = write_fully(fd.get(), "\n", 1, torn);
   if (problem.empty() && ::fsync(fd.get()) != 0)
     problem = "cannot sync " + torn.string() + ": " + std::strerror(errno);
-  if (!problem.empty())
+  if (!problem.empty()) {
     (void)::ftruncate(fd.get(), before.st_size);
+    // An empty file made here would look like a saved line: none is left behind.
+    if (before.st_size == 0) {
+      std::error_code ec;
+      std::filesystem::remove(torn, ec);
+    }
+  }
   return problem;
 }
 

@@ -150,6 +150,16 @@ TEST_CASE("a torn line saved only in part is not cut, and the part is taken back
   CHECK(loaded->repair_note.find("File too large") != std::string::npos);
   CHECK(read_file(path.string() + ".torn") == earlier);
   CHECK(read_file(path) == good + "\n" + torn);
+  // With no earlier file, none is left behind: an empty .torn would look like a saved line.
+  std::filesystem::remove(path.string() + ".torn");
+  {
+    file_size_limit full{1000};
+    loaded = load_transcript(path);
+  }
+  REQUIRE(loaded);
+  CHECK(loaded->repair_note.find("could not be saved aside") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(path.string() + ".torn"));
+  CHECK(read_file(path) == good + "\n" + torn);
 }
 
 TEST_CASE("a transcript append that fails part-way is taken back") {
