@@ -378,6 +378,14 @@ expected<std::filesystem::path> fork_session(const stored_session& from,
 
 int run_ls(bool json) {
   auto sessions = list_sessions();
+  if (sessions.empty()) {
+    // Another user's sessions folder is not an empty one.
+    std::error_code ec;
+    std::filesystem::directory_iterator probe{troupe_home() / "sessions", ec};
+    if (ec == std::errc::permission_denied)
+      return fail_at_runtime("permission denied: cannot read " +
+                             (troupe_home() / "sessions").string());
+  }
   if (json) {
     for (auto& s : sessions) {
       // Of an unreadable session nothing but its id is known: no zeros passed off as facts.

@@ -146,3 +146,21 @@ TEST_CASE("another user's session is reported as permission denied, not missing 
   CHECK(r.exit_code == 0);
   CHECK(run.get().exit_code == 130);
 }
+
+TEST_CASE("another user's sessions folder is permission denied for ls, not an empty list") {
+  cli_fixture f;
+  if (::geteuid() == 0 && setpriv().empty()) {
+    MESSAGE("setpriv (util-linux) is not installed: cannot run troupe as another user");
+    return;
+  }
+  REQUIRE(f.run({"--model", f.script({text_line("done")}), "--session-id", "one", "hi"})
+            .exit_code == 0);
+  other_user other{f};
+  fs::permissions(f.dir / "home/sessions", fs::perms(other.as_nobody ? 0700 : 0));
+  auto r = other.troupe({"ls"});
+  fs::permissions(f.dir / "home/sessions", fs::perms(0755));
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find("permission denied: cannot read " + (f.dir / "home/sessions").string()) !=
+        std::string::npos);
+  CHECK(r.out.find("no sessions yet") == std::string::npos);
+}
