@@ -1,5 +1,7 @@
 #include "tools/real_path.hpp"
 
+#include "tools/private_files.hpp"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -237,19 +239,12 @@ namespace {
 
 // Writes content over the file open (for writing) on fd, and closes it.
 std::string write_in_place(int fd, const std::string& content, const std::string& shown) {
-  int error = ::ftruncate(fd, 0) == 0 ? 0 : errno;
-  for (size_t done = 0; error == 0 && done < content.size();) {
-    auto n = ::write(fd, content.data() + done, content.size() - done);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      error = n < 0 ? errno : EIO;
-    else
-      done += static_cast<size_t>(n);
-  }
-  if (::close(fd) != 0 && error == 0)
-    error = errno;
-  return error == 0 ? std::string{} : "writing " + shown + " failed: " + error_text(error);
+  auto problem = ::ftruncate(fd, 0) == 0
+                   ? write_fully(fd, content.data(), content.size(), shown)
+                   : "writing " + shown + " failed: " + error_text(errno);
+  if (::close(fd) != 0 && problem.empty())
+    problem = "writing " + shown + " failed: " + error_text(errno);
+  return problem;
 }
 
 } // namespace
@@ -294,22 +289,19 @@ std::string resolved_file::write(const std::string& content) const {
   }
   if (fd < 0)
     return "cannot write " + shown + ": " + error_text(errno);
-  auto fail = [&](int error) {
+  auto discard = [&](std::string problem) {
     if (fd >= 0)
       ::close(fd);
     ::unlinkat(dir_, temporary.c_str(), 0);
-    return "writing " + shown + " failed: " + error_text(error);
+    return problem;
+  };
+  auto fail = [&](int error) {
+    return discard("writing " + shown + " failed: " + error_text(error));
   };
   if (existed && ::fchmod(fd, st.st_mode & 07777) != 0)
     return fail(errno);
-  for (size_t done = 0; done < content.size();) {
-    auto n = ::write(fd, content.data() + done, content.size() - done);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      return fail(n < 0 ? errno : EIO);
-    done += static_cast<size_t>(n);
-  }
+  if (auto problem = write_fully(fd, content.data(), content.size(), shown); !problem.empty())
+    return discard(problem);
   int closed = ::close(fd);
   fd = -1;
   if (closed != 0)
