@@ -10,7 +10,7 @@ ifeq ($(CI),true)
   CMAKE_FLAGS += -DTROUPE_WERROR=ON
 endif
 
-.PHONY: deps fuzz-deps configure build demo test bench asan fuzz-build fuzz-smoke clean
+.PHONY: deps fuzz-deps configure build demo test bench asan fuzz-build fuzz-smoke mutants clean
 
 deps:
 	@scripts/install-deps.sh
@@ -52,5 +52,11 @@ fuzz-build: fuzz-deps
 fuzz-smoke: fuzz-build
 	scripts/fuzz-smoke.sh build-fuzz $(FUZZ_SECONDS)
 
+# Breaks each behaviour users depend on (tests/mutants.jsonl), one at a time, in a scratch copy
+# (build-mutants/): the suite must fail on every one. Slow, so not part of `make test`.
+# MUTANTS_ARGS passes options on, e.g. MUTANTS_ARGS="--only retry".
+mutants: deps
+	python3 tests/mutants.py --work build-mutants --jobs $(JOBS) $(MUTANTS_ARGS)
+
 clean:
-	rm -rf $(BUILD_DIR) build-release build-asan build-fuzz
+	rm -rf $(BUILD_DIR) build-release build-asan build-fuzz build-mutants

@@ -37,7 +37,10 @@ bool is_bookkeeping(const message& m) {
          m.meta.value("hook_event", std::string{}) == "SessionStart";
 }
 
-bool awaits_answer(const message& m) { return m.role == role::user || m.role == role::tool; }
+bool awaits_answer(const message& m) {
+  return m.role == role::user || m.role == role::tool ||
+         (m.role == role::assistant && !m.tool_calls.empty());
+}
 
 bool starts_turn(const message& m) {
   if (m.role != role::user)

@@ -34,8 +34,9 @@ bool is_view_marker(const message& m);
 bool is_bookkeeping(const message& m);
 
 /// Returns true when a conversation whose last message other than bookkeeping is `m` waits for
-/// the model: `m` is the user's (a prompt, news, a hook's input) or a tool result. A resumed
-/// session answers it first (crash recovery).
+/// the model: `m` is the user's (a prompt, news, a hook's input), a tool result, or a reply
+/// whose calls never got their results (the process died before they ran). A resumed session
+/// answers it first (crash recovery), the lost calls with an error result.
 bool awaits_answer(const message& m);
 
 /// Returns true for a message that started a turn (marked so when it was logged; older

@@ -22,6 +22,7 @@
 #include "providers/scripted_script.hpp"
 #include "tools/permissions.hpp"
 #include "tools/process_reaper.hpp"
+#include "tools/tool_spec.hpp"
 
 namespace caf {
 class actor_system;
@@ -50,7 +51,7 @@ struct run_settings {
   tool_format format = tool_format::markdown;
   int32_t max_steps = 0;
   size_t max_parallel_tools = 10;
-  size_t max_tool_output = 30000;
+  size_t max_tool_output = default_output_cap;
   /// The largest notification text the session's queue readers take (longer ones are set aside).
   size_t max_notification_bytes = size_t{1} << 20;
   /// The model's context window and output size (table, settings, flags).

@@ -173,7 +173,8 @@ expected<run_settings> resolve_run(const run_flags& flags, bool interactive) {
                                  1000000, "steps");
   auto parallel = count_setting("", "", "TROUPE_MAX_TOOL_CONCURRENCY", 10, 1, 10, "calls");
   auto tool_output = count_setting(flags.max_tool_output, "--max-tool-output",
-                                   "TROUPE_MAX_TOOL_OUTPUT", 30000, 1000, 10000000, "bytes");
+                                   "TROUPE_MAX_TOOL_OUTPUT",
+                                   static_cast<long>(default_output_cap), 1000, 10000000, "bytes");
   for (auto* checked : {&max_steps, &parallel, &tool_output})
     if (!*checked)
       return failure{checked->error()};

@@ -20,6 +20,10 @@
 
 namespace troupe {
 
+/// Bytes of a tool result the model sees unless --max-tool-output or $TROUPE_MAX_TOOL_OUTPUT
+/// says otherwise.
+inline constexpr size_t default_output_cap = 30000;
+
 /// What a tool may know about the session it runs for.
 struct tool_context {
   /// The workspace; relative paths resolve against it and shells start in it.
@@ -28,7 +32,7 @@ struct tool_context {
   std::filesystem::path home;
   /// Most bytes of a tool result the model sees: past it the head and tail are kept, with a
   /// note saying how much was cut and where the whole output was saved.
-  size_t output_cap = 30000;
+  size_t output_cap = default_output_cap;
   /// Most bytes of a command's output kept at all (the saved file holds its head and tail).
   size_t capture_cap = 10 * 1024 * 1024;
   /// Where whole outputs over output_cap are saved, one file per call; empty: not saved.

@@ -130,9 +130,8 @@ TEST_CASE("queued prompts run as turns in order, non-interactive ends when the q
   CHECK(log[5]["content"] == "three");
 }
 
-TEST_CASE("the prompt queue holds 100 inputs, the rest is dropped with a notice") {
-  agent_fixture f;
-  f.config.queue_cap = 100;
+TEST_CASE("the prompt queue holds 100 inputs by default, the rest is dropped with a notice") {
+  agent_fixture f; // the session's default configuration: no cap is set here
   f.config.hooks.emplace_back(hook_point::loop_continue, [fired = false](const hook_context&) mutable {
     std::vector<message> out;
     if (!fired)

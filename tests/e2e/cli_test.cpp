@@ -99,6 +99,38 @@ TEST_CASE("--max-tool-output cuts long results and keeps them whole in the sessi
   CHECK(bad.err.find("TROUPE_MAX_TOOL_OUTPUT") != std::string::npos);
 }
 
+TEST_CASE("by default a result is cut at 30,000 bytes, head and tail, and kept whole") {
+  cli_fixture f;
+  // Neither --max-tool-output nor TROUPE_MAX_TOOL_OUTPUT (run_troupe drops an inherited one):
+  // exactly 30,000 bytes pass whole, 40,000 lose their middle 10,000.
+  auto bytes = [](int n) {
+    return "printf HEAD; head -c " + std::to_string(n - 8) + " /dev/zero | tr '\\0' x; printf TAIL";
+  };
+  auto model = f.script({shell_reply(bytes(30000)), shell_reply(bytes(40000)), {{"text", "seen"}}});
+  auto r = f.run({"--model", model, "--session-id", "default-cap", "go"});
+  REQUIRE(r.exit_code == 0);
+  auto session = f.dir / "home/sessions/default-cap";
+  auto log = read_jsonl(session / "transcript.jsonl");
+  REQUIRE(log.size() == 6);
+  auto whole = log[2]["content"].get<std::string>();
+  CHECK(whole.find("HEAD" + std::string(29992, 'x') + "TAIL") != std::string::npos);
+  CHECK(log[2]["truncated"] == false);
+
+  auto cut = log[4]["content"].get<std::string>();
+  CHECK(log[4]["truncated"] == true);
+  auto note = cut.find("\n[... 10000 bytes cut from the middle of 40000; the whole output is in ");
+  REQUIRE(note != std::string::npos);
+  CHECK(cut.substr(0, note).find("HEAD" + std::string(14996, 'x')) != std::string::npos);
+  CHECK(cut.find(std::string(14996, 'x') + "TAIL") != std::string::npos);
+  CHECK(cut.size() < 30000 + 300);
+  std::vector<std::filesystem::path> files;
+  for (auto& entry : std::filesystem::directory_iterator(session / "tool-results"))
+    files.push_back(entry.path());
+  REQUIRE(files.size() == 1);
+  CHECK(cut.find(files[0].string()) != std::string::npos);
+  CHECK(read_file(files[0]).find("HEAD" + std::string(39992, 'x') + "TAIL") != std::string::npos);
+}
+
 TEST_CASE("a script error ends the run with exit 1 and error_during_execution") {
   cli_fixture f;
   auto model = f.script({shell_reply("true")});

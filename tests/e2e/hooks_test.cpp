@@ -228,6 +228,36 @@ TEST_CASE("Stop and LoopContinue messages are queued as the next inputs") {
   CHECK(log[3]["content"] == "changelog written");
 }
 
+TEST_CASE("by default the prompt queue holds 100 inputs: the 101st is dropped with a notice") {
+  cli_fixture f;
+  // The prompt and 100 messages of a SessionStart hook: 101 inputs, in the shipped
+  // configuration (no setting changes the cap).
+  auto hooks = one_hook("SessionStart",
+                        "python3 -c 'import json; print(json.dumps({\"messages\": "
+                        "[\"extra %d\" % i for i in range(100)]}))'");
+  std::vector<json> replies(101, {{"text", "ok"}});
+  auto r = f.run({"--model", f.script(replies), "--settings", settings(f, hooks),
+                  "--session-id", "full", "--output-format", "stream-json", "first"});
+  CHECK(r.exit_code == 0);
+  std::vector<json> dropped;
+  for (auto& line : split_lines(r.out)) {
+    auto j = json::parse(line);
+    if (j.value("subtype", "") == "queue_overflow")
+      dropped.push_back(j);
+  }
+  REQUIRE(dropped.size() == 1);
+  CHECK(dropped[0]["message"].get<std::string>().find("prompt queue is full (100 inputs)") !=
+        std::string::npos);
+  CHECK(dropped[0]["message"].get<std::string>().find("from hook: extra 99") != std::string::npos);
+  strings inputs;
+  for (auto& m : read_jsonl(f.dir / "home/sessions/full/transcript.jsonl"))
+    if (m["role"] == "user")
+      inputs.push_back(m["content"]);
+  REQUIRE(inputs.size() == 100);
+  CHECK(inputs.front() == "first");
+  CHECK(inputs.back() == "extra 98");
+}
+
 TEST_CASE("bad hook settings are a one-line error and exit 2 before anything runs") {
   cli_fixture f;
   auto path = settings(f, json{{"Sometime", json::array()}});

@@ -56,6 +56,44 @@ TEST_CASE("notify to a stopped session queues durably, the resumed session reads
   CHECK(read_file(queue).empty()); // delivered: the queue is emptied
 }
 
+TEST_CASE("a queue entry already in the transcript is not logged again and leaves the queue") {
+  // The on-disk state of a process that died between logging a notification and removing it
+  // from queue.jsonl: the entry is in both. Exactly once: the next start drops it unlogged.
+  cli_fixture f;
+  REQUIRE(f.run({"--model", f.script({text_line("first")}), "--session-id", "s1", "hi"})
+            .exit_code == 0);
+  REQUIRE(run_troupe({"notify", "s1", "the", "deploy", "finished"}, f.options()).exit_code == 0);
+  auto queue = session_dir(f, "s1") / "queue.jsonl";
+  auto pending = read_file(queue);
+  REQUIRE(read_jsonl(queue).size() == 1);
+  auto id = read_jsonl(queue)[0]["id"].get<std::string>();
+  REQUIRE(f.run({"--model", f.script({text_line("saw it"), text_line("next done")}),
+                 "--session-id", "s1", "next"})
+            .exit_code == 0);
+  REQUIRE(read_file(queue).empty());
+  auto transcript = session_dir(f, "s1") / "transcript.jsonl";
+  auto notifications = [&] {
+    std::vector<json> out;
+    for (auto& m : read_jsonl(transcript))
+      if (m.value("origin", "") == "task-notification")
+        out.push_back(m);
+    return out;
+  };
+  REQUIRE(notifications().size() == 1);
+  CHECK(notifications()[0]["id"] == id);
+
+  write_file(queue, pending); // the crash: logged, never removed
+  auto again = f.run({"--model", f.script({text_line("once more")}), "--session-id", "s1",
+                      "again"});
+  CHECK(again.exit_code == 0);
+  CHECK(notifications().size() == 1);
+  CHECK(roles(transcript) == std::vector<std::string>{"user:prompt", "assistant",
+                                                      "user:task-notification", "assistant",
+                                                      "user:prompt", "assistant", "user:prompt",
+                                                      "assistant"});
+  CHECK(read_file(queue).empty());
+}
+
 TEST_CASE("notify and interrupt take a session's name, and reach a session that is starting") {
   cli_fixture f;
   REQUIRE(f.run({"--model", f.script({text_line("ok")}), "--session-id", "named",

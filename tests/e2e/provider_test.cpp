@@ -121,9 +121,36 @@ TEST_CASE("retryable statuses are retried with events, honouring retry-after") {
     CHECK(retries[0]["error_status"] == 429);
     CHECK(retries[0]["retry_delay_ms"] == 20);
     CHECK(retries[1]["error_status"] == 529);
+    CHECK(retries[1]["retry_delay_ms"] == 10); // retry-after in seconds: 0.01
     CHECK(retries[2]["attempt"] == 3);
     CHECK(retries[2]["max_retries"] == 8);
   }
+}
+
+TEST_CASE("retry-after in whole and fractional seconds is the delay taken, for both providers") {
+  // Real APIs send whole seconds ("retry-after: 1"); the wait is measured at the server,
+  // between the refused request and the retry.
+  for (std::string provider : {"openai", "anthropic"})
+    for (auto [value, ms] : {std::pair<std::string, int>{"1", 1000}, {"0.3", 300}}) {
+      CAPTURE(provider);
+      CAPTURE(value);
+      fake_server server{R"([{"status": 429, "headers": {"retry-after": ")" + value +
+                         R"("}}, {"text": "after the wait"}])"};
+      provider_run run{provider};
+      auto r = run.run(server, {"go"});
+      CHECK(r.exit_code == 0);
+      CHECK(result_of(r)["result"] == "after the wait");
+      auto retries = of_type(r, "system", "api_retry");
+      REQUIRE(retries.size() == 1);
+      CHECK(retries[0]["retry_delay_ms"] == ms);
+      std::vector<double> sent;
+      for (auto& request : server.requests())
+        if (!request.value("naming", false))
+          sent.push_back(request["received_at"].get<double>());
+      REQUIRE(sent.size() == 2);
+      CHECK(sent[1] - sent[0] >= ms / 1000.0 - 0.01);
+      CHECK(sent[1] - sent[0] < ms / 1000.0 + 2);
+    }
 }
 
 TEST_CASE("retries are bounded by --max-retries") {

@@ -220,6 +220,40 @@ TEST_CASE("a run resumed without a prompt answers the message its last run died 
   CHECK(idle.err.find("has nothing left to answer") != std::string::npos);
 }
 
+TEST_CASE("a run resumed without a prompt answers the calls its last run died before running") {
+  cli_fixture f;
+  // The process died after logging a reply with two tool calls, before either ran.
+  auto dir = session_dir(f, "mid-step");
+  std::filesystem::create_directories(dir);
+  auto calls = json::array(
+    {{{"id", "call_1"}, {"name", "shell"}, {"input", {{"command", "touch ran-1"}}}},
+     {{"id", "call_2"}, {"name", "shell"}, {"input", {{"command", "touch ran-2"}}}}});
+  write_file(dir / "transcript.jsonl",
+             json{{"id", "msg_1"}, {"role", "user"}, {"content", "make two files"},
+                  {"origin", "prompt"}, {"timestamp_ms", 1}}
+                   .dump() +
+               "\n" +
+               json{{"id", "msg_2"}, {"role", "assistant"}, {"content", "making them"},
+                    {"tool_calls", calls}, {"timestamp_ms", 2}}
+                   .dump() +
+               "\n");
+  auto r = f.run({"--resume", "mid-step", "--model", f.script({text_line("they were lost")})});
+  CHECK(r.exit_code == 0);
+  auto log = read_jsonl(dir / "transcript.jsonl");
+  REQUIRE(log.size() == 5);
+  for (int i : {2, 3}) {
+    CHECK(log[i]["role"] == "tool");
+    CHECK(log[i]["is_error"] == true);
+    CHECK(log[i]["content"].get<std::string>().find("[no result: the session stopped") == 0);
+  }
+  CHECK(log[2]["tool_call_id"] == "call_1");
+  CHECK(log[3]["tool_call_id"] == "call_2");
+  CHECK(log[4]["content"] == "they were lost");
+  // Lost, not run again behind the user's back.
+  CHECK(!std::filesystem::exists(f.dir / "work/ran-1"));
+  CHECK(!std::filesystem::exists(f.dir / "work/ran-2"));
+}
+
 TEST_CASE("one process runs a session at a time: a second one is refused and changes nothing") {
   cli_fixture f;
   auto live = std::async(std::launch::async, [&] {
@@ -372,4 +406,36 @@ TEST_CASE("a fork copies links as links, skips pipes, and takes a home whose pat
   CHECK(std::filesystem::is_symlink(copy / "tool-results/dangling"));
   CHECK(!std::filesystem::exists(copy / "tool-results/pipe"));
   CHECK(read_jsonl(copy / "transcript.jsonl").size() == 4);
+}
+
+TEST_CASE("a fork leaves the durable queue with the original: the copy gets no notification") {
+  cli_fixture f;
+  REQUIRE(f.run({"--model", f.script({text_line("a")}), "--session-id", "orig", "first task"})
+            .exit_code == 0);
+  REQUIRE(run_troupe({"notify", "orig", "the build broke"}, f.options()).exit_code == 0);
+  auto queue = session_dir(f, "orig") / "queue.jsonl";
+  write_file(session_dir(f, "orig") / "queue.jsonl.bad", "{\"torn\n");
+  auto pending = read_file(queue);
+  REQUIRE(read_jsonl(queue).size() == 1);
+
+  auto fork = f.run({"--resume", "orig", "--fork", "--session-id", "copy", "--model",
+                     f.script({text_line("forked answer")}), "try another way"});
+  CHECK(fork.exit_code == 0);
+  auto copy = session_dir(f, "copy");
+  CHECK(!std::filesystem::exists(copy / "queue.jsonl.bad"));
+  CHECK((!std::filesystem::exists(copy / "queue.jsonl") || read_file(copy / "queue.jsonl").empty()));
+  std::vector<std::string> copy_origins;
+  for (auto& m : read_jsonl(copy / "transcript.jsonl"))
+    copy_origins.push_back(m.value("origin", ""));
+  CHECK(copy_origins == std::vector<std::string>{"prompt", "", "prompt", ""});
+  CHECK(read_file(queue) == pending); // byte for byte
+
+  // The original still has it, and takes it on its next run.
+  REQUIRE(f.run({"--resume", "orig", "--model", f.script({text_line("saw it"), text_line("b")}),
+                 "next"})
+            .exit_code == 0);
+  auto log = read_jsonl(session_dir(f, "orig") / "transcript.jsonl");
+  REQUIRE(log.size() == 6);
+  CHECK(log[2]["origin"] == "task-notification");
+  CHECK(log[2]["content"].get<std::string>().find("the build broke") != std::string::npos);
 }

@@ -25,6 +25,7 @@ struct provider_run {
   process_result run(const fake_server& server, std::vector<std::string> args,
                      process_options opts = {}) {
     opts.env["TROUPE_HOME"] = (dir / "home").string();
+    opts.env["XDG_CONFIG_HOME"] = (dir / "config").string(); // no user settings file
     opts.env["TROUPE_MODEL"] = "";
     opts.env["TROUPE_MAX_STEPS"] = "";
     if (provider == "openai") {

@@ -208,7 +208,18 @@ process_result run_process(const std::vector<std::string>& argv, const process_o
 process_result run_troupe(const std::vector<std::string>& args, const process_options& opts) {
   std::vector<std::string> argv{TROUPE_BINARY};
   argv.insert(argv.end(), args.begin(), args.end());
-  return run_process(argv, opts);
+  // troupe runs with its shipped defaults: a setting in the developer's environment
+  // (TROUPE_MAX_TOOL_OUTPUT, a provider's base URL) would hide a changed default.
+  auto clean = opts;
+  for (char** e = environ; *e != nullptr; ++e) {
+    std::string entry{*e};
+    auto name = entry.substr(0, entry.find('='));
+    bool setting = name.rfind("TROUPE_", 0) == 0 || name.rfind("OPENAI_", 0) == 0 ||
+                   name.rfind("ANTHROPIC_", 0) == 0;
+    if (setting && clean.env.count(name) == 0)
+      clean.env[name] = ""; // unset
+  }
+  return run_process(argv, clean);
 }
 
 script make_script(const std::vector<nlohmann::json>& lines) {

@@ -117,7 +117,9 @@ tool_context context_in(const temp_dir& dir);
 /// Runs argv to completion and captures its output.
 process_result run_process(const std::vector<std::string>& argv, const process_options& opts = {});
 
-/// Runs the troupe binary under test with the given arguments.
+/// Runs the troupe binary under test with the given arguments and its shipped defaults: no
+/// TROUPE_*, OPENAI_* or ANTHROPIC_* variable of the caller's environment reaches it unless
+/// `opts.env` sets it.
 process_result run_troupe(const std::vector<std::string>& args, const process_options& opts = {});
 
 /// Returns a script built from JSON lines (fails the test when they do not parse).
