@@ -3,6 +3,7 @@
 
 #include <cstddef>
 
+#include "actors/notification_queue.hpp"
 #include "protocol/interfaces.hpp"
 
 namespace caf {
@@ -15,6 +16,7 @@ namespace troupe {
 /// ends once nobody holds it and its mailbox is empty. Its queue readers take notifications of
 /// up to `notification_cap` bytes of text (longer lines are set aside); what it appends for a
 /// subagent is cut to that size.
-disk_io_actor spawn_disk_io(caf::actor_system& sys, size_t notification_cap = size_t{1} << 20);
+disk_io_actor spawn_disk_io(caf::actor_system& sys,
+                            size_t notification_cap = notification_size_cap);
 
 } // namespace troupe

@@ -45,6 +45,11 @@ struct subagent_launch {
   bool resume = false;
 };
 
+/// Deepest subagent nesting and most subagents running at once per session, unless
+/// --max-agent-depth / --max-agents (or their variables) say otherwise.
+inline constexpr int32_t default_agent_depth = 3;
+inline constexpr size_t default_max_agents = 20;
+
 struct session_config;
 
 /// A model to switch to (/model): its client and what the session and its step need to use it.
@@ -120,8 +125,8 @@ struct session_config {
   /// 0 for a top-level session, its parent's + 1 for a subagent.
   int32_t depth = 0;
   /// Deepest subagent nesting allowed, and most subagents running at once per session.
-  int32_t max_depth = 3;
-  size_t max_children = 20;
+  int32_t max_depth = default_agent_depth;
+  size_t max_children = default_max_agents;
   /// A subagent's parent: it is sent a task notification when this session ends.
   session_actor parent;
   /// The parent's durable queue, written instead when the parent has ended meanwhile.

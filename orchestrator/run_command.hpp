@@ -13,6 +13,8 @@
 
 #include "actors/http_engine.hpp"
 #include "actors/http_model.hpp"
+#include "actors/notification_queue.hpp"
+#include "actors/session.hpp"
 #include "context/token_budget.hpp"
 #include "orchestrator/renderer.hpp"
 #include "protocol/hooks.hpp"
@@ -53,7 +55,7 @@ struct run_settings {
   size_t max_parallel_tools = 10;
   size_t max_tool_output = default_output_cap;
   /// The largest notification text the session's queue readers take (longer ones are set aside).
-  size_t max_notification_bytes = size_t{1} << 20;
+  size_t max_notification_bytes = notification_size_cap;
   /// The model's context window and output size (table, settings, flags).
   context_budget budget;
   std::filesystem::path cwd;
@@ -89,8 +91,8 @@ struct run_settings {
   model_resolver resolve_model;
   /// The context budget of another model (the table, settings files, flags), for /model.
   std::function<expected<context_budget>(const std::string& model)> resolve_budget;
-  int32_t max_agent_depth = 3;
-  size_t max_agents = 20;
+  int32_t max_agent_depth = default_agent_depth;
+  size_t max_agents = default_max_agents;
   /// Background subagents still running when the run ends are left to finish (the process
   /// waits for them) instead of being stopped.
   bool let_agents_finish = false;

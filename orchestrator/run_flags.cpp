@@ -225,9 +225,9 @@ expected<run_settings> resolve_run(const run_flags& flags, bool interactive) {
     return resolve_budget(flags, model, cwd);
   };
   auto depth = count_setting(flags.max_agent_depth, "--max-agent-depth", "TROUPE_MAX_AGENT_DEPTH",
-                             3, 0, 10, "levels");
-  auto agents = count_setting(flags.max_agents, "--max-agents", "TROUPE_MAX_AGENTS", 20, 1, 1000,
-                              "agents");
+                             default_agent_depth, 0, 10, "levels");
+  auto agents = count_setting(flags.max_agents, "--max-agents", "TROUPE_MAX_AGENTS",
+                              static_cast<long>(default_max_agents), 1, 1000, "agents");
   for (auto* checked : {&depth, &agents})
     if (!*checked)
       return failure{checked->error()};
