@@ -16,9 +16,12 @@ fails, SURVIVED when the whole suite passes. Before the first one the unchanged 
 or no verdict would mean anything. Only one run at a time uses a work directory.
 
 Usage: tests/mutants.py [--list FILE] [--work DIR] [--jobs N] [--only TEXT]... [--skip-baseline]
+A test counts as failed only when it fails twice in a row (ctest --repeat until-pass:2): a flake
+kills no mutant.
 Exit status: 0 when every mutant was killed; 1 when one survived; 2 when the list, the work
 directory or the unchanged code is wrong (a stale mutation, one that does not build, a failing
-baseline); 130 when interrupted (SIGINT or SIGTERM), after the verdicts so far.
+baseline, a suite that could not run); 130 when interrupted (SIGINT or SIGTERM), after the
+verdicts so far.
 """
 
 from __future__ import annotations
@@ -142,6 +145,8 @@ def sync(src: Path, wanted: list[str]) -> None:
         origin, copy = ROOT / relative, src / relative
         data = origin.read_bytes()
         if copy.is_file() and not copy.is_symlink() and copy.read_bytes() == data:
+            if copy.stat().st_mode != origin.stat().st_mode:
+                shutil.copymode(origin, copy)  # a script made executable: no rebuild needed
             continue
         copy.parent.mkdir(parents=True, exist_ok=True)
         if copy.is_symlink():
@@ -205,9 +210,15 @@ def build_errors(log: str) -> str:
 FAILED_LINE = re.compile(r"^\s*\d+ - (.+) \(([^()]+)\)\s*$")
 
 
+class SuiteError(Exception):
+    """ctest failed without naming a failed test: no verdict."""
+
+
 def run_suite(out: Path, jobs: int, pattern: str | None, stop_early: bool) -> list[str]:
-    """The names of the tests that failed (empty: all passed)."""
-    command = ["ctest", "-j", str(jobs), "--timeout", str(TEST_TIMEOUT_S)]
+    """The names of the tests that failed twice in a row (empty: all passed): a test that fails
+    once and then passes is a flake, not a verdict."""
+    command = ["ctest", "-j", str(jobs), "--timeout", str(TEST_TIMEOUT_S),
+               "--repeat", "until-pass:2"]
     if pattern:
         command += ["-R", pattern]
     if stop_early:
@@ -224,16 +235,17 @@ def run_suite(out: Path, jobs: int, pattern: str | None, stop_early: bool) -> li
                 failed.append(f"{matched.group(1)} ({matched.group(2)})")
     if not failed:
         last = (ran.stdout.strip().splitlines() or ["no output"])[-1]
-        failed.append(f"(ctest exited {ran.returncode}: {last})")
+        raise SuiteError(f"ctest exited {ran.returncode} without naming a failed test: {last}")
     return failed
 
 
 def summary(results: list[tuple[dict, str, str]], list_path: Path) -> None:
     survived = [m for m, verdict, _ in results if verdict == "SURVIVED"]
     broken = [m for m, verdict, _ in results if verdict == "BUILD FAILED"]
-    killed = len(results) - len(survived) - len(broken)
+    errors = [m for m, verdict, _ in results if verdict == "ERROR"]
+    killed = len(results) - len(survived) - len(broken) - len(errors)
     print(f"mutants: {killed} killed, {len(survived)} survived, {len(broken)} did not build, "
-          f"of {len(results)}")
+          f"{len(errors)} without a verdict (the suite could not run), of {len(results)}")
     for m in survived:
         print(f"  survivor: {list_path}:{m['line']}: {m['breaks']}\n"
               f"    {m['file']}: {m['find']!r} -> {m['replace']!r}")
@@ -312,6 +324,8 @@ def main() -> int:
                         killers = run_suite(out, args.jobs, None, True)
                     verdict = "killed" if killers else "SURVIVED"
                     detail = "by " + killers[0] if killers else "no test failed"
+            except SuiteError as e:
+                verdict, detail = "ERROR", str(e)
             finally:
                 target.write_bytes(original)
             results.append((m, verdict, detail))
@@ -325,7 +339,7 @@ def main() -> int:
         return 130
     summary(results, args.list)
     os.close(lock)
-    if any(verdict == "BUILD FAILED" for _, verdict, _ in results):
+    if any(verdict in ("BUILD FAILED", "ERROR") for _, verdict, _ in results):
         return 2
     return 1 if any(verdict == "SURVIVED" for _, verdict, _ in results) else 0
 
@@ -341,6 +355,9 @@ if __name__ == "__main__":
     except Interrupted as e:
         print(f"mutants: stopped by {e}", file=sys.stderr)
         sys.exit(130)
-    except OSError as e:
-        print(f"mutants: {e}", file=sys.stderr)
+    except SuiteError as e:  # the baseline's
+        print(f"mutants: the unchanged suite: {e}", file=sys.stderr)
+        sys.exit(2)
+    except Exception as e:  # never exit 1, which means a survivor
+        print(f"mutants: {type(e).__name__}: {e}", file=sys.stderr)
         sys.exit(2)

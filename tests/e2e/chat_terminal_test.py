@@ -345,6 +345,10 @@ if __name__ == "__main__":
     if len(sys.argv) < 2:
         sys.exit("usage: chat_terminal_test.py TROUPE_BINARY")
     TROUPE = os.path.abspath(sys.argv.pop(1))
+    # troupe runs with its shipped defaults: no setting of the developer's environment
+    # (TROUPE_*, a provider's key or base URL) reaches it; each test sets what it needs.
+    for name in [n for n in os.environ if n.startswith(("TROUPE_", "OPENAI_", "ANTHROPIC_"))]:
+        del os.environ[name]
     if shutil.which("tmux") is None:
         sys.exit("tmux is needed for the terminal test (scripts/install-deps.sh installs it)")
     unittest.main(verbosity=2)

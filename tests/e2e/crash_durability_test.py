@@ -175,4 +175,8 @@ def probe(root):
 
 
 if __name__ == "__main__":
+    # troupe runs with its shipped defaults: no setting of the developer's environment
+    # (TROUPE_*, a provider's key or base URL) reaches it; each test sets what it needs.
+    for name in [n for n in os.environ if n.startswith(("TROUPE_", "OPENAI_", "ANTHROPIC_"))]:
+        del os.environ[name]
     sys.exit(main())

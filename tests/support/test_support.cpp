@@ -126,7 +126,14 @@ process_result run_process(const std::vector<std::string>& argv, const process_o
   for (char** e = environ; *e != nullptr; ++e) {
     std::string entry{*e};
     auto eq = entry.find('=');
-    env[entry.substr(0, eq)] = entry.substr(eq + 1);
+    auto name = entry.substr(0, eq);
+    // troupe runs with its shipped defaults, however it is started: a setting in the
+    // developer's environment (TROUPE_MAX_TOOL_OUTPUT, a provider's base URL) would hide a
+    // changed default. A test sets what it needs in opts.env.
+    if (name.rfind("TROUPE_", 0) == 0 || name.rfind("OPENAI_", 0) == 0 ||
+        name.rfind("ANTHROPIC_", 0) == 0)
+      continue;
+    env[name] = entry.substr(eq + 1);
   }
   for (auto& [k, v] : opts.env)
     if (v.empty())
@@ -208,18 +215,7 @@ process_result run_process(const std::vector<std::string>& argv, const process_o
 process_result run_troupe(const std::vector<std::string>& args, const process_options& opts) {
   std::vector<std::string> argv{TROUPE_BINARY};
   argv.insert(argv.end(), args.begin(), args.end());
-  // troupe runs with its shipped defaults: a setting in the developer's environment
-  // (TROUPE_MAX_TOOL_OUTPUT, a provider's base URL) would hide a changed default.
-  auto clean = opts;
-  for (char** e = environ; *e != nullptr; ++e) {
-    std::string entry{*e};
-    auto name = entry.substr(0, entry.find('='));
-    bool setting = name.rfind("TROUPE_", 0) == 0 || name.rfind("OPENAI_", 0) == 0 ||
-                   name.rfind("ANTHROPIC_", 0) == 0;
-    if (setting && clean.env.count(name) == 0)
-      clean.env[name] = ""; // unset
-  }
-  return run_process(argv, clean);
+  return run_process(argv, opts);
 }
 
 script make_script(const std::vector<nlohmann::json>& lines) {

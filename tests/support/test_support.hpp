@@ -114,12 +114,12 @@ struct process_options {
 /// A tool context whose workspace is `dir` and whose home is `dir`/home.
 tool_context context_in(const temp_dir& dir);
 
-/// Runs argv to completion and captures its output.
+/// Runs argv to completion and captures its output. No TROUPE_*, OPENAI_* or ANTHROPIC_*
+/// variable of the caller's environment reaches it (troupe runs with its shipped defaults)
+/// unless `opts.env` sets it.
 process_result run_process(const std::vector<std::string>& argv, const process_options& opts = {});
 
-/// Runs the troupe binary under test with the given arguments and its shipped defaults: no
-/// TROUPE_*, OPENAI_* or ANTHROPIC_* variable of the caller's environment reaches it unless
-/// `opts.env` sets it.
+/// Runs the troupe binary under test with the given arguments.
 process_result run_troupe(const std::vector<std::string>& args, const process_options& opts = {});
 
 /// Returns a script built from JSON lines (fails the test when they do not parse).
