@@ -376,3 +376,31 @@ TEST_CASE("by default a command's output is kept up to 10 MiB, past that its fir
   CHECK(saved[1].rfind("HEAD", 0) == 0);
   CHECK(saved[1].substr(saved[1].size() - 4) == "TAIL");
 }
+
+TEST_CASE("by default sessions live in ~/.local/share/troupe and settings come from ~/.config") {
+  cli_fixture f;
+  // Neither TROUPE_HOME nor XDG_CONFIG_HOME: both follow HOME. A deny rule in the user's
+  // settings file holds, and the session is where `ls` finds it.
+  auto home = f.dir / "user";
+  std::filesystem::create_directories(home / ".config/troupe");
+  write_file(home / ".config/troupe/settings.json",
+             R"json({"permissions": {"deny": ["shell(touch *)"]}})json");
+  process_options opts;
+  opts.env["HOME"] = home.string();
+  opts.env["XDG_CONFIG_HOME"] = "";
+  auto r = run_troupe({"run", "--cwd", (f.dir / "work").string(), "--permission-mode", "bypass",
+                       "--model", f.script({shell_reply("touch made"), text_line("never")}),
+                       "--session-id", "homed", "go"},
+                      opts);
+  CHECK(r.exit_code == 4); // the refusal ends a headless run permission_blocked
+  CHECK(!std::filesystem::exists(f.dir / "work/made"));
+  auto dir = home / ".local/share/troupe/sessions/homed";
+  REQUIRE(std::filesystem::exists(dir / "transcript.jsonl"));
+  auto results = tool_results(dir / "transcript.jsonl");
+  REQUIRE(results.size() == 1);
+  CHECK(results[0]["content"].get<std::string>().find("denied by the rule shell(touch *)") !=
+        std::string::npos);
+  auto listed = run_troupe({"ls", "--json"}, opts);
+  REQUIRE(split_lines(listed.out).size() == 1);
+  CHECK(json::parse(split_lines(listed.out)[0])["id"] == "homed");
+}
