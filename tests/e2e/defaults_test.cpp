@@ -3,6 +3,8 @@
 
 #include <doctest/doctest.h>
 
+#include <tuple>
+
 #include "support/cli_fixture.hpp"
 #include "support/provider_run.hpp"
 
@@ -403,4 +405,25 @@ TEST_CASE("by default sessions live in ~/.local/share/troupe and settings come f
   auto listed = run_troupe({"ls", "--json"}, opts);
   REQUIRE(split_lines(listed.out).size() == 1);
   CHECK(json::parse(split_lines(listed.out)[0])["id"] == "homed");
+}
+
+TEST_CASE("the agent caps have hard limits: past them an error names the limit, never a clamp") {
+  cli_fixture f;
+  auto model = f.script({text_line("never")});
+  for (auto [flag, value, variable, range] :
+       {std::tuple<std::string, std::string, std::string, std::string>{
+          "--max-agents", "1001", "TROUPE_MAX_AGENTS", "agents from 1 to 1000"},
+        {"--max-agent-depth", "11", "TROUPE_MAX_AGENT_DEPTH", "levels from 0 to 10"}}) {
+    CAPTURE(flag);
+    auto by_flag = f.run({"--model", model, flag, value, "go"});
+    CHECK(by_flag.exit_code == 2);
+    CHECK(by_flag.err == "troupe: invalid " + flag + " '" + value + "': expected a whole number of " +
+                           range + "\n");
+    process_options opts;
+    opts.env[variable] = value;
+    auto by_variable = f.run({"--model", model, "go"}, opts);
+    CHECK(by_variable.exit_code == 2);
+    CHECK(by_variable.err.find("invalid " + variable + " '" + value + "'") != std::string::npos);
+    CHECK(f.transcripts().empty());
+  }
 }
