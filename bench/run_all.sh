@@ -13,6 +13,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 "$build/bench/bench_notification_delivery" "$build/troupe" 100 1000
 python3 "$here/provider_steps.py" "$build/troupe" 50 3 openai
 python3 "$here/provider_steps.py" "$build/troupe" 50 3 anthropic
+python3 "$here/agent_fanout.py" "$build/troupe" 1000 3 text
+python3 "$here/agent_fanout.py" "$build/troupe" 1000 3 shell
 
 # 1,000 concurrent streams, 200 ms of model latency, through one engine. The load server is
 # bench_stream_server (C++, epoll): the Python fixture's own CPU would be what is measured.
