@@ -153,7 +153,7 @@ caf::result<std::string> run_control(session_ptr self, const std::string& comman
     });
     return promise;
   }
-  if (command == "interrupt")
+  if (command == "interrupt" && arg.empty())
     return request_interrupt(self);
   if (command == "detach") {
     // The parent has ended and lets this agent finish: its end goes to the parent's queue.
@@ -177,15 +177,19 @@ caf::result<std::string> run_control(session_ptr self, const std::string& comman
     accept_input(self, make_input(arg, "parent"));
     return std::string{"queued"};
   }
-  if (command == "background" && arg.rfind("agents/", 0) == 0) {
-    // A grandchild, named by its path below this session: agents/X/agents/Y goes to X as Y.
+  if ((command == "background" || command == "interrupt") && arg.rfind("agents/", 0) == 0) {
+    // An agent below this session, named by its path: agents/X/agents/Y goes to X as Y
+    // (`background` takes a child's bare id), and `interrupt agents/X` interrupts X itself.
     auto rest = arg.substr(7);
     auto slash = rest.find('/');
     auto c = st.children.find(rest.substr(0, slash));
-    if (slash == std::string::npos || c == st.children.end() || !c->second.running)
+    bool to_child_itself = slash == std::string::npos && command == "interrupt";
+    if ((slash == std::string::npos && !to_child_itself) || c == st.children.end() ||
+        !c->second.running)
       return std::string{"error: no running agent at " + arg};
-    auto inner = rest.substr(slash + 1);
-    if (inner.rfind("agents/", 0) == 0 && inner.find('/', 7) == std::string::npos)
+    auto inner = to_child_itself ? std::string{} : rest.substr(slash + 1);
+    if (command == "background" && inner.rfind("agents/", 0) == 0 &&
+        inner.find('/', 7) == std::string::npos)
       inner = inner.substr(7);
     auto promise = self->make_response_promise<std::string>();
     self->request(c->second.actor, std::chrono::seconds{5}, control_atom::value, command, inner)

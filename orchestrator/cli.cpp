@@ -43,7 +43,8 @@ int run_cli(int argc, char** argv) {
                      "refuse a message longer than this many bytes (default 1048576, or "
                      "TROUPE_MAX_NOTIFICATION_BYTES)");
   auto* interrupt = app.add_subcommand("interrupt", "interrupt the step a running session is in");
-  interrupt->add_option("session", target_id, "the session's id or name")->required();
+  interrupt->add_option("session", target_id, "the session's id or name, or a subagent's id")
+    ->required();
   auto* background = app.add_subcommand(
     "background", "move a foreground subagent to the background (its parent goes on)");
   background->add_option("agent-id", target_id, "the subagent")->required();
@@ -54,10 +55,13 @@ int run_cli(int argc, char** argv) {
   add_agent_flags(*chat, chat_flags, false);
 
   bool ls_json = false;
+  bool ls_all = false;
   auto* ls = app.add_subcommand("ls", "list the sessions, the most recently active first");
   ls->add_flag("--json", ls_json, "one JSON object per session and line");
-  auto* show = app.add_subcommand("show", "print a session's transcript");
-  show->add_option("session", target_id, "the session's id or name")->required();
+  ls->add_flag("--all,-a", ls_all, "each session's subagents below it, as a tree");
+  auto* show = app.add_subcommand("show", "print a session's (or a subagent's) transcript");
+  show->add_option("session", target_id, "the session's id or name, or a subagent's id")
+    ->required();
   auto* rm = app.add_subcommand("rm", "remove a session that is not running");
   rm->add_option("session", target_id, "the session's id or name")->required();
 
@@ -90,7 +94,7 @@ int run_cli(int argc, char** argv) {
   if (*demo)
     return run_demo(demo_format);
   if (*ls)
-    return run_ls(ls_json);
+    return run_ls(ls_json, ls_all);
   if (*show)
     return run_show(target_id);
   if (*rm)

@@ -57,6 +57,19 @@ int run_notify(const std::string& id_or_name, const std::string& text, bool urge
 int run_remote_command(const std::string& id_or_name, const std::string& command,
                        const std::string& arg) {
   auto found = find_session(id_or_name);
+  if (!found && is_valid_session_id(id_or_name)) {
+    // A subagent runs in its top-level session's process: that session's endpoint passes the
+    // command down the tree (agents/X/agents/Y).
+    if (auto agent = find_agent(id_or_name)) {
+      auto answer = send_control(agent->top, command, agent->path_below_top);
+      if (!answer)
+        return fail_at_runtime(unreachable("the session that runs " + id_or_name, answer.error()));
+      if (answer->rfind("error", 0) == 0 || answer->rfind("refused", 0) == 0)
+        return fail_at_runtime(*answer);
+      std::printf("%s\n", answer->c_str());
+      return 0;
+    }
+  }
   if (!found)
     return fail_at_runtime(found.error());
   const auto& dir = found->dir;
@@ -74,35 +87,19 @@ int run_remote_command(const std::string& id_or_name, const std::string& command
 
 // Finds the session that launched an agent: <home>/sessions/<id>[/agents/<id>…]/agents/<agent>.
 int run_background(const std::string& agent_id) {
-  if (!is_valid_session_id(agent_id))
-    return fail_at_runtime("invalid agent id '" + agent_id + "'");
-  std::error_code ec;
-  auto sessions = troupe_home() / "sessions";
-  for (auto it = std::filesystem::recursive_directory_iterator(sessions, ec);
-       it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
-    if (ec)
-      break;
-    const auto& path = it->path();
-    if (path.filename() != agent_id || path.parent_path().filename() != "agents")
-      continue;
-    // The top-level session holds the control endpoint; the parent is named in the path.
-    auto parent_dir = path.parent_path().parent_path();
-    auto top = parent_dir;
-    while (top.parent_path().filename() == "agents")
-      top = top.parent_path().parent_path();
-    auto answer = send_control(top, "background",
-                               parent_dir == top ? agent_id
-                                                 : std::filesystem::relative(path, top).string());
-    if (!answer)
-      return fail_at_runtime(
-        unreachable("the session that launched " + agent_id, answer.error()));
-    if (answer->rfind("error", 0) == 0 || answer->rfind("refused", 0) == 0)
-      return fail_at_runtime(*answer);
-    std::printf("%s\n", answer->c_str());
-    return 0;
-  }
-  return fail_at_runtime("unknown agent '" + agent_id + "' (no sessions/…/agents/" + agent_id +
-                         " under " + sessions.string() + ")");
+  auto agent = find_agent(agent_id);
+  if (!agent)
+    return fail_at_runtime(agent.error());
+  // The top-level session holds the control endpoint; the parent is named in the path.
+  bool child_of_top = agent->path_below_top.find('/', 7) == std::string::npos;
+  auto answer = send_control(agent->top, "background",
+                             child_of_top ? agent_id : agent->path_below_top);
+  if (!answer)
+    return fail_at_runtime(unreachable("the session that launched " + agent_id, answer.error()));
+  if (answer->rfind("error", 0) == 0 || answer->rfind("refused", 0) == 0)
+    return fail_at_runtime(*answer);
+  std::printf("%s\n", answer->c_str());
+  return 0;
 }
 
 } // namespace troupe

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include <algorithm>
+#include <functional>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -275,6 +276,28 @@ expected<stored_session> find_session(const std::string& id_or_name) {
                  " sessions (" + ids + "): give the id"};
 }
 
+expected<stored_agent> find_agent(const std::string& agent_id) {
+  if (!is_valid_session_id(agent_id))
+    return failure{"invalid agent id '" + agent_id + "'"};
+  std::error_code ec;
+  auto sessions = troupe_home() / "sessions";
+  for (auto it = std::filesystem::recursive_directory_iterator(sessions, ec);
+       !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+    const auto& path = it->path();
+    if (path.filename() != agent_id || path.parent_path().filename() != "agents")
+      continue;
+    auto top = path.parent_path().parent_path();
+    while (top.parent_path().filename() == "agents")
+      top = top.parent_path().parent_path();
+    auto agent = read_session(path);
+    // It runs in the process of its top-level session: live while that runs and it says so.
+    agent.live = agent.info.state == "running" && session_running(top);
+    return stored_agent{agent, top, path.lexically_relative(top).string()};
+  }
+  return failure{"unknown agent '" + agent_id + "' (no sessions/…/agents/" + agent_id +
+                 " under " + sessions.string() + ")"};
+}
+
 expected<stored_session> newest_session_in(const std::filesystem::path& cwd) {
   for (auto& s : list_sessions())
     if (s.info.cwd == cwd.string())
@@ -376,7 +399,22 @@ expected<std::filesystem::path> fork_session(const stored_session& from,
   return dir;
 }
 
-int run_ls(bool json) {
+namespace {
+
+// Each subagent below `parent`, depth first, sorted by id, with its depth (1: a child).
+void for_each_agent(const stored_session& parent, int depth,
+                    const std::function<void(const stored_session&, const std::string&, int)>& f) {
+  for (auto& info : agents_of(parent.dir)) {
+    auto agent = read_session(parent.dir / "agents" / info.id);
+    agent.live = parent.live && agent.info.state == "running";
+    f(agent, parent.info.id, depth);
+    for_each_agent(agent, depth + 1, f);
+  }
+}
+
+} // namespace
+
+int run_ls(bool json, bool all) {
   auto sessions = list_sessions();
   if (sessions.empty()) {
     // Another user's sessions folder is not an empty one.
@@ -387,17 +425,26 @@ int run_ls(bool json) {
                              (troupe_home() / "sessions").string());
   }
   if (json) {
-    for (auto& s : sessions) {
+    auto print = [](const stored_session& s, const std::string& parent, int depth) {
       // Of an unreadable session nothing but its id is known: no zeros passed off as facts.
       nlohmann::json line = s.unreadable.empty() ? nlohmann::json(s.info)
                                                  : nlohmann::json{{"id", s.info.id}};
       line["state"] = state_text(s);
       line["last_activity_ms"] = s.last_activity_ms;
       line["live"] = s.live;
+      if (!parent.empty()) {
+        line["parent"] = parent;
+        line["depth"] = depth;
+      }
       if (!s.unreadable.empty())
         line["error"] = s.unreadable;
       std::printf("%s\n",
                   line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+    };
+    for (auto& s : sessions) {
+      print(s, "", 0);
+      if (all && s.unreadable.empty())
+        for_each_agent(s, 1, print);
     }
     return 0;
   }
@@ -407,29 +454,44 @@ int run_ls(bool json) {
   }
   std::printf("%-24s %-32s %-17s %-12s %5s %9s\n", "ID", "NAME", "LAST ACTIVITY", "STATE",
               "TURNS", "COST");
-  for (auto& s : sessions) {
+  // printf pads by bytes: text is padded by characters so the columns stay aligned.
+  auto padded = [](const std::string& text, size_t width) {
+    size_t chars = 0;
+    for (unsigned char c : text)
+      chars += (c & 0xC0) != 0x80 ? 1 : 0;
+    return text + std::string(width - std::min(chars, width), ' ');
+  };
+  auto print = [&](const stored_session& s, const std::string&, int depth) {
     auto name = !s.unreadable.empty()  ? std::string{"(permission denied)"}
                 : s.info.name.empty() ? "(" + cut(s.info.first_prompt, 30) + ")"
                                       : s.info.name;
-    auto shown = cut(printable(name), 32);
-    // printf pads by bytes: pad the name by characters so the columns stay aligned.
-    size_t chars = 0;
-    for (unsigned char c : shown)
-      chars += (c & 0xC0) != 0x80 ? 1 : 0;
+    // A subagent sits below its parent: "└ " indented by its depth.
+    auto id = depth == 0 ? s.info.id : std::string(2 * (depth - 1), ' ') + "└ " + s.info.id;
     bool known = s.unreadable.empty();
-    std::printf("%-24s %s%*s %-17s %-12s %5s %9s\n", s.info.id.c_str(), shown.c_str(),
-                static_cast<int>(32 - std::min<size_t>(chars, 32)), "",
-                when(s.last_activity_ms).c_str(), state_text(s).c_str(),
-                known ? std::to_string(s.info.turns).c_str() : "-",
+    std::printf("%s %s %-17s %-12s %5s %9s\n", padded(id, 24).c_str(),
+                padded(cut(printable(name), 32), 32).c_str(), when(s.last_activity_ms).c_str(),
+                state_text(s).c_str(), known ? std::to_string(s.info.turns).c_str() : "-",
                 known ? cost_text(s.info).c_str() : "-");
+  };
+  for (auto& s : sessions) {
+    print(s, "", 0);
+    if (all && s.unreadable.empty())
+      for_each_agent(s, 1, print);
   }
   return 0;
 }
 
 int run_show(const std::string& id_or_name) {
   auto found = find_session(id_or_name);
-  if (!found)
-    return fail_at_runtime(found.error());
+  std::string launched_by; // a subagent's parent
+  if (!found) {
+    auto agent = is_valid_session_id(id_or_name) ? find_agent(id_or_name)
+                                                  : expected<stored_agent>{failure{""}};
+    if (!agent)
+      return fail_at_runtime(found.error());
+    launched_by = agent->session.dir.parent_path().parent_path().filename().string();
+    found = agent->session;
+  }
   if (!found->unreadable.empty())
     return fail_at_runtime("cannot show session " + found->info.id + ": " + found->unreadable);
   auto loaded = load_transcript(found->dir / "transcript.jsonl", transcript_access::reader);
@@ -442,6 +504,8 @@ int run_show(const std::string& id_or_name) {
               cost_text(info).c_str());
   if (!info.forked_from.empty())
     std::printf("  forked from %s\n", info.forked_from.c_str());
+  if (!launched_by.empty())
+    std::printf("  a subagent of %s\n", launched_by.c_str());
   for (auto& m : loaded->messages) {
     auto text = to_text(message_event{info.id, m}, false);
     std::fwrite(text.data(), 1, text.size(), stdout);

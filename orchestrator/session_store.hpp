@@ -64,6 +64,16 @@ std::vector<session_info> agents_of(const std::filesystem::path& dir);
 /// is an error listing their ids.
 expected<stored_session> find_session(const std::string& id_or_name);
 
+/// A subagent, found by its id anywhere below the sessions (<home>/sessions/<id>[/agents/<id>…]
+/// /agents/<agent>): where it is, and the top-level session whose process ran it.
+struct stored_agent {
+  stored_session session;
+  std::filesystem::path top;
+  /// Its path below `top` ("agents/X", "agents/X/agents/Y").
+  std::string path_below_top;
+};
+expected<stored_agent> find_agent(const std::string& agent_id);
+
 /// The most recently active session whose workspace is `cwd`.
 expected<stored_session> newest_session_in(const std::filesystem::path& cwd);
 
@@ -73,10 +83,11 @@ expected<stored_session> newest_session_in(const std::filesystem::path& cwd);
 /// Returns the new session's directory.
 expected<std::filesystem::path> fork_session(const stored_session& from, const std::string& new_id);
 
-/// `troupe ls`: a table (or JSON lines with --json) of the sessions, newest first.
-int run_ls(bool json);
+/// `troupe ls`: a table (or JSON lines with --json) of the sessions, newest first; with `all`,
+/// each session's subagents below it, as a tree (JSON lines: with "parent").
+int run_ls(bool json, bool all = false);
 
-/// `troupe show ID|NAME`: the transcript rendered as text.
+/// `troupe show ID|NAME|AGENT_ID`: the transcript rendered as text.
 int run_show(const std::string& id_or_name);
 
 /// `troupe rm ID|NAME`: removes a session that is not running.

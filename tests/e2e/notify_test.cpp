@@ -224,6 +224,60 @@ TEST_CASE("troupe background moves a foreground subagent to the background") {
   CHECK(unknown.exit_code == 1);
 }
 
+TEST_CASE("troupe interrupt AGENT_ID interrupts that subagent, the parent goes on") {
+  cli_fixture f;
+  // A grandchild too, reached through the top-level session's endpoint (agents/X/agents/Y).
+  write_script(f.dir / "work/inner.jsonl", {text_line("inner result", 20000)});
+  write_script(f.dir / "work/child.jsonl",
+               {{{"tool_calls", json::array({{{"name", "task"},
+                                              {"input", {{"prompt", "inner job"},
+                                                         {"model", "scripted:inner.jsonl"}}}}})}},
+                text_line("child saw the inner agent stop")});
+  auto parent = f.script(
+    {{{"tool_calls", json::array({{{"name", "task"},
+                                   {"input", {{"prompt", "slow job"},
+                                              {"model", "scripted:child.jsonl"}}}}})}},
+     text_line("parent goes on")});
+  auto run = start_live(f, {"--model", parent, "go"}, "tree");
+  std::filesystem::path inner_dir;
+  REQUIRE(wait_until([&] {
+    std::error_code ec;
+    for (auto it = std::filesystem::recursive_directory_iterator(session_dir(f, "tree"), ec);
+         !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec))
+      if (it->path().parent_path().filename() == "agents" &&
+          it->path().parent_path().parent_path().parent_path().filename() == "agents")
+        inner_dir = it->path();
+    return !inner_dir.empty();
+  }, std::chrono::seconds{10}));
+  auto inner_id = inner_dir.filename().string();
+  // Listed below its parent while it runs.
+  auto listed = run_troupe({"ls", "--all", "--json"}, f.options());
+  bool seen = false;
+  for (auto& line : split_lines(listed.out)) {
+    auto j = json::parse(line);
+    if (j["id"] == inner_id) {
+      seen = true;
+      CHECK(j["depth"] == 2);
+      CHECK(j["state"] == "running");
+    }
+  }
+  CHECK(seen);
+  auto stopped = run_troupe({"interrupt", inner_id}, f.options());
+  CHECK(stopped.exit_code == 0);
+  auto result = run.get();
+  CHECK(result.exit_code == 0);
+  auto child_log = read_jsonl(inner_dir.parent_path().parent_path() / "transcript.jsonl");
+  REQUIRE(child_log.size() >= 3);
+  CHECK(child_log.back()["content"] == "child saw the inner agent stop");
+  auto log = read_jsonl(session_dir(f, "tree") / "transcript.jsonl");
+  CHECK(log.back()["content"] == "parent goes on");
+  CHECK(read_json(inner_dir / "session.json")["state"] == "interrupted");
+  auto gone = run_troupe({"interrupt", inner_id}, f.options());
+  CHECK(gone.exit_code == 1);
+  CHECK(gone.err.find("the session that runs " + inner_id + " is not running") !=
+        std::string::npos);
+}
+
 TEST_CASE("troupe interrupt ends a run that waits for notifications, exit 130") {
   cli_fixture f;
   auto run = start_live(f, {"--model", f.script({text_line("first")}), "--wait-notifications",

@@ -439,3 +439,38 @@ TEST_CASE("a fork leaves the durable queue with the original: the copy gets no n
   CHECK(log[2]["origin"] == "task-notification");
   CHECK(log[2]["content"].get<std::string>().find("the build broke") != std::string::npos);
 }
+
+TEST_CASE("troupe show takes a subagent's id, and ls --all lists subagents below their parent") {
+  cli_fixture f;
+  write_script(f.dir / "work/child.jsonl", {text_line("the child's answer")});
+  auto launch = json{{"prompt", "look around"}, {"description", "look around"},
+                     {"model", "scripted:child.jsonl"}};
+  REQUIRE(f.run({"--model",
+                 f.script({{{"text", ""}, {"tool_calls", json::array({{{"name", "task"},
+                                                                       {"input", launch}}})}},
+                           text_line("parent done")}),
+                 "--session-id", "parent", "go"})
+            .exit_code == 0);
+  auto agent = std::filesystem::directory_iterator(session_dir(f, "parent") / "agents")->path();
+  auto id = agent.filename().string();
+  auto shown = run_troupe({"show", id}, f.options());
+  CHECK(shown.exit_code == 0);
+  CHECK(shown.out.rfind("● session " + id, 0) == 0);
+  CHECK(shown.out.find("a subagent of parent") != std::string::npos);
+  CHECK(shown.out.find("the child's answer") != std::string::npos);
+
+  auto table = split_lines(run_troupe({"ls", "--all"}, f.options()).out);
+  REQUIRE(table.size() == 3);
+  CHECK(table[1].rfind("parent ", 0) == 0);
+  CHECK(table[2].rfind("└ " + id, 0) == 0);
+  CHECK(table[2].find("look around") != std::string::npos);
+  CHECK(split_lines(run_troupe({"ls"}, f.options()).out).size() == 2); // top level only
+  auto lines = split_lines(run_troupe({"ls", "--all", "--json"}, f.options()).out);
+  REQUIRE(lines.size() == 2);
+  auto child = json::parse(lines[1]);
+  CHECK(child["id"] == id);
+  CHECK(child["parent"] == "parent");
+  CHECK(child["depth"] == 1);
+  CHECK(child["state"] == "completed");
+  CHECK(!json::parse(lines[0]).contains("parent"));
+}
