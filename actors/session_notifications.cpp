@@ -153,7 +153,7 @@ caf::result<std::string> run_control(session_ptr self, const std::string& comman
     });
     return promise;
   }
-  if (command == "interrupt" && arg.empty())
+  if (command == "interrupt")
     return request_interrupt(self);
   if (command == "detach") {
     // The parent has ended and lets this agent finish: its end goes to the parent's queue.
@@ -177,22 +177,29 @@ caf::result<std::string> run_control(session_ptr self, const std::string& comman
     accept_input(self, make_input(arg, "parent"));
     return std::string{"queued"};
   }
-  if ((command == "background" || command == "interrupt") && arg.rfind("agents/", 0) == 0) {
+  if (command == "interrupt-agent" && arg.rfind("agents/", 0) != 0)
+    return std::string{"error: interrupt-agent takes the agent's path, agents/X[/agents/Y…]"};
+  if ((command == "background" || command == "interrupt-agent") &&
+      arg.rfind("agents/", 0) == 0) {
     // An agent below this session, named by its path: agents/X/agents/Y goes to X as Y
-    // (`background` takes a child's bare id), and `interrupt agents/X` interrupts X itself.
+    // (`background` takes a child's bare id), and `interrupt-agent agents/X` interrupts X.
+    // A command of its own, not `interrupt` with an argument: a session run by an older
+    // troupe, which ignores the argument, refuses it instead of interrupting itself.
     auto rest = arg.substr(7);
     auto slash = rest.find('/');
     auto c = st.children.find(rest.substr(0, slash));
-    bool to_child_itself = slash == std::string::npos && command == "interrupt";
+    bool to_child_itself = slash == std::string::npos && command == "interrupt-agent";
     if ((slash == std::string::npos && !to_child_itself) || c == st.children.end() ||
         !c->second.running)
-      return std::string{"error: no running agent at " + arg};
+      return std::string{"error: no running agent " + rest.substr(0, slash) + " in session " +
+                         st.config.session_id};
+    auto forwarded = to_child_itself ? std::string{"interrupt"} : command;
     auto inner = to_child_itself ? std::string{} : rest.substr(slash + 1);
     if (command == "background" && inner.rfind("agents/", 0) == 0 &&
         inner.find('/', 7) == std::string::npos)
       inner = inner.substr(7);
     auto promise = self->make_response_promise<std::string>();
-    self->request(c->second.actor, std::chrono::seconds{5}, control_atom::value, command, inner)
+    self->request(c->second.actor, std::chrono::seconds{5}, control_atom::value, forwarded, inner)
       .then([=](const std::string& answer) mutable { promise.deliver(answer); },
             [=](caf::error& err) mutable {
               promise.deliver("error: " + self->system().render(err));

@@ -116,7 +116,7 @@ int run_cli(int argc, char** argv) {
     return run_notify(target_id, *text, urgent);
   }
   if (*interrupt)
-    return run_remote_command(target_id, "interrupt", "");
+    return run_interrupt(target_id);
   if (*background)
     return run_background(target_id);
   auto settings = resolve_run(flags, false);

@@ -57,19 +57,6 @@ int run_notify(const std::string& id_or_name, const std::string& text, bool urge
 int run_remote_command(const std::string& id_or_name, const std::string& command,
                        const std::string& arg) {
   auto found = find_session(id_or_name);
-  if (!found && is_valid_session_id(id_or_name)) {
-    // A subagent runs in its top-level session's process: that session's endpoint passes the
-    // command down the tree (agents/X/agents/Y).
-    if (auto agent = find_agent(id_or_name)) {
-      auto answer = send_control(agent->top, command, agent->path_below_top);
-      if (!answer)
-        return fail_at_runtime(unreachable("the session that runs " + id_or_name, answer.error()));
-      if (answer->rfind("error", 0) == 0 || answer->rfind("refused", 0) == 0)
-        return fail_at_runtime(*answer);
-      std::printf("%s\n", answer->c_str());
-      return 0;
-    }
-  }
   if (!found)
     return fail_at_runtime(found.error());
   const auto& dir = found->dir;
@@ -86,6 +73,26 @@ int run_remote_command(const std::string& id_or_name, const std::string& command
 }
 
 // Finds the session that launched an agent: <home>/sessions/<id>[/agents/<id>…]/agents/<agent>.
+int run_interrupt(const std::string& id_or_name) {
+  auto found = find_session(id_or_name);
+  if (found || !is_valid_session_id(id_or_name))
+    return run_remote_command(id_or_name, "interrupt", "");
+  auto agent = find_agent(id_or_name);
+  if (!agent)
+    return fail_at_runtime("unknown session or agent '" + id_or_name +
+                           "': no session has that id or name and no subagent that id "
+                           "(troupe ls --all lists them)");
+  // A subagent runs in its top-level session's process: that session's endpoint passes the
+  // command down the tree (agents/X/agents/Y).
+  auto answer = send_control(agent->top, "interrupt-agent", agent->path_below_top);
+  if (!answer)
+    return fail_at_runtime(unreachable("the session that runs " + id_or_name, answer.error()));
+  if (answer->rfind("error", 0) == 0 || answer->rfind("refused", 0) == 0)
+    return fail_at_runtime(*answer);
+  std::printf("%s\n", answer->c_str());
+  return 0;
+}
+
 int run_background(const std::string& agent_id) {
   auto agent = find_agent(agent_id);
   if (!agent)

@@ -10,9 +10,13 @@ namespace troupe {
 /// queue; 2 for an empty message.
 int run_notify(const std::string& id_or_name, const std::string& text, bool urgent);
 
-/// Sends a control command ("interrupt") to a running session; exit 1 when it does not run.
+/// Sends a control command to a running session; exit 1 when it does not run.
 int run_remote_command(const std::string& id_or_name, const std::string& command,
                        const std::string& arg);
+
+/// `troupe interrupt SESSION|AGENT_ID`: a session's step, or a subagent's through the endpoint
+/// of the top-level session whose process runs it.
+int run_interrupt(const std::string& id_or_name);
 
 /// `troupe background AGENT`: finds the session that launched the agent and has it move the
 /// agent to the background.

@@ -281,21 +281,44 @@ expected<stored_agent> find_agent(const std::string& agent_id) {
     return failure{"invalid agent id '" + agent_id + "'"};
   std::error_code ec;
   auto sessions = troupe_home() / "sessions";
-  for (auto it = std::filesystem::recursive_directory_iterator(sessions, ec);
-       !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+  std::vector<stored_agent> found;
+  // Another user's session (or any unreadable directory) is passed over, not the end of the
+  // search.
+  for (auto it = std::filesystem::recursive_directory_iterator(
+         sessions, std::filesystem::directory_options::skip_permission_denied, ec);
+       it != std::filesystem::recursive_directory_iterator();) {
     const auto& path = it->path();
-    if (path.filename() != agent_id || path.parent_path().filename() != "agents")
-      continue;
-    auto top = path.parent_path().parent_path();
-    while (top.parent_path().filename() == "agents")
-      top = top.parent_path().parent_path();
-    auto agent = read_session(path);
-    // It runs in the process of its top-level session: live while that runs and it says so.
-    agent.live = agent.info.state == "running" && session_running(top);
-    return stored_agent{agent, top, path.lexically_relative(top).string()};
+    if (path.filename() == agent_id && path.parent_path().filename() == "agents") {
+      auto top = path.parent_path().parent_path();
+      while (top.parent_path().filename() == "agents")
+        top = top.parent_path().parent_path();
+      auto agent = read_session(path);
+      // It runs in the process of its top-level session: live while that runs and it says so.
+      agent.live = agent.info.state == "running" && session_running(top);
+      found.push_back(stored_agent{agent, top, path.lexically_relative(top).string(), {}});
+      it.disable_recursion_pending(); // its own agents/ cannot hold it again
+    }
+    it.increment(ec);
+    if (ec) {
+      ec.clear();
+      it.pop(ec); // an unreadable directory: go on with its siblings
+      if (ec)
+        break;
+    }
   }
-  return failure{"unknown agent '" + agent_id + "' (no sessions/…/agents/" + agent_id +
-                 " under " + sessions.string() + ")"};
+  if (found.empty())
+    return failure{"unknown agent '" + agent_id + "' (no sessions/…/agents/" + agent_id +
+                   " under " + sessions.string() + ")"};
+  auto best = std::min_element(found.begin(), found.end(), [](auto& a, auto& b) {
+    if (a.session.live != b.session.live)
+      return a.session.live;
+    return a.session.last_activity_ms > b.session.last_activity_ms;
+  });
+  auto chosen = *best;
+  for (auto& other : found)
+    if (other.session.dir != chosen.session.dir)
+      chosen.also_under.push_back(other.top.filename().string());
+  return chosen;
 }
 
 expected<stored_session> newest_session_in(const std::filesystem::path& cwd) {
@@ -401,14 +424,15 @@ expected<std::filesystem::path> fork_session(const stored_session& from,
 
 namespace {
 
-// Each subagent below `parent`, depth first, sorted by id, with its depth (1: a child).
-void for_each_agent(const stored_session& parent, int depth,
+// Each subagent below `parent`, depth first, sorted by id, with its depth (1: a child). A
+// subagent runs in its top-level session's process: live while that runs and it says so.
+void for_each_agent(const stored_session& parent, bool top_live, int depth,
                     const std::function<void(const stored_session&, const std::string&, int)>& f) {
   for (auto& info : agents_of(parent.dir)) {
     auto agent = read_session(parent.dir / "agents" / info.id);
-    agent.live = parent.live && agent.info.state == "running";
+    agent.live = top_live && agent.info.state == "running";
     f(agent, parent.info.id, depth);
-    for_each_agent(agent, depth + 1, f);
+    for_each_agent(agent, top_live, depth + 1, f);
   }
 }
 
@@ -444,7 +468,7 @@ int run_ls(bool json, bool all) {
     for (auto& s : sessions) {
       print(s, "", 0);
       if (all && s.unreadable.empty())
-        for_each_agent(s, 1, print);
+        for_each_agent(s, s.live, 1, print);
     }
     return 0;
   }
@@ -476,7 +500,7 @@ int run_ls(bool json, bool all) {
   for (auto& s : sessions) {
     print(s, "", 0);
     if (all && s.unreadable.empty())
-      for_each_agent(s, 1, print);
+      for_each_agent(s, s.live, 1, print);
   }
   return 0;
 }
@@ -490,6 +514,16 @@ int run_show(const std::string& id_or_name) {
     if (!agent)
       return fail_at_runtime(found.error());
     launched_by = agent->session.dir.parent_path().parent_path().filename().string();
+    if (!agent->also_under.empty()) {
+      std::string others;
+      for (auto& top : agent->also_under)
+        others += (others.empty() ? "" : ", ") + top;
+      std::fprintf(stderr,
+                   "troupe: agent %s is also under session(s) %s (forks); this is the %s copy, "
+                   "under %s\n",
+                   id_or_name.c_str(), others.c_str(), agent->session.live ? "running" : "newest",
+                   agent->top.filename().string().c_str());
+    }
     found = agent->session;
   }
   if (!found->unreadable.empty())

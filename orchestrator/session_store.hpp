@@ -65,12 +65,15 @@ std::vector<session_info> agents_of(const std::filesystem::path& dir);
 expected<stored_session> find_session(const std::string& id_or_name);
 
 /// A subagent, found by its id anywhere below the sessions (<home>/sessions/<id>[/agents/<id>…]
-/// /agents/<agent>): where it is, and the top-level session whose process ran it.
+/// /agents/<agent>): where it is, and the top-level session whose process ran it. A fork copies
+/// its agents with their ids: of several copies the one running wins, else the newest.
 struct stored_agent {
   stored_session session;
   std::filesystem::path top;
   /// Its path below `top` ("agents/X", "agents/X/agents/Y").
   std::string path_below_top;
+  /// The top-level sessions that hold other copies of it.
+  std::vector<std::string> also_under;
 };
 expected<stored_agent> find_agent(const std::string& agent_id);
 

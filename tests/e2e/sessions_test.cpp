@@ -473,4 +473,14 @@ TEST_CASE("troupe show takes a subagent's id, and ls --all lists subagents below
   CHECK(child["depth"] == 1);
   CHECK(child["state"] == "completed");
   CHECK(!json::parse(lines[0]).contains("parent"));
+
+  // A fork copies the agent with its id: show takes the newest copy and names the others.
+  REQUIRE(f.run({"--resume", "parent", "--fork", "--session-id", "copy", "--model",
+                 f.script({text_line("fork done")}), "again"})
+            .exit_code == 0);
+  auto both = run_troupe({"show", id}, f.options());
+  CHECK(both.exit_code == 0);
+  CHECK(both.err.find("agent " + id + " is also under session(s) parent (forks); this is the "
+                      "newest copy, under copy") != std::string::npos);
+  CHECK(both.out.find("a subagent of copy") != std::string::npos);
 }
