@@ -75,7 +75,9 @@ int run_remote_command(const std::string& id_or_name, const std::string& command
 // Finds the session that launched an agent: <home>/sessions/<id>[/agents/<id>…]/agents/<agent>.
 int run_interrupt(const std::string& id_or_name) {
   auto found = find_session(id_or_name);
-  if (found || !is_valid_session_id(id_or_name))
+  // Only an id no session has may be an agent's (a session that cannot be read is reported).
+  if (found || !is_valid_session_id(id_or_name) ||
+      found.error().rfind("unknown session", 0) != 0)
     return run_remote_command(id_or_name, "interrupt", "");
   auto agent = find_agent(id_or_name);
   if (!agent)

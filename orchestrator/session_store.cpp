@@ -509,8 +509,11 @@ int run_show(const std::string& id_or_name) {
   auto found = find_session(id_or_name);
   std::string launched_by; // a subagent's parent
   if (!found) {
-    auto agent = is_valid_session_id(id_or_name) ? find_agent(id_or_name)
-                                                  : expected<stored_agent>{failure{""}};
+    // Only an id no session has may be an agent's (a session that cannot be read is reported).
+    auto agent = is_valid_session_id(id_or_name) &&
+                     found.error().rfind("unknown session", 0) == 0
+                   ? find_agent(id_or_name)
+                   : expected<stored_agent>{failure{""}};
     if (!agent)
       return fail_at_runtime(found.error());
     launched_by = agent->session.dir.parent_path().parent_path().filename().string();
