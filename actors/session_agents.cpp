@@ -242,10 +242,15 @@ void finish_agents(session_ptr self, terminal_reason reason, const std::string& 
   std::string before;
   for (auto& answer : earlier)
     before += "[the answer to an earlier prompt]\n" + answer + "\n\n";
-  n.text = before +
-           (reason == terminal_reason::completed || st.last_assistant_text.empty()
-              ? (st.last_assistant_text.empty() ? error : st.last_assistant_text)
-              : st.last_assistant_text + (error.empty() ? "" : "\n[" + error + "]"));
+  // An agent that did not complete says why first — its terminal reason and error — then what
+  // it last said, so that its parent can tell a refused permission from a step cap or a crash.
+  bool done = reason == terminal_reason::completed || reason == terminal_reason::backgrounded;
+  auto why = done ? std::string{}
+                  : std::string{"[the agent ended "} + to_string(reason) +
+                      (error.empty() ? "" : ": " + error) + "]";
+  auto last = st.last_assistant_text;
+  n.text = before + (done ? (last.empty() ? error : last)
+                          : why + (last.empty() ? "" : "\nIts last reply:\n" + last));
   n.usage = st.usage;
   n.cost_usd = st.info.cost_usd;
   n.sent_at_us = now_us();

@@ -278,6 +278,45 @@ TEST_CASE("troupe interrupt AGENT_ID interrupts that subagent, the parent goes o
         std::string::npos);
 }
 
+TEST_CASE("a subagent that does not complete tells its parent why, and what it last said") {
+  cli_fixture f;
+  json step = {{"text", "starting"},
+               {"tool_calls", json::array({{{"name", "shell"}, {"input", {{"command", "true"}}}}})}};
+  write_script(f.dir / "work/erring.jsonl",
+               {step, {{"error", {{"status", 500}, {"message", "model exploded"}}}}});
+  write_script(f.dir / "work/capped.jsonl", {step, text_line("never reached")});
+  auto launch = [](const std::string& script, const std::string& mode, int max_steps) {
+    json input = {{"prompt", "work"}, {"model", "scripted:" + script}, {"mode", mode}};
+    if (max_steps > 0)
+      input["max_steps"] = max_steps;
+    return json{{"name", "task"}, {"input", input}};
+  };
+  auto parent = f.script({{{"tool_calls", json::array({launch("erring.jsonl", "foreground", 0),
+                                                       launch("capped.jsonl", "foreground", 1),
+                                                       launch("erring.jsonl", "background", 0)})}},
+                          text_line("seen"), text_line("seen too")});
+  auto r = f.run({"--model", parent, "--session-id", "why", "go"});
+  CHECK(r.exit_code == 0);
+  auto log = read_jsonl(session_dir(f, "why") / "transcript.jsonl");
+  std::vector<std::string> results;
+  std::string notification;
+  for (auto& m : log) {
+    if (m["role"] == "tool")
+      results.push_back(m["content"]);
+    if (m.value("origin", "") == "task-notification")
+      notification = m["content"];
+  }
+  REQUIRE(results.size() == 3);
+  CHECK(results[0].rfind("[the agent ended error: ", 0) == 0);
+  CHECK(results[0].find("model exploded") != std::string::npos);
+  CHECK(results[0].find("\nIts last reply:\nstarting") != std::string::npos);
+  CHECK(results[1].rfind("[the agent ended max_turns", 0) == 0);
+  CHECK(results[1].find("Its last reply:\nstarting") != std::string::npos);
+  CHECK(notification.find("<status>failed</status>") != std::string::npos);
+  CHECK(notification.find("[the agent ended error: ") != std::string::npos);
+  CHECK(notification.find("model exploded") != std::string::npos);
+}
+
 TEST_CASE("troupe interrupt ends a run that waits for notifications, exit 130") {
   cli_fixture f;
   auto run = start_live(f, {"--model", f.script({text_line("first")}), "--wait-notifications",
