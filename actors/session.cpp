@@ -60,7 +60,7 @@ session_actor::behavior_type session_behavior(session_ptr self, session_config c
         return;
       }
       end_session(self, terminal_reason::interrupted,
-                  "the parent session stopped: " + self->system().render(msg.reason));
+                  "the parent session stopped: " + plain_words(self->system(), msg.reason));
       return;
     }
     on_child_down(self, msg);

@@ -167,6 +167,20 @@ void interrupt_foreground_children(session_ptr self) {
     }
 }
 
+std::string plain_words(const caf::actor_system& sys, const caf::error& reason) {
+  if (reason == caf::exit_reason::kill)
+    return "it was killed";
+  if (reason == caf::exit_reason::user_shutdown)
+    return "it was shut down";
+  if (reason == caf::exit_reason::unhandled_exception)
+    return "it crashed (an unhandled exception)";
+  if (reason == caf::exit_reason::unreachable || reason == caf::exit_reason::unknown)
+    return "it is gone";
+  if (reason == caf::exit_reason::normal)
+    return "it ended";
+  return "it stopped: " + sys.render(reason);
+}
+
 void on_child_down(session_ptr self, const caf::down_msg& down) {
   auto& st = self->state;
   // A child left to finish after this session ended: one less to wait for.
@@ -184,7 +198,7 @@ void on_child_down(session_ptr self, const caf::down_msg& down) {
     n.task_id = id;
     n.status = "failed";
     n.description = child.description;
-    n.text = "the agent stopped unexpectedly: " + self->system().render(down.reason);
+    n.text = "the agent stopped unexpectedly: " + plain_words(self->system(), down.reason);
     n.sent_at_us = now_us();
     accept_notification(self, std::move(n));
     return;

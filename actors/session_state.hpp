@@ -140,6 +140,10 @@ void end_session(session_ptr self, terminal_reason reason, std::string error = {
 /// Idle, it clears the queue (interactive) or ends the run `interrupted`. Returns what it did.
 std::string request_interrupt(session_ptr self);
 
+/// Why an actor stopped, in plain words for a transcript or a notification ("it was killed"),
+/// never CAF's own spelling (exit_reason(kill)).
+std::string plain_words(const caf::actor_system& sys, const caf::error& reason);
+
 /// Waits for input; with an idle timeout, the session ends `completed` when none comes.
 void go_idle(session_ptr self);
 

@@ -335,8 +335,10 @@ TEST_CASE("a parent that is killed takes its subagents down, they leave word in 
   auto entries = read_jsonl(queue);
   REQUIRE(entries.size() == 1);
   CHECK(entries[0]["status"] == "stopped");
-  CHECK(entries[0]["text"].get<std::string>().find("the parent session stopped") !=
+  // In plain words, never CAF's exit_reason(kill).
+  CHECK(entries[0]["text"].get<std::string>().find("the parent session stopped: it was killed") !=
         std::string::npos);
+  CHECK(entries[0]["text"].get<std::string>().find("exit_reason") == std::string::npos);
 }
 
 TEST_CASE("resume sends a new prompt to a subagent that ended, with its transcript") {
