@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "tools/path_match.hpp"
+#include "tools/search_walk.hpp"
 
 namespace troupe {
 
@@ -31,23 +32,15 @@ tool_result run_glob(const nlohmann::json& input, const tool_context& ctx) {
   };
   std::vector<found> files;
   size_t matched = 0;
-  bool cancelled = false;
-  walk_files(
-    root, ignore_rules::load(root),
-    [&](const auto& file, const std::string& relative) {
-      if (cancel_requested(ctx)) {
-        cancelled = true;
-        return false;
-      }
-      if (glob_match(effective, relative) && !denied.check(ctx, file)) {
-        ++matched;
-        if (files.size() < 10 * max_files)
-          files.push_back({relative, std::filesystem::last_write_time(file, ec)});
-      }
-      return true;
-    },
-    [&](const auto& directory) { return denied.check(ctx, directory); });
-  if (cancelled)
+  bool finished = walk_search_tree(ctx, root, denied, [&](const auto& file, const auto& relative) {
+    if (glob_match(effective, relative) && !denied.check(ctx, file)) {
+      ++matched;
+      if (files.size() < 10 * max_files)
+        files.push_back({relative, std::filesystem::last_write_time(file, ec)});
+    }
+    return true;
+  });
+  if (!finished)
     return error_result("[interrupted before the search finished]");
   std::stable_sort(files.begin(), files.end(),
                    [](auto& a, auto& b) { return a.modified > b.modified; });

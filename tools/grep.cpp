@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "tools/path_match.hpp"
+#include "tools/search_walk.hpp"
 
 namespace troupe {
 
@@ -96,30 +97,22 @@ tool_result run_grep(const nlohmann::json& input, const tool_context& ctx) {
       return error_result("glob: " + *problem);
   std::error_code ec;
   denied_paths denied;
-  bool cancelled = false;
+  bool finished = true;
   if (denied.check(ctx, root)) {
     return error_result("cannot search " + root.string() + ": denied by the rule " +
                         denied.rules.front());
   } else if (std::filesystem::is_regular_file(root, ec)) {
     s.file(root, root.filename().string());
   } else if (std::filesystem::is_directory(root, ec)) {
-    walk_files(
-      root, ignore_rules::load(root),
-      [&](const auto& file, const std::string& relative) {
-        if (cancel_requested(ctx)) {
-          cancelled = true;
-          return false;
-        }
-        if ((file_filter.empty() || glob_match(file_filter, relative)) &&
-            !denied.check(ctx, file))
-          s.file(file, relative);
-        return !s.stopped;
-      },
-      [&](const auto& directory) { return denied.check(ctx, directory); });
+    finished = walk_search_tree(ctx, root, denied, [&](const auto& file, const auto& relative) {
+      if ((file_filter.empty() || glob_match(file_filter, relative)) && !denied.check(ctx, file))
+        s.file(file, relative);
+      return !s.stopped;
+    });
   } else {
     return error_result("cannot search " + root.string() + ": no such file or directory");
   }
-  if (cancelled)
+  if (!finished)
     return error_result("[interrupted before the search finished]");
   tool_result result;
   result.output = s.files_matched == 0 ? "No matches for /" + pattern + "/\n" : s.output;
