@@ -167,44 +167,34 @@ TEST_CASE("by default an agent runs at most 20 subagents at once: the 21st launc
   CHECK(agents == 20);
 }
 
-TEST_CASE("with only ANTHROPIC_API_KEY and no --model the model is anthropic/claude-sonnet-4-5") {
-  fake_server server{R"([{"text": "hello from the default"}])"};
-  cli_fixture f;
-  auto opts = f.options(); // TROUPE_MODEL and OPENAI_API_KEY unset
-  opts.env["ANTHROPIC_API_KEY"] = "test-key";
-  opts.env["ANTHROPIC_BASE_URL"] = server.url();
-  auto r = run_troupe({"run", "--cwd", (f.dir / "work").string(), "--output-format",
-                       "stream-json", "go"},
-                      opts);
-  CHECK(r.exit_code == 0);
-  auto lines = lines_of(r.out);
-  REQUIRE(!lines.empty());
-  CHECK(lines.front()["model"] == "anthropic/claude-sonnet-4-5");
-  CHECK(result_of(r)["result"] == "hello from the default");
-  auto requests = server.requests();
-  REQUIRE(requests.size() == 1);
-  CHECK(requests[0]["path"] == "/v1/messages");
-  CHECK(requests[0]["body"]["model"] == "claude-sonnet-4-5");
-}
-
-TEST_CASE("with only OPENAI_API_KEY and no --model the model is openai/gpt-4.1") {
-  fake_server server{R"([{"text": "hello from the default"}])"};
-  cli_fixture f;
-  auto opts = f.options(); // TROUPE_MODEL and ANTHROPIC_API_KEY unset
-  opts.env["OPENAI_API_KEY"] = "test-key";
-  opts.env["OPENAI_BASE_URL"] = server.url() + "/v1";
-  auto r = run_troupe({"run", "--cwd", (f.dir / "work").string(), "--output-format",
-                       "stream-json", "go"},
-                      opts);
-  CHECK(r.exit_code == 0);
-  auto lines = lines_of(r.out);
-  REQUIRE(!lines.empty());
-  CHECK(lines.front()["model"] == "openai/gpt-4.1");
-  CHECK(result_of(r)["result"] == "hello from the default");
-  auto requests = server.requests();
-  REQUIRE(requests.size() == 1);
-  CHECK(requests[0]["path"] == "/v1/chat/completions");
-  CHECK(requests[0]["body"]["model"] == "gpt-4.1");
+TEST_CASE("with only one provider's key and no --model the model is that provider's default") {
+  struct provider_default {
+    std::string key, base_url, url_path, model, request_path, wire_model;
+  };
+  for (auto& p : {provider_default{"ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "",
+                                   "anthropic/claude-sonnet-4-5", "/v1/messages",
+                                   "claude-sonnet-4-5"},
+                  provider_default{"OPENAI_API_KEY", "OPENAI_BASE_URL", "/v1", "openai/gpt-4.1",
+                                   "/v1/chat/completions", "gpt-4.1"}}) {
+    CAPTURE(p.key);
+    fake_server server{R"([{"text": "hello from the default"}])"};
+    cli_fixture f;
+    auto opts = f.options(); // TROUPE_MODEL and both keys unset
+    opts.env[p.key] = "test-key";
+    opts.env[p.base_url] = server.url() + p.url_path;
+    auto r = run_troupe({"run", "--cwd", (f.dir / "work").string(), "--output-format",
+                         "stream-json", "go"},
+                        opts);
+    CHECK(r.exit_code == 0);
+    auto lines = lines_of(r.out);
+    REQUIRE(!lines.empty());
+    CHECK(lines.front()["model"] == p.model);
+    CHECK(result_of(r)["result"] == "hello from the default");
+    auto requests = server.requests();
+    REQUIRE(requests.size() == 1);
+    CHECK(requests[0]["path"] == p.request_path);
+    CHECK(requests[0]["body"]["model"] == p.wire_model);
+  }
 }
 
 TEST_CASE("without --cwd the workspace is the current directory: tools run there") {
