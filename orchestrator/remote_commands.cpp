@@ -20,6 +20,19 @@ std::string unreachable(const std::string& what, const std::string& error) {
   return what + " is not running: " + error;
 }
 
+// Sends `command` to the session in `dir` and reports its answer: printed, exit 0; refused or
+// unreachable (`what` names the session in that message), exit 1.
+int answer_of(const std::filesystem::path& dir, const std::string& command,
+              const std::string& arg, const std::string& what) {
+  auto answer = send_control(dir, command, arg);
+  if (!answer)
+    return fail_at_runtime(unreachable(what, answer.error()));
+  if (answer->rfind("error", 0) == 0 || answer->rfind("refused", 0) == 0)
+    return fail_at_runtime(*answer);
+  std::printf("%s\n", answer->c_str());
+  return 0;
+}
+
 } // namespace
 
 int run_notify(const std::string& id_or_name, const std::string& text, bool urgent) {
@@ -63,13 +76,7 @@ int run_remote_command(const std::string& id_or_name, const std::string& command
   const auto& session_id = found->info.id;
   if (!found->unreadable.empty())
     return fail_at_runtime("cannot reach session " + session_id + ": " + found->unreadable);
-  auto answer = send_control(dir, command, arg);
-  if (!answer)
-    return fail_at_runtime(unreachable("session " + session_id, answer.error()));
-  if (answer->rfind("error", 0) == 0 || answer->rfind("refused", 0) == 0)
-    return fail_at_runtime(*answer);
-  std::printf("%s\n", answer->c_str());
-  return 0;
+  return answer_of(dir, command, arg, "session " + session_id);
 }
 
 // Finds the session that launched an agent: <home>/sessions/<id>[/agents/<id>…]/agents/<agent>.
@@ -86,13 +93,8 @@ int run_interrupt(const std::string& id_or_name) {
                            "(troupe ls --all lists them)");
   // A subagent runs in its top-level session's process: that session's endpoint passes the
   // command down the tree (agents/X/agents/Y).
-  auto answer = send_control(agent->top, "interrupt-agent", agent->path_below_top);
-  if (!answer)
-    return fail_at_runtime(unreachable("the session that runs " + id_or_name, answer.error()));
-  if (answer->rfind("error", 0) == 0 || answer->rfind("refused", 0) == 0)
-    return fail_at_runtime(*answer);
-  std::printf("%s\n", answer->c_str());
-  return 0;
+  return answer_of(agent->top, "interrupt-agent", agent->path_below_top,
+                   "the session that runs " + id_or_name);
 }
 
 int run_background(const std::string& agent_id) {
@@ -101,14 +103,8 @@ int run_background(const std::string& agent_id) {
     return fail_at_runtime(agent.error());
   // The top-level session holds the control endpoint; the parent is named in the path.
   bool child_of_top = agent->path_below_top.find('/', 7) == std::string::npos;
-  auto answer = send_control(agent->top, "background",
-                             child_of_top ? agent_id : agent->path_below_top);
-  if (!answer)
-    return fail_at_runtime(unreachable("the session that launched " + agent_id, answer.error()));
-  if (answer->rfind("error", 0) == 0 || answer->rfind("refused", 0) == 0)
-    return fail_at_runtime(*answer);
-  std::printf("%s\n", answer->c_str());
-  return 0;
+  return answer_of(agent->top, "background", child_of_top ? agent_id : agent->path_below_top,
+                   "the session that launched " + agent_id);
 }
 
 } // namespace troupe
