@@ -32,6 +32,21 @@ session_actor::behavior_type session_behavior(session_ptr self, session_config c
     for (auto& hook : config.hook_commands)
       st.hook_events.insert(hook.event);
   }
+  if (config.spawn_subagent) {
+    agent_supervisor_config agents;
+    agents.owner_id = config.session_id;
+    agents.agents_dir = config.session_dir / "agents";
+    agents.owner_queue = config.session_dir / "queue.jsonl";
+    agents.registry = config.registry;
+    agents.depth = config.depth;
+    agents.max_depth = config.max_depth;
+    agents.max_children = config.max_children;
+    agents.spawn_subagent = config.spawn_subagent;
+    agents.past_agents = config.past_agents;
+    agents.disk = config.disk;
+    st.agents = spawn_agent_supervisor(self->system(), std::move(agents), self);
+    self->link_to(st.agents);
+  }
   st.config = std::move(config);
   st.step = spawn_step(self->system(), make_step_config(st), self, st.model, st.executor);
   // Linked both ways: a killed session takes its peers (and their children) with it, and a
@@ -63,15 +78,24 @@ session_actor::behavior_type session_behavior(session_ptr self, session_config c
                   "the parent session stopped: " + plain_words(self->system(), msg.reason));
       return;
     }
-    on_child_down(self, msg);
   });
   self->set_exit_handler([=](caf::exit_msg& msg) {
     auto& s = self->state;
+    if (s.agents && msg.source == s.agents.address()) {
+      // The supervisor quits once the agents it was left with are done.
+      if (s.waiting_for_agents) {
+        s.waiting_for_agents = false;
+        end_wait_done(self);
+      }
+      if (s.phase == session_phase::ended || msg.reason == caf::exit_reason::normal)
+        return;
+    }
     if (s.phase == session_phase::ended)
       return; // our own peers, stopped by end_session
     auto why = self->system().render(msg.reason);
     bool from_peer = msg.source == s.step.address() || msg.source == s.model.address() ||
-                     msg.source == s.executor.address();
+                     msg.source == s.executor.address() ||
+                     (s.agents && msg.source == s.agents.address());
     if (from_peer)
       end_session(self, terminal_reason::error, "an actor of this session stopped: " + why);
     else
@@ -91,7 +115,16 @@ session_actor::behavior_type session_behavior(session_ptr self, session_config c
         self->send(sink, progress);
     },
     [=](notify_atom, task_notification& n) { return accept_notification(self, std::move(n)); },
-    [=](launch_atom, const tool_call& call) { return launch_subagent(self, call); },
+    [=](agent_ended& end) { return accept_agent_end(self, std::move(end)); },
+    [=](agent_counts counts) {
+      self->state.agents_running = counts;
+      if (self->state.phase == session_phase::idle)
+        publish_status(self, false); // the status line shows the background agents
+    },
+    [=](notice_event& notice) {
+      notice.session_id = self->state.config.session_id;
+      publish(self, notice);
+    },
     [=](control_atom, const std::string& command, const std::string& arg) {
       return run_control(self, command, arg);
     },

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "actors/agent_supervisor.hpp"
 #include "context/token_budget.hpp"
 #include "protocol/expected.hpp"
 #include "protocol/hooks.hpp"
@@ -27,29 +28,6 @@ class actor_system;
 
 namespace troupe {
 
-/// What a parent asks for when its model calls the task tool.
-struct subagent_launch {
-  std::string agent_id;
-  std::string prompt;
-  std::string description;
-  /// A model spec ("openai/…", "scripted:PATH"); empty: the parent's.
-  std::string model;
-  /// Steps per turn; 0: the parent's cap.
-  int32_t max_steps = 0;
-  /// The tools it may use; empty: all of the parent's.
-  std::vector<std::string> tools;
-  /// <parent's session dir>/agents/<agent id>: its transcript and state live here.
-  std::filesystem::path session_dir;
-  int32_t depth = 1;
-  /// Continue an agent that ended: its transcript is loaded first.
-  bool resume = false;
-};
-
-/// Deepest subagent nesting and most subagents running at once per session, unless
-/// --max-agent-depth / --max-agents (or their variables) say otherwise.
-inline constexpr int32_t default_agent_depth = 3;
-inline constexpr size_t default_max_agents = 20;
-
 struct session_config;
 
 /// A model to switch to (/model): its client and what the session and its step need to use it.
@@ -64,12 +42,6 @@ struct model_switch {
 /// Resolves and spawns a model for /model. An error is a message for the user.
 using model_switcher =
   std::function<expected<model_switch>(caf::actor_system&, const std::string& spec)>;
-
-/// Builds and spawns a subagent's session (not started). The orchestrator provides it: it knows
-/// how to make model clients and tool contexts. An error is a message for the model.
-using subagent_factory =
-  std::function<expected<session_actor>(caf::actor_system&, const subagent_launch&,
-                                        session_actor parent)>;
 
 /// Everything a session is set up with.
 struct session_config {
@@ -127,8 +99,8 @@ struct session_config {
   /// Deepest subagent nesting allowed, and most subagents running at once per session.
   int32_t max_depth = default_agent_depth;
   size_t max_children = default_max_agents;
-  /// A subagent's parent: it is sent a task notification when this session ends.
-  session_actor parent;
+  /// A subagent's parent (its supervisor): told when this session ends.
+  agent_parent_actor parent;
   /// The parent's durable queue, written instead when the parent has ended meanwhile.
   std::filesystem::path parent_queue;
   /// When this session ends, its background subagents are stopped (default) or left to finish

@@ -92,18 +92,29 @@ void show_tokens(session_ptr self) {
 
 void list_agents(session_ptr self) {
   auto& st = self->state;
-  if (st.children.empty()) {
+  if (!st.agents) {
     answer(self, "no subagents in this session");
     return;
   }
-  std::string text = "subagents:";
-  for (auto& [id, child] : st.children) {
-    auto state = child.running ? (child.waiting ? std::string{"running (foreground)"}
-                                                : std::string{"running (background)"})
-                               : child.status;
-    text += "\n  " + id + "  " + state + "  " + child.description;
-  }
-  answer(self, text);
+  self->request(st.agents, std::chrono::seconds{5}, list_atom::value)
+    .then(
+      [=](const agent_list& list) {
+        if (list.agents.empty()) {
+          answer(self, "no subagents in this session");
+          return;
+        }
+        std::string text = "subagents:";
+        for (auto& a : list.agents) {
+          auto state = a.state != "running" ? a.state
+                       : a.foreground       ? std::string{"running (foreground)"}
+                                            : std::string{"running (background)"};
+          text += "\n  " + a.id + "  " + state + "  " + a.description;
+        }
+        answer(self, text);
+      },
+      [=](caf::error& err) {
+        answer(self, "cannot list the subagents: " + self->system().render(err));
+      });
 }
 
 void rename(session_ptr self, const std::string& name) {

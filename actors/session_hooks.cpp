@@ -18,6 +18,7 @@ step_config make_step_config(const session_state& st) {
   config.hooks = st.hooks;
   config.pre_tool_hooks = has_hooks(st, "PreToolUse");
   config.post_tool_hooks = has_hooks(st, "PostToolUse");
+  config.agents = st.agents;
   return config;
 }
 

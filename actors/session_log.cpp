@@ -122,6 +122,7 @@ void finish_end(session_ptr self) {
   if (st.hooks)
     self->send_exit(st.hooks, caf::exit_reason::user_shutdown);
   if (st.ended_event) {
+    st.ended_event->agents_left = st.agents_left;
     save_info(self); // a name that came while it waited is in
     publish(self, *st.ended_event);
     st.ended_event.reset();
@@ -238,9 +239,7 @@ void publish_status(session_ptr self, bool busy) {
   status.cost_known = st.info.cost_known;
   status.context_tokens = st.window.projected_tokens();
   status.context_window = st.window.budget().limits.context_window;
-  status.background = static_cast<int32_t>(
-    std::count_if(st.children.begin(), st.children.end(),
-                  [](auto& c) { return c.second.running && !c.second.waiting; }));
+  status.background = st.agents_running.background;
   publish(self, status);
 }
 

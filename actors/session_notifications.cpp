@@ -36,27 +36,6 @@ bool accept_notification(session_ptr self, task_notification n) {
     n.id = new_message_id();
   if (!st.notification_ids.insert(n.id).second)
     return true; // delivered before (a queue entry read again after a resume)
-  if (n.source == "agent") {
-    if (auto c = st.children.find(n.task_id); c != st.children.end()) {
-      auto& child = c->second;
-      child.running = false;
-      child.status = n.status;
-      st.info.cost_usd += n.cost_usd;
-      if (n.description.empty())
-        n.description = child.description;
-      if (child.waiting) {
-        // A foreground launch: the answer is the call's result, not a notification.
-        tool_result result;
-        result.output = n.text.empty() ? "(the agent gave no final answer)" : n.text;
-        result.is_error = n.status != "completed";
-        answer_launch(child, std::move(result));
-        return true;
-      }
-      if (child.reported)
-        return true;
-      child.reported = true;
-    }
-  }
   auto input = notification_message(n);
   st.untaken_notifications[n.id] = n;
   spdlog::debug("session {}: notification {} from {} ({} us after it was sent)",
@@ -177,51 +156,17 @@ caf::result<std::string> run_control(session_ptr self, const std::string& comman
     accept_input(self, make_input(arg, "parent"));
     return std::string{"queued"};
   }
-  if (command == "interrupt-agent" && arg.rfind("agents/", 0) != 0)
-    return std::string{"error: interrupt-agent takes the agent's path, agents/X[/agents/Y…]"};
-  if ((command == "background" || command == "interrupt-agent") &&
-      arg.rfind("agents/", 0) == 0) {
-    // An agent below this session, named by its path: agents/X/agents/Y goes to X as Y
-    // (`background` takes a child's bare id), and `interrupt-agent agents/X` interrupts X.
-    // A command of its own, not `interrupt` with an argument: a session run by an older
-    // troupe, which ignores the argument, refuses it instead of interrupting itself.
-    auto rest = arg.substr(7);
-    auto slash = rest.find('/');
-    auto c = st.children.find(rest.substr(0, slash));
-    bool to_child_itself = slash == std::string::npos && command == "interrupt-agent";
-    if ((slash == std::string::npos && !to_child_itself) || c == st.children.end() ||
-        !c->second.running)
-      return std::string{"error: no running agent " + rest.substr(0, slash) + " in session " +
-                         st.config.session_id};
-    auto forwarded = to_child_itself ? std::string{"interrupt"} : command;
-    auto inner = to_child_itself ? std::string{} : rest.substr(slash + 1);
-    if (command == "background" && inner.rfind("agents/", 0) == 0 &&
-        inner.find('/', 7) == std::string::npos)
-      inner = inner.substr(7);
+  if (command == "background" || command == "interrupt-agent") {
+    // Its subagents belong to its supervisor, which routes the command down the tree.
+    if (!st.agents)
+      return std::string{"error: no agent '" + arg + "' in session " + st.config.session_id};
     auto promise = self->make_response_promise<std::string>();
-    self->request(c->second.actor, std::chrono::seconds{5}, control_atom::value, forwarded, inner)
+    self->request(st.agents, std::chrono::seconds{10}, control_atom::value, command, arg)
       .then([=](const std::string& answer) mutable { promise.deliver(answer); },
             [=](caf::error& err) mutable {
               promise.deliver("error: " + self->system().render(err));
             });
     return promise;
-  }
-  if (command == "background") {
-    auto c = st.children.find(arg);
-    if (c == st.children.end())
-      return std::string{"error: no agent '" + arg + "' in this session (agents: " +
-                         child_list(st) + ")"};
-    if (!c->second.running)
-      return std::string{"error: agent " + arg + " has already ended (" + c->second.status + ")"};
-    if (!c->second.waiting)
-      return std::string{"agent " + arg + " already runs in the background"};
-    answer_launch(c->second,
-                  tool_result{"Moved agent " + arg +
-                                " to the background: it goes on, and you will get a "
-                                "<task-notification> when it ends.",
-                              false, 0, false});
-    c->second.reported = false;
-    return std::string{"moved agent " + arg + " to the background"};
   }
   return std::string{"error: unknown control command '" + command + "'"};
 }

@@ -98,14 +98,6 @@ void begin_session(session_ptr self) {
   for (auto& m : st.log)
     if (m->origin == "task-notification")
       st.notification_ids.insert(m->id);
-  // Agents of earlier runs: ended (their process is gone), listed and resumable by id.
-  for (auto& past : st.config.past_agents) {
-    auto& child = st.children[past.id];
-    child.running = false;
-    child.reported = true;
-    child.description = past.name;
-    child.status = past.state == "running" ? "crashed" : past.state;
-  }
   for (auto& m : fire(self, hook_point::session_start))
     if (!append_message(self, std::move(m)))
       return;

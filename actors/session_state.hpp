@@ -28,18 +28,6 @@ enum class session_phase {
   ended,    ///< terminal state reached
 };
 
-/// A subagent this session launched.
-struct child_agent {
-  session_actor actor;
-  std::string description;
-  /// Set while a foreground launch waits for the agent's answer.
-  std::optional<caf::typed_response_promise<tool_result>> waiting;
-  bool running = true;
-  /// Its end was already answered (foreground result, interrupt): no notification follows.
-  bool reported = false;
-  std::string status;
-};
-
 struct session_state {
   session_config config;
   std::vector<message_ptr> log;
@@ -87,8 +75,13 @@ struct session_state {
   /// tool round made no progress because of permissions.
   bool last_tool_step_denied = false;
   std::chrono::steady_clock::time_point started_at = std::chrono::steady_clock::now();
-  /// Subagents by agent id, running or ended.
-  std::map<std::string, child_agent> children;
+  /// Owns this session's subagents (null when it cannot launch any), and how many of them run.
+  agent_supervisor_actor agents;
+  agent_counts agents_running;
+  /// The subagents still running when this session ended (stopped, or left to finish).
+  std::vector<agent_descriptor> agents_left;
+  /// Ended, and waiting for the supervisor to see the agents it left to finish end.
+  bool waiting_for_agents = false;
   /// Notifications that arrived while busy: logged before the next model call, or the first
   /// inputs of the next turn.
   std::vector<message> pending_notifications;
@@ -110,8 +103,6 @@ struct session_state {
   /// What the ended session still waits for before it quits: the parent's answer to its end
   /// notification, a name being written.
   int end_waits = 0;
-  /// Children left to finish after this session ended (--let-agents-finish): waited for.
-  std::set<caf::actor_addr> detached_children;
   /// The terminal event, held until nothing is waited for.
   std::optional<session_ended_event> ended_event;
 };
@@ -139,10 +130,6 @@ void end_session(session_ptr self, terminal_reason reason, std::string error = {
 /// Forwards an interrupt to the step (or compaction) in flight, and stops foreground subagents.
 /// Idle, it clears the queue (interactive) or ends the run `interrupted`. Returns what it did.
 std::string request_interrupt(session_ptr self);
-
-/// Why an actor stopped, in plain words for a transcript or a notification ("it was killed"),
-/// never CAF's own spelling (exit_reason(kill)).
-std::string plain_words(const caf::actor_system& sys, const caf::error& reason);
 
 /// Waits for input; with an idle timeout, the session ends `completed` when none comes.
 void go_idle(session_ptr self);
@@ -256,12 +243,6 @@ void enqueue_first(session_ptr self, message input);
 /// <session>/queue.jsonl: the session's durable queue.
 std::filesystem::path queue_path(const session_state& st);
 
-/// A child ended or was moved: a foreground launch still waiting gets its result now.
-void answer_launch(child_agent& child, tool_result result);
-
-/// The ids of the session's subagents, for error messages ("none" without any).
-std::string child_list(const session_state& st);
-
 /// Turns a notification into the user message that delivers it.
 message notification_message(const task_notification& n);
 
@@ -276,11 +257,9 @@ void read_durable_queue(session_ptr self, bool from_start, std::function<void(si
 /// file is emptied once all of them are.
 void note_logged(session_ptr self, const message& m);
 
-/// A monitored subagent stopped; one that never reported its end is reported failed.
-void on_child_down(session_ptr self, const caf::down_msg& down);
-
-/// Carries out a task tool call: launches (or resumes) a subagent.
-caf::result<tool_result> launch_subagent(session_ptr self, const tool_call& call);
+/// The supervisor says a subagent ended: its cost counts, and unless its result reached the
+/// model already, its notification is taken. Returns false once the session has ended.
+bool accept_agent_end(session_ptr self, agent_ended end);
 
 /// A control command from another process (token already checked).
 caf::result<std::string> run_control(session_ptr self, const std::string& command,
@@ -289,11 +268,12 @@ caf::result<std::string> run_control(session_ptr self, const std::string& comman
 /// True while a background subagent runs: a non-interactive session waits for its news.
 bool waiting_for_children(const session_state& st);
 
-/// Answers foreground launches as interrupted and stops those subagents.
-void interrupt_foreground_children(session_ptr self);
+/// Answers foreground launches and task_waits as interrupted and stops those subagents.
+void interrupt_agents(session_ptr self);
 
-/// At the end: children stopped (unless configured otherwise), undelivered notifications
-/// written back to the durable queue, the parent told (one more of end_waits until it answers).
+/// At the end: subagents stopped or left to finish (the supervisor answers which; one more of
+/// end_waits until it does), undelivered notifications written back to the durable queue, the
+/// parent told (one more of end_waits until it answers).
 void finish_agents(session_ptr self, terminal_reason reason, const std::string& error);
 
 /// One thing an ended session waited for is done; the last one lets it quit.

@@ -355,22 +355,20 @@ std::string request_interrupt(session_ptr self) {
   }
   if (st.phase == session_phase::hooking) {
     // Hooks that cannot be abandoned (none so far): the model is not asked after them.
-    interrupt_foreground_children(self);
+    interrupt_agents(self);
     st.interrupt_requested = true;
     return "interrupted";
   }
-  if (st.phase == session_phase::ended && !st.detached_children.empty()) {
-    // Ended, and waiting for the children it let finish: an interrupt stops them.
-    for (auto& child : st.children)
-      if (st.detached_children.count(child.second.actor.address()))
-        self->send_exit(child.second.actor, caf::exit_reason::user_shutdown);
+  if (st.phase == session_phase::ended && st.waiting_for_agents) {
+    // Ended, and waiting for the agents it let finish: an interrupt stops them.
+    interrupt_agents(self);
     return "interrupted: stopping the agents left to finish";
   }
   if (st.phase != session_phase::stepping && st.phase != session_phase::compacting)
     return "nothing to interrupt: the session has ended";
   if (st.interrupt_requested)
     return "interrupted";
-  interrupt_foreground_children(self);
+  interrupt_agents(self);
   st.interrupt_requested = true;
   // Normal priority: a high-priority interrupt could overtake the step request it is meant
   // to stop and reach an idle step, which would then run the whole step.

@@ -91,6 +91,28 @@ bool is_read_only(const step_state& st, const tool_call& call) {
   return spec != nullptr && spec->read_only;
 }
 
+// The agent supervisor carries out the agent tools: task and task_wait, and task_output or
+// task_stop given an agent's id (a shell task's id goes to the executor).
+bool for_agents(const tool_spec* spec, const tool_call& call) {
+  if (spec == nullptr)
+    return false;
+  if (spec->kind == tool_kind::subagent)
+    return true;
+  if (spec->kind != tool_kind::task || !call.input.is_object())
+    return false;
+  auto id = call.input.find("task_id");
+  return id != call.input.end() && id->is_string() &&
+         id->get_ref<const std::string&>().rfind("agent_", 0) == 0;
+}
+
+// A background launch returns at once (the supervisor spawns the agent afterwards), so the
+// launches of one reply all go out together, beyond the cap on parallel calls.
+bool is_background_launch(const step_state& st, const tool_call& call) {
+  const auto* spec = st.config.registry->find(call.name);
+  return spec != nullptr && spec->kind == tool_kind::subagent && call.input.is_object() &&
+         call.input.value("mode", nlohmann::json{}) == "background";
+}
+
 void run_next_call(self_ptr self);
 
 // Answers the current call without running it and moves on.
@@ -290,11 +312,15 @@ void run_next_call(self_ptr self) {
   }
   // A read-only call runs together with the read-only calls after it that need no question.
   size_t size = 1;
+  size_t counted = is_background_launch(st, calls[st.next_call]) ? 0 : 1;
   if (is_read_only(st, calls[st.next_call]))
-    while (st.next_call + size < calls.size() && size < st.config.max_parallel_calls &&
-           is_read_only(st, calls[st.next_call + size]) &&
-           decide(st, calls[st.next_call + size]).outcome == permission_outcome::allow)
+    while (st.next_call + size < calls.size() && is_read_only(st, calls[st.next_call + size]) &&
+           (counted < st.config.max_parallel_calls ||
+            is_background_launch(st, calls[st.next_call + size])) &&
+           decide(st, calls[st.next_call + size]).outcome == permission_outcome::allow) {
+      counted += is_background_launch(st, calls[st.next_call + size]) ? 0 : 1;
       ++size;
+    }
   start_calls(self, size);
 }
 
@@ -310,9 +336,12 @@ void run_batch(self_ptr self, size_t size) {
       on_batch_result(self, i, error_result("tool executor failed: " + self->system().render(err)));
     };
     const auto* spec = st.config.registry->find(call.name);
-    // The session owns subagents: a task call goes to it, everything else to the executor.
-    if (spec != nullptr && spec->kind == tool_kind::subagent)
-      self->request(st.session, caf::infinite, launch_atom::value, call)
+    if (for_agents(spec, call) && !st.config.agents)
+      on_batch_result(self, i, error_result("subagents are not available in this session"));
+    else if (for_agents(spec, call))
+      // High priority: a reply's launches are all answered before the supervisor spawns any.
+      self->request<caf::message_priority::high>(st.config.agents, caf::infinite,
+                                                 execute_atom::value, call)
         .then([=](tool_result& result) { on_batch_result(self, i, std::move(result)); },
               on_error);
     else

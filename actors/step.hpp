@@ -33,6 +33,9 @@ struct step_config {
   hook_runner_actor hooks;
   bool pre_tool_hooks = false;
   bool post_tool_hooks = false;
+  /// Carries out the agent tools (task, task_wait; task_output and task_stop on an agent id);
+  /// null: they answer that no subagents are available.
+  agent_supervisor_actor agents;
 };
 
 /// Spawns the step actor of one session. It reports each reply to `session` before running

@@ -131,7 +131,7 @@ void lost_wakeups(const std::string& binary, size_t children, size_t external) {
   tool_context tools;
   tools.cwd = config.cwd;
   auto factory = [&](caf::actor_system& system, const subagent_launch& l,
-                     session_actor parent_actor) -> expected<session_actor> {
+                     agent_parent_actor parent_actor) -> expected<session_actor> {
     script lines;
     lines.source = l.model;
     lines.replies.push_back(text("done", delays[l.model.substr(9)]));

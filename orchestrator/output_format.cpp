@@ -170,6 +170,13 @@ nlohmann::json to_stream_json(const session_ended_event& e) {
     line["error"] = e.error_message;
   if (e.error_kind != model_error_kind::none)
     line["error_kind"] = e.error_kind;
+  if (!e.agents_left.empty()) {
+    // Which subagents the run's end stopped (or left to finish), so a script can tell.
+    auto agents = nlohmann::json::array();
+    for (auto& a : e.agents_left)
+      agents.push_back({{"agent_id", a.id}, {"description", a.description}, {"state", a.state}});
+    line["agents_left"] = std::move(agents);
+  }
   return line;
 }
 
@@ -287,6 +294,11 @@ std::string to_text(const session_ended_event& e, const text_style& style) {
   for (auto& denial : e.permission_denials)
     out += printable("denied: " + denial.tool_name + " " + denial.tool_input.dump() + " (" +
                      denial.reason + ")\n");
+  for (auto& a : e.agents_left)
+    out += style.yellow +
+           printable((a.state == "running" ? "left to finish: agent " : "stopped: agent ") +
+                     a.id + " (" + a.description + ")") +
+           style.reset + "\n";
   return out;
 }
 

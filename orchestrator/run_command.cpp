@@ -64,7 +64,7 @@ expected<bool> ensure_engine(caf::actor_system& sys, subagent_setup& setup) {
 
 expected<session_actor> spawn_subagent(caf::actor_system& sys,
                                        const std::shared_ptr<subagent_setup>& setup,
-                                       const subagent_launch& launch, session_actor parent) {
+                                       const subagent_launch& launch, agent_parent_actor parent) {
   const auto& parent_settings = setup->settings;
   // The model: the parent's, or one of its own.
   model_choice model{parent_settings.model_script, parent_settings.http_model,
@@ -260,7 +260,7 @@ expected<launched_agent> launch_agent(caf::actor_system& sys, run_settings& sett
   // The factory holds the setup weakly: the setup holds the factory.
   std::weak_ptr<subagent_setup> weak = setup;
   setup->factory = [weak](caf::actor_system& system, const subagent_launch& launch,
-                          session_actor parent) -> expected<session_actor> {
+                          agent_parent_actor parent) -> expected<session_actor> {
     auto shared = weak.lock();
     if (!shared)
       return failure{"the run is ending"};

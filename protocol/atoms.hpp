@@ -28,5 +28,8 @@ using append_atom = caf::atom_constant<caf::atom("append")>;
 using sync_atom = caf::atom_constant<caf::atom("sync")>;
 using name_atom = caf::atom_constant<caf::atom("name")>;
 using hook_atom = caf::atom_constant<caf::atom("hook")>;
+using list_atom = caf::atom_constant<caf::atom("list")>;
+using finish_atom = caf::atom_constant<caf::atom("finish")>;
+using spawn_atom = caf::atom_constant<caf::atom("spawn")>;
 
 } // namespace troupe

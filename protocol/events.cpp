@@ -72,6 +72,8 @@ void to_json(nlohmann::json& j, const session_ended_event& x) {
        {"result_text", x.result_text}, {"state", x.state},
        {"usage", x.usage},           {"duration_ms", x.duration_ms},
        {"permission_denials", x.permission_denials}};
+  if (!x.agents_left.empty())
+    j["agents_left"] = x.agents_left;
 }
 
 void from_json(const nlohmann::json& j, session_ended_event& x) {

@@ -12,6 +12,7 @@
 #include "protocol/message.hpp"
 #include "protocol/model.hpp"
 #include "protocol/step.hpp"
+#include "protocol/supervisor.hpp"
 
 namespace troupe {
 
@@ -70,12 +71,16 @@ struct session_ended_event {
   int64_t duration_ms = 0;
   /// Every call the permission check refused during the session, in order.
   std::vector<permission_denial> permission_denials;
+  /// The subagents still running when it ended: stopped (state "stopped"), or left to finish
+  /// (--let-agents-finish; state "running").
+  std::vector<agent_descriptor> agents_left;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, session_ended_event& x) {
   return f(caf::meta::type_name("session_ended_event"), x.session_id, x.reason, x.error_message,
-           x.error_kind, x.result_text, x.state, x.usage, x.duration_ms, x.permission_denials);
+           x.error_kind, x.result_text, x.state, x.usage, x.duration_ms, x.permission_denials,
+           x.agents_left);
 }
 
 /// What a generation in flight is doing: text arriving, or a retry being waited for.

@@ -15,6 +15,7 @@
 #include "protocol/notification.hpp"
 #include "protocol/process.hpp"
 #include "protocol/step.hpp"
+#include "protocol/supervisor.hpp"
 
 namespace troupe {
 
@@ -44,6 +45,22 @@ using model_client_actor = caf::typed_actor<
   // Internal: a delayed reply (scripted `delay_ms`) is due.
   caf::reacts_to<due_atom, uint64_t>>;
 
+/// Where an agent reports its end: the supervisor that launched it.
+using agent_parent_actor = caf::typed_actor<
+  // The agent ended (or, detached, its end is written to the owner's durable queue instead).
+  // Answers false when the news can no longer be taken.
+  caf::replies_to<notify_atom, task_notification>::with<bool>>;
+
+/// Hears of the agents a supervisor owns: a parent session, a fleet.
+using agent_owner_actor = caf::typed_actor<
+  // An agent ended (every end, `answered` or not). Answers false once the owner has ended: the
+  // supervisor then writes the notification to the owner's durable queue.
+  caf::replies_to<agent_ended>::with<bool>,
+  // How many agents run now.
+  caf::reacts_to<agent_counts>,
+  // News for whoever watches the owner ("agent_started").
+  caf::reacts_to<notice_event>>;
+
 /// One agent: owns the conversation, the prompt queue, the loop state and the hooks.
 using session_actor = caf::typed_actor<
   // Begin the session: set-up, session.start hooks, then the turn loop.
@@ -64,9 +81,10 @@ using session_actor = caf::typed_actor<
   // call (urgent: the step is interrupted and a turn starts with it). Answers false once the
   // session has ended, so the sender can write it to the durable queue instead.
   caf::replies_to<notify_atom, task_notification>::with<bool>,
-  // From the step: carry out a call of the task tool (launch or resume a subagent). A
-  // foreground launch answers when the subagent ends (or is moved to the background).
-  caf::replies_to<launch_atom, tool_call>::with<tool_result>,
+  // From its agent supervisor: an agent ended, and how many still run (agent_owner_actor).
+  caf::replies_to<agent_ended>::with<bool>,
+  caf::reacts_to<agent_counts>,
+  caf::reacts_to<notice_event>,
   // From the control endpoint (a Unix socket; the peer's uid and token already checked):
   // "poke" (read the durable queue), "interrupt", "background" AGENT_ID. Answers what
   // happened, one line.
@@ -75,6 +93,31 @@ using session_actor = caf::typed_actor<
   caf::reacts_to<due_atom, uint64_t>,
   // From the hook runner: a hook command started or ended (published to the subscribers).
   caf::reacts_to<hook_run_event>>;
+
+/// Owns child agents: launches them (in this actor system), monitors them, keeps their
+/// descriptors, enforces the depth and concurrency caps, stops or detaches them when the owner
+/// ends, and tells the owner (agent_owner_actor) of every end. Assumes no parent session.
+using agent_supervisor_actor = caf::typed_actor<
+  // A call of an agent tool: `task` (launch or resume; background answers at once with the id,
+  // foreground when the agent ends), `task_wait`, `task_output` / `task_stop` on an agent id.
+  caf::replies_to<execute_atom, tool_call>::with<tool_result>,
+  // From an agent it owns: its end.
+  caf::replies_to<notify_atom, task_notification>::with<bool>,
+  // The owner was interrupted: foreground launches answer `interrupted` and those agents are
+  // interrupted; after finish(finish), the agents left to finish are stopped.
+  caf::reacts_to<interrupt_atom>,
+  // A control command for an agent below: "background" ID, "interrupt-agent" agents/X[/…],
+  // "background" agents/X/… (routed down). Answers one line.
+  caf::replies_to<control_atom, std::string, std::string>::with<std::string>,
+  // Every agent it knows, running or ended (this run's and earlier runs').
+  caf::replies_to<list_atom>::with<agent_list>,
+  // The owner ends: the running agents are stopped or left to finish (answered with those
+  // agents). The supervisor quits once none runs.
+  caf::replies_to<finish_atom, agents_at_end>::with<agent_list>,
+  // Internal: launch the next agents waiting to be spawned.
+  caf::reacts_to<spawn_atom>,
+  // Internal: a task_wait's timeout (its serial).
+  caf::reacts_to<due_atom, uint64_t>>;
 
 /// Runs tool calls for one session; blocking work happens off the scheduler threads.
 using tool_executor_actor = caf::typed_actor<

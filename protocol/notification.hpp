@@ -23,6 +23,11 @@ struct task_notification {
   std::string task_id;
   /// For tasks: "completed", "failed" or "stopped".
   std::string status;
+  /// For agents: why it ended, as its session.json's state says ("max_turns", "error",
+  /// "interrupted", "crashed" …); empty for tasks and external messages.
+  std::string reason;
+  /// For agents that ended with an error: its message.
+  std::string error;
   /// What the task was for (the subagent's description, the command).
   std::string description;
   /// The subagent's final text, the task's exit summary, or the external message.
@@ -39,7 +44,7 @@ struct task_notification {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, task_notification& x) {
   return f(caf::meta::type_name("task_notification"), x.id, x.source, x.task_id, x.status,
-           x.description, x.text, x.usage, x.cost_usd, x.urgent, x.sent_at_us);
+           x.reason, x.error, x.description, x.text, x.usage, x.cost_usd, x.urgent, x.sent_at_us);
 }
 
 /// What a read of a durable queue found: the entries not read before, in order.
@@ -58,6 +63,10 @@ typename Inspector::result_type inspect(Inspector& f, queue_read& x) {
 
 /// The text the model reads for a notification.
 std::string notification_text(const task_notification& n);
+
+/// One line in place of that text, when many results arrive at once: who, how it ended, what
+/// it was for, and how to read the whole result (task_output).
+std::string notification_summary(const task_notification& n);
 
 void to_json(nlohmann::json& j, const task_notification& x);
 void from_json(const nlohmann::json& j, task_notification& x);

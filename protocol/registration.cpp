@@ -34,7 +34,12 @@ void register_protocol_types(caf::actor_system_config& cfg) {
     .add_message_type<queue_read>("troupe::queue_read")
     .add_message_type<hook_request>("troupe::hook_request")
     .add_message_type<hook_outcome>("troupe::hook_outcome")
-    .add_message_type<hook_process_result>("troupe::hook_process_result");
+    .add_message_type<hook_process_result>("troupe::hook_process_result")
+    .add_message_type<agent_descriptor>("troupe::agent_descriptor")
+    .add_message_type<agent_ended>("troupe::agent_ended")
+    .add_message_type<agent_counts>("troupe::agent_counts")
+    .add_message_type<agent_list>("troupe::agent_list")
+    .add_message_type<agents_at_end>("troupe::agents_at_end");
 }
 
 } // namespace troupe

@@ -11,6 +11,7 @@
 #include "tools/read.hpp"
 #include "tools/shell.hpp"
 #include "tools/task.hpp"
+#include "tools/task_wait.hpp"
 #include "tools/task_output.hpp"
 #include "tools/task_stop.hpp"
 #include "tools/todo.hpp"
@@ -48,7 +49,7 @@ std::vector<std::string> tool_registry::names() const {
 tool_registry make_builtin_registry() {
   return tool_registry{{shell_tool(), read_tool(), write_tool(), edit_tool(), patch_tool(),
                         glob_tool(), grep_tool(), ls_tool(), task_output_tool(), task_stop_tool(),
-                        todo_tool(), complete_tool(), task_tool()}};
+                        todo_tool(), complete_tool(), task_tool(), task_wait_tool()}};
 }
 
 } // namespace troupe

@@ -11,12 +11,12 @@ tool_spec task_output_tool() {
   spec.name = "task_output";
   spec.description =
     "Read what a background task (shell with run_in_background) has printed, with its exit "
-    "code once it ended. By default it waits until the task ends or `timeout` seconds pass "
+    "code once it ended, or a background agent's result (its agent id). By default it waits until the task ends or `timeout` seconds pass "
     "(default 30, max 600); block: false returns at once.";
   spec.input_schema = {
     {"type", "object"},
     {"properties",
-     {{"task_id", {{"type", "string"}, {"description", "the id shell returned"}}},
+     {{"task_id", {{"type", "string"}, {"description", "the id shell or task returned"}}},
       {"block", {{"type", "boolean"}, {"description", "wait for the task to end (default true)"}}},
       {"timeout", {{"type", "number"}, {"description", "most seconds to wait (default 30)"}}}}},
     {"required", {"task_id"}}};

@@ -288,7 +288,7 @@ TEST_CASE("a subagent that dies without reporting is reported failed with the re
   f.enable_subagents({{"child", {slow_text("never finished", 5000)}}});
   auto inner = f.config.spawn_subagent;
   f.config.spawn_subagent = [inner](caf::actor_system& sys, const subagent_launch& launch,
-                                    session_actor parent) -> expected<session_actor> {
+                                    agent_parent_actor parent) -> expected<session_actor> {
     auto child = inner(sys, launch, parent);
     if (child)
       std::thread{[actor = *child] {

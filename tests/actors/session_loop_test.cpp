@@ -312,7 +312,7 @@ TEST_CASE("events start with session_started and end with session_ended") {
   auto events = f.events->events();
   REQUIRE(events.size() >= 3);
   CHECK(events.front()["event"] == "session_started");
-  CHECK(events.front()["tools"] == json::array({"shell", "read", "write", "edit", "patch", "glob", "grep", "ls", "task_output", "task_stop", "todo", "complete", "task"}));
+  CHECK(events.front()["tools"] == json::array({"shell", "read", "write", "edit", "patch", "glob", "grep", "ls", "task_output", "task_stop", "todo", "complete", "task", "task_wait"}));
   CHECK(events.back()["event"] == "session_ended");
   int messages = 0;
   for (auto& e : events)

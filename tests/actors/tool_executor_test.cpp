@@ -210,7 +210,7 @@ TEST_CASE("unknown tools and bad arguments are error results, not failures") {
   executor_fixture f;
   auto unknown = f.run("fly", json::object());
   CHECK(unknown.is_error);
-  CHECK(unknown.output == "unknown tool 'fly'; available tools: shell, read, write, edit, patch, glob, grep, ls, task_output, task_stop, todo, complete, task");
+  CHECK(unknown.output == "unknown tool 'fly'; available tools: shell, read, write, edit, patch, glob, grep, ls, task_output, task_stop, todo, complete, task, task_wait");
   auto missing = f.run("write", {{"path", "x.txt"}});
   CHECK(missing.is_error);
   CHECK(missing.output == "tool 'write' needs the argument 'content'");

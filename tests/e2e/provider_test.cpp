@@ -42,7 +42,7 @@ TEST_CASE("native tool calls round-trip through both providers, streaming and no
         CHECK(req["violation"].is_null());
       auto& first = requests[0]["body"];
       CHECK(first["stream"].is_boolean() == stream);
-      CHECK(first["tools"].size() == 13);
+      CHECK(first["tools"].size() == 14);
       auto second = requests[1]["body"].dump();
       CHECK(second.find("tool-ran") != std::string::npos); // the result went back
       auto tool = of_type(r, "user");

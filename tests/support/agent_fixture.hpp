@@ -56,7 +56,7 @@ struct agent_fixture {
     *factory = [shared, base, tool_ctx, recorder,
                 weak = std::weak_ptr<subagent_factory>(factory)](
                  caf::actor_system& sys, const subagent_launch& launch,
-                 session_actor parent) -> expected<session_actor> {
+                 agent_parent_actor parent) -> expected<session_actor> {
       auto name = launch.model.rfind("scripted:", 0) == 0 ? launch.model.substr(9) : "";
       auto lines = shared->find(name);
       if (lines == shared->end())

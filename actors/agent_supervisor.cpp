@@ -1,0 +1,762 @@
+// The agent supervisor: launches (asynchronously), monitors, caps, waits for, stops and detaches
+// the agents of one owner, and tells the owner of every end.
+
+#include "actors/agent_supervisor.hpp"
+
+#include <chrono>
+#include <deque>
+#include <map>
+#include <optional>
+#include <set>
+
+#include <caf/actor_system.hpp>
+#include <caf/send.hpp>
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+#include "actors/ids.hpp"
+#include "tools/task_wait.hpp"
+#include "tools/tool_spec.hpp"
+
+namespace troupe {
+
+namespace {
+
+/// One agent the supervisor owns (or knows from an earlier run).
+struct supervised_agent {
+  agent_descriptor info;
+  /// Null until it is spawned (launches are spawned after their call was answered).
+  session_actor actor;
+  /// Set while a foreground launch waits for the agent's answer.
+  std::optional<caf::typed_response_promise<tool_result>> waiting;
+  /// Its end was answered already (foreground result, task_wait, task_stop, the notification
+  /// sent): nothing more is told about it.
+  bool reported = false;
+  /// Left to finish after the owner ended: it writes its end to the owner's queue itself.
+  bool detached = false;
+  bool running() const { return info.state == "running"; }
+};
+
+/// A task_wait (or a blocking task_output) in progress.
+struct agent_wait {
+  uint64_t serial = 0;
+  std::vector<std::string> ids;
+  bool any = false;
+  /// task_output: one agent, its whole result.
+  bool whole_result = false;
+  /// The agents that ended while it waited: their results are its answer (no notification).
+  std::vector<std::string> taken;
+  std::chrono::steady_clock::time_point since;
+  caf::typed_response_promise<tool_result> promise;
+};
+
+struct supervisor_state {
+  agent_supervisor_config config;
+  agent_owner_actor owner;
+  std::map<std::string, supervised_agent> agents;
+  std::map<caf::actor_addr, std::string> by_address;
+  /// Launches answered but not spawned yet, in order.
+  std::deque<subagent_launch> to_spawn;
+  bool spawn_scheduled = false;
+  size_t running = 0;
+  agent_counts counts;
+  agent_counts counts_sent;
+  std::vector<agent_wait> waits;
+  uint64_t wait_serials = 0;
+  /// The owner ended: no launch is taken, and the supervisor quits once no agent runs.
+  bool finishing = false;
+  /// Agents stopped or detached at the owner's end that have not stopped yet.
+  std::set<caf::actor_addr> leaving;
+  static inline const char* name = "agent_supervisor";
+};
+
+using self_ptr = agent_supervisor_actor::stateful_pointer<supervisor_state>;
+
+// Spawned per tick, so that launches and ends queued behind are answered in between.
+constexpr size_t spawns_per_tick = 16;
+
+agent_counts contribution(const supervised_agent& a) {
+  agent_counts c;
+  if (a.running()) {
+    c.background = a.waiting ? 0 : 1;
+    c.awaited = a.reported ? 0 : 1;
+  }
+  return c;
+}
+
+// Changes an agent and keeps the counts right (O(1) per change, however many agents there are).
+template <class Change>
+void update(self_ptr self, supervised_agent& a, Change change) {
+  auto& st = self->state;
+  auto before = contribution(a);
+  bool was_running = a.running();
+  change(a);
+  auto after = contribution(a);
+  st.counts.background += after.background - before.background;
+  st.counts.awaited += after.awaited - before.awaited;
+  if (!was_running && a.running())
+    ++st.running;
+  else if (was_running && !a.running())
+    --st.running;
+}
+
+// Called last in a handler: the owner hears counts after the ends that changed them.
+void publish_counts(self_ptr self) {
+  auto& st = self->state;
+  if (st.counts.background == st.counts_sent.background &&
+      st.counts.awaited == st.counts_sent.awaited)
+    return;
+  st.counts_sent = st.counts;
+  self->send(st.owner, st.counts);
+}
+
+std::string agent_ids(const supervisor_state& st) {
+  std::string ids;
+  for (auto& [id, a] : st.agents)
+    ids += (ids.empty() ? "" : ", ") + id;
+  return ids.empty() ? "none" : ids;
+}
+
+const char* status_for(const std::string& reason) {
+  if (reason == "completed" || reason == "backgrounded")
+    return "completed";
+  if (reason == "interrupted")
+    return "stopped";
+  return "failed";
+}
+
+void check_waits(self_ptr self);
+void quit_when_done(self_ptr self);
+
+// Tells the owner; what it cannot take any more goes to its durable queue.
+void forward(self_ptr self, const agent_descriptor& info, task_notification n, bool answered) {
+  auto& st = self->state;
+  if (st.finishing) {
+    // The owner has ended: its next run reads the news from its queue.
+    if (!answered)
+      self->send(st.config.disk, append_atom::value, st.config.owner_queue.string(), n);
+    caf::anon_send(st.owner, agent_ended{info, n, true}); // its cost counts, if it listens
+    return;
+  }
+  auto queue = st.config.owner_queue.string();
+  auto disk = st.config.disk;
+  self->request(st.owner, std::chrono::seconds{10}, agent_ended{info, n, answered})
+    .then(
+      [=](bool delivered) {
+        if (!delivered && !answered)
+          self->send(disk, append_atom::value, queue, n);
+      },
+      [=](caf::error&) {
+        if (!answered)
+          self->send(disk, append_atom::value, queue, n);
+      });
+}
+
+// An agent ended (it said so, it stopped, it could not start): answered where someone waits,
+// told to the owner in any case.
+void record_end(self_ptr self, supervised_agent& a, task_notification n) {
+  auto& st = self->state;
+  if (!a.running())
+    return;
+  if (n.description.empty())
+    n.description = a.info.description;
+  bool answered = false;
+  update(self, a, [&](supervised_agent& x) {
+    x.info.state = n.status;
+    x.info.reason = n.reason;
+    x.info.error = n.error;
+    x.info.usage = n.usage;
+    x.info.cost_usd = n.cost_usd;
+    x.info.result = n.text;
+    if (x.waiting) {
+      // A foreground launch: the answer is the call's result, not a notification.
+      tool_result result;
+      result.output = n.text.empty() ? "(the agent gave no final answer)" : n.text;
+      result.is_error = n.status != "completed";
+      x.waiting->deliver(std::move(result));
+      x.waiting.reset();
+      answered = true;
+    } else if (x.reported && !x.detached) {
+      answered = true;
+    } else {
+      for (auto& w : st.waits)
+        if (std::find(w.ids.begin(), w.ids.end(), x.info.id) != w.ids.end()) {
+          w.taken.push_back(x.info.id);
+          answered = true;
+          break;
+        }
+    }
+    x.reported = true;
+  });
+  forward(self, a.info, std::move(n), answered);
+  check_waits(self);
+}
+
+task_notification end_notice(const supervised_agent& a, std::string reason, std::string text,
+                             std::string error = {}) {
+  task_notification n;
+  n.id = new_message_id();
+  n.source = "agent";
+  n.task_id = a.info.id;
+  n.reason = std::move(reason);
+  n.status = status_for(n.reason);
+  n.error = std::move(error);
+  n.description = a.info.description;
+  n.text = std::move(text);
+  n.sent_at_us = now_us();
+  return n;
+}
+
+// The next launches: spawned a few per message, so that the step's calls were all answered
+// first and nothing waits long behind a burst.
+void spawn_some(self_ptr self) {
+  auto& st = self->state;
+  st.spawn_scheduled = false;
+  for (size_t n = 0; n < spawns_per_tick && !st.to_spawn.empty(); ++n) {
+    auto launch = std::move(st.to_spawn.front());
+    st.to_spawn.pop_front();
+    auto found = st.agents.find(launch.agent_id);
+    if (found == st.agents.end() || !found->second.running() || found->second.actor)
+      continue; // stopped before it started
+    auto& a = found->second;
+    auto spawned = st.config.spawn_subagent(self->system(), launch, agent_parent_actor{self});
+    if (!spawned) {
+      record_end(self, a,
+                 end_notice(a, "error", "[the agent could not start: " + spawned.error() + "]",
+                            spawned.error()));
+      continue;
+    }
+    a.actor = *spawned;
+    st.by_address[a.actor.address()] = a.info.id;
+    self->monitor(a.actor);
+    caf::anon_send(a.actor, start_atom::value);
+  }
+  if (!st.to_spawn.empty()) {
+    st.spawn_scheduled = true;
+    self->send(self, spawn_atom::value);
+  }
+  publish_counts(self);
+}
+
+std::string unused_agent_id(const supervisor_state& st) {
+  for (;;) {
+    auto id = "agent_" + random_hex(6);
+    // Unique among this owner's agents, of this run and of earlier runs.
+    if (!st.agents.count(id) && !std::filesystem::exists(st.config.agents_dir / id))
+      return id;
+  }
+}
+
+caf::result<tool_result> launch(self_ptr self, const tool_call& call) {
+  auto& st = self->state;
+  if (st.finishing)
+    return error_result("cannot launch a subagent: this session is ending");
+  if (const auto* spec = st.config.registry->find(call.name))
+    if (auto problem = validate_input(*spec, call.input))
+      return error_result(*problem);
+  const auto& input = call.input;
+  auto prompt = input.value("prompt", std::string{});
+  if (prompt.find_first_not_of(" \t\r\n") == std::string::npos)
+    return error_result("the task needs a prompt: the whole task, self-contained");
+  auto resume = input.value("resume", std::string{});
+  if (!resume.empty()) {
+    // An id names a directory under agents/: never a path out of it.
+    if (!is_valid_session_id(resume))
+      return error_result("no agent '" + resume + "' in this session (agents: " +
+                          agent_ids(st) + ")");
+    auto c = st.agents.find(resume);
+    if (c != st.agents.end() && c->second.running()) {
+      if (!c->second.actor)
+        return error_result("agent " + resume + " is still starting; resume it after its "
+                            "<task-notification>, or wait for it with task_wait");
+      // Alive: the prompt joins its queue, and its end is reported as usual. It may have ended
+      // a moment ago, its notification still on the way: the model is told to wait for it.
+      auto promise = self->make_response_promise<tool_result>();
+      auto ended = error_result("agent " + resume + " has just ended; its result is on the way "
+                                "as a <task-notification>. Resume it again after that.");
+      self->request(c->second.actor, std::chrono::seconds{10}, control_atom::value,
+                    std::string{"input"}, prompt)
+        .then(
+          [=](const std::string& answer) mutable {
+            if (answer != "queued") {
+              promise.deliver(ended);
+              return;
+            }
+            if (auto again = self->state.agents.find(resume);
+                again != self->state.agents.end() && again->second.running())
+              update(self, again->second, [](supervised_agent& x) { x.reported = false; });
+            publish_counts(self);
+            promise.deliver(tool_result{"Sent the prompt to agent " + resume +
+                                          ", which is still running; you will get a "
+                                          "<task-notification> when it ends.",
+                                        false, 0, false});
+          },
+          [=](caf::error&) mutable { promise.deliver(ended); });
+      return promise;
+    }
+    if (c == st.agents.end() &&
+        !std::filesystem::exists(st.config.agents_dir / resume / "transcript.jsonl"))
+      return error_result("no agent '" + resume + "' in this session (agents: " +
+                          agent_ids(st) + ")");
+  }
+  if (st.config.depth + 1 > st.config.max_depth)
+    return error_result("cannot launch a subagent: this agent is at depth " +
+                        std::to_string(st.config.depth) + " and the limit is " +
+                        std::to_string(st.config.max_depth) +
+                        " (raise it with --max-agent-depth); do the work yourself");
+  if (st.running >= st.config.max_children)
+    return error_result("cannot launch a subagent: the limit of " +
+                        std::to_string(st.config.max_children) + " running at once is reached " +
+                        "(raise it with --max-agents); wait for a <task-notification> first");
+  subagent_launch l;
+  l.resume = !resume.empty();
+  l.agent_id = l.resume ? resume : unused_agent_id(st);
+  l.prompt = prompt;
+  l.description = input.value("description", prompt.substr(0, 60));
+  if (auto known = st.agents.find(l.agent_id); l.resume && !input.contains("description") &&
+                                               known != st.agents.end() &&
+                                               !known->second.info.description.empty())
+    l.description = known->second.info.description;
+  l.model = input.value("model", std::string{});
+  l.max_steps = input.value("max_steps", 0);
+  if (auto tools = input.find("tools"); tools != input.end() && tools->is_array())
+    for (auto& t : *tools)
+      if (t.is_string())
+        l.tools.push_back(t.get<std::string>());
+  l.session_dir = st.config.agents_dir / l.agent_id;
+  l.depth = st.config.depth + 1;
+  bool background = input.value("mode", std::string{"foreground"}) == "background";
+  auto [entry, fresh] = st.agents.try_emplace(l.agent_id);
+  auto& a = entry->second;
+  if (fresh)
+    a.info.state.clear(); // not running yet: the counts see it start below
+  if (a.actor)
+    st.by_address.erase(a.actor.address());
+  update(self, a, [&](supervised_agent& x) {
+    x = supervised_agent{};
+    x.info.id = l.agent_id;
+    x.info.description = l.description;
+    x.info.foreground = !background;
+  });
+  self->send(st.owner, notice_event{st.config.owner_id, "agent_started",
+                                    "agent " + l.agent_id + " (" +
+                                      (background ? "background" : "foreground") +
+                                      "): " + l.description});
+  st.to_spawn.push_back(l);
+  if (!st.spawn_scheduled) {
+    st.spawn_scheduled = true;
+    self->send(self, spawn_atom::value);
+  }
+  if (background) {
+    publish_counts(self);
+    return tool_result{"Started agent " + l.agent_id +
+                         " in the background. You will get a <task-notification> when it ends; "
+                         "keep working meanwhile (task_wait waits for agents).",
+                       false, 0, false};
+  }
+  auto promise = self->make_response_promise<tool_result>();
+  update(self, a, [&](supervised_agent& x) { x.waiting = promise; });
+  publish_counts(self);
+  return promise;
+}
+
+// The answer of a wait: each agent's state and, for those that ended while it waited, the
+// result; past the budget, a line each.
+tool_result wait_answer(self_ptr self, const agent_wait& w, const std::string& why) {
+  auto& st = self->state;
+  std::string out;
+  size_t ended = 0;
+  size_t shown = 0;
+  for (auto& id : w.ids) {
+    auto found = st.agents.find(id);
+    if (found == st.agents.end())
+      continue;
+    const auto& info = found->second.info;
+    bool taken = std::find(w.taken.begin(), w.taken.end(), id) != w.taken.end();
+    if (!found->second.running())
+      ++ended;
+    out += (out.empty() ? "" : "\n\n") + id + " (" + info.description + "): " + info.state;
+    if (!info.reason.empty() && info.reason != "completed" && info.reason != "backgrounded")
+      out += " (" + info.reason + (info.error.empty() ? "" : ": " + info.error) + ")";
+    if (found->second.running())
+      continue;
+    if (!taken && !w.whole_result) {
+      out += "\n(its result came in a <task-notification>; task_output " + id + " reads it)";
+      continue;
+    }
+    if (!w.whole_result && shown + info.result.size() > default_notification_budget) {
+      out += "\n(result: " + std::to_string(info.result.size()) +
+             " bytes, not shown: read it with task_output " + id + ")";
+      continue;
+    }
+    shown += info.result.size();
+    out += "\n" + (info.result.empty() ? std::string{"(no final answer)"} : info.result);
+  }
+  if (!w.whole_result)
+    out += "\n\n" + std::to_string(ended) + " of " + std::to_string(w.ids.size()) +
+           " agent(s) ended" + why;
+  else if (!why.empty())
+    out += why;
+  tool_result r;
+  r.output = out;
+  return r;
+}
+
+bool wait_done(const supervisor_state& st, const agent_wait& w) {
+  size_t ended = 0;
+  for (auto& id : w.ids)
+    if (auto f = st.agents.find(id); f == st.agents.end() || !f->second.running())
+      ++ended;
+  return w.any ? ended > 0 : ended == w.ids.size();
+}
+
+void check_waits(self_ptr self) {
+  auto& st = self->state;
+  for (size_t i = 0; i < st.waits.size();) {
+    if (!wait_done(st, st.waits[i])) {
+      ++i;
+      continue;
+    }
+    auto w = std::move(st.waits[i]);
+    st.waits.erase(st.waits.begin() + static_cast<std::ptrdiff_t>(i));
+    w.promise.deliver(wait_answer(self, w, ""));
+  }
+}
+
+// Parses the timeout of task_wait / task_output (seconds; 30 by default, 600 at most).
+std::chrono::milliseconds wait_timeout(const nlohmann::json& input) {
+  double seconds = default_task_wait_seconds;
+  if (auto t = input.find("timeout"); t != input.end() && t->is_number())
+    seconds = t->get<double>();
+  seconds = std::max(0.0, std::min(seconds, max_task_wait_seconds));
+  return std::chrono::milliseconds{static_cast<int64_t>(seconds * 1000)};
+}
+
+caf::result<tool_result> start_wait(self_ptr self, agent_wait w,
+                                    std::chrono::milliseconds timeout) {
+  auto& st = self->state;
+  if (wait_done(st, w) || timeout.count() == 0)
+    return wait_answer(self, w, wait_done(st, w) ? "" : " (not waiting: timeout 0)");
+  w.serial = ++st.wait_serials;
+  w.since = std::chrono::steady_clock::now();
+  w.promise = self->make_response_promise<tool_result>();
+  auto promise = w.promise;
+  self->delayed_send(self, timeout, due_atom::value, w.serial);
+  st.waits.push_back(std::move(w));
+  return promise;
+}
+
+caf::result<tool_result> wait_for(self_ptr self, const tool_call& call) {
+  auto& st = self->state;
+  if (const auto* spec = st.config.registry->find(call.name))
+    if (auto problem = validate_input(*spec, call.input))
+      return error_result(*problem);
+  agent_wait w;
+  w.any = call.input.value("mode", std::string{"all"}) == "any";
+  if (auto ids = call.input.find("agent_ids"); ids != call.input.end() && !ids->empty()) {
+    for (auto& id : *ids) {
+      auto name = id.get<std::string>();
+      if (!st.agents.count(name))
+        return error_result("no agent '" + name + "' in this session (agents: " +
+                            agent_ids(st) + ")");
+      w.ids.push_back(name);
+    }
+  } else {
+    for (auto& [id, a] : st.agents)
+      if (a.running())
+        w.ids.push_back(id);
+    if (w.ids.empty())
+      return tool_result{"No agent is running: nothing to wait for.", false, 0, false};
+  }
+  return start_wait(self, std::move(w), wait_timeout(call.input));
+}
+
+// task_output and task_stop on an agent id.
+caf::result<tool_result> agent_task_call(self_ptr self, const tool_call& call) {
+  auto& st = self->state;
+  auto id = call.input.value("task_id", std::string{});
+  auto found = st.agents.find(id);
+  if (found == st.agents.end())
+    return error_result("no agent '" + id + "' in this session (agents: " + agent_ids(st) + ")");
+  auto& a = found->second;
+  if (call.name == "task_stop") {
+    if (!a.running())
+      return error_result("agent " + id + " has already ended (" + a.info.state + ")");
+    update(self, a, [](supervised_agent& x) { x.reported = true; });
+    if (a.actor)
+      self->send_exit(a.actor, caf::exit_reason::user_shutdown);
+    else
+      record_end(self, a, end_notice(a, "interrupted", "[stopped before it started]"));
+    publish_counts(self);
+    return tool_result{"Stopped agent " + id + "; no notification follows.", false, 0, false};
+  }
+  agent_wait w;
+  w.ids = {id};
+  w.any = true;
+  w.whole_result = true;
+  bool block = call.input.value("block", true);
+  if (!a.running())
+    return wait_answer(self, w, "");
+  if (!block)
+    return wait_answer(self, w, "\n(still running)");
+  return start_wait(self, std::move(w), wait_timeout(call.input));
+}
+
+// Moves a foreground launch to the background, or routes a command to an agent below.
+caf::result<std::string> control(self_ptr self, const std::string& command,
+                                 const std::string& arg) {
+  auto& st = self->state;
+  if (command == "interrupt-agent" && arg.rfind("agents/", 0) != 0)
+    return std::string{"error: interrupt-agent takes the agent's path, agents/X[/agents/Y…]"};
+  if ((command == "background" || command == "interrupt-agent") &&
+      arg.rfind("agents/", 0) == 0) {
+    // An agent below, named by its path: agents/X/agents/Y goes to X as Y (`background` takes
+    // a child's bare id), and `interrupt-agent agents/X` interrupts X.
+    auto rest = arg.substr(7);
+    auto slash = rest.find('/');
+    auto c = st.agents.find(rest.substr(0, slash));
+    bool to_child_itself = slash == std::string::npos && command == "interrupt-agent";
+    if ((slash == std::string::npos && !to_child_itself) || c == st.agents.end() ||
+        !c->second.running() || !c->second.actor)
+      return std::string{"error: no running agent " + rest.substr(0, slash) + " in session " +
+                         st.config.owner_id};
+    auto forwarded = to_child_itself ? std::string{"interrupt"} : command;
+    auto inner = to_child_itself ? std::string{} : rest.substr(slash + 1);
+    if (command == "background" && inner.rfind("agents/", 0) == 0 &&
+        inner.find('/', 7) == std::string::npos)
+      inner = inner.substr(7);
+    auto promise = self->make_response_promise<std::string>();
+    self->request(c->second.actor, std::chrono::seconds{5}, control_atom::value, forwarded, inner)
+      .then([=](const std::string& answer) mutable { promise.deliver(answer); },
+            [=](caf::error& err) mutable {
+              promise.deliver("error: " + self->system().render(err));
+            });
+    return promise;
+  }
+  if (command == "background") {
+    auto c = st.agents.find(arg);
+    if (c == st.agents.end())
+      return std::string{"error: no agent '" + arg + "' in this session (agents: " +
+                         agent_ids(st) + ")"};
+    auto& a = c->second;
+    if (!a.running())
+      return std::string{"error: agent " + arg + " has already ended (" + a.info.state + ")"};
+    if (!a.waiting)
+      return std::string{"agent " + arg + " already runs in the background"};
+    update(self, a, [&](supervised_agent& x) {
+      x.waiting->deliver(tool_result{"Moved agent " + arg +
+                                       " to the background: it goes on, and you will get a "
+                                       "<task-notification> when it ends.",
+                                     false, 0, false});
+      x.waiting.reset();
+      x.reported = false;
+      x.info.foreground = false;
+    });
+    publish_counts(self);
+    return std::string{"moved agent " + arg + " to the background"};
+  }
+  return std::string{"error: unknown control command '" + command + "'"};
+}
+
+// The owner was interrupted: what waits on agents stops waiting.
+void interrupt(self_ptr self) {
+  auto& st = self->state;
+  if (st.finishing) {
+    // Ended, and waiting for the agents it let finish: an interrupt stops them.
+    for (auto& [id, a] : st.agents)
+      if (a.actor && st.leaving.count(a.actor.address()))
+        self->send_exit(a.actor, caf::exit_reason::user_shutdown);
+    return;
+  }
+  for (auto& [id, a] : st.agents) {
+    if (!a.waiting)
+      continue;
+    update(self, a, [&](supervised_agent& x) {
+      auto result = error_result("[interrupted: agent " + id + " was stopped]");
+      result.exit_code = 130;
+      x.waiting->deliver(std::move(result));
+      x.waiting.reset();
+      x.reported = true;
+    });
+    if (a.actor)
+      caf::anon_send(a.actor, interrupt_atom::value);
+    else
+      record_end(self, a, end_notice(a, "interrupted", "[interrupted before it started]"));
+  }
+  // Waits end now; the results they had taken are told as notifications after all.
+  for (auto& w : std::exchange(st.waits, {})) {
+    auto result = wait_answer(self, w, " (interrupted)");
+    for (auto& id : w.taken)
+      if (auto f = st.agents.find(id); f != st.agents.end()) {
+        auto n = end_notice(f->second, f->second.info.reason, f->second.info.result,
+                            f->second.info.error);
+        n.usage = f->second.info.usage;
+        auto counted = f->second.info;
+        counted.cost_usd = 0; // counted when it ended
+        forward(self, counted, std::move(n), false);
+      }
+    result.exit_code = 130;
+    w.promise.deliver(std::move(result));
+  }
+  publish_counts(self);
+}
+
+agent_list finish(self_ptr self, agents_at_end at_end) {
+  auto& st = self->state;
+  agent_list left;
+  st.finishing = true;
+  st.to_spawn.clear();
+  for (auto& w : std::exchange(st.waits, {}))
+    w.promise.deliver(error_result("[the parent session ended]"));
+  for (auto& [id, a] : st.agents) {
+    if (!a.running())
+      continue;
+    if (a.waiting)
+      update(self, a, [](supervised_agent& x) {
+        x.waiting->deliver(error_result("[the parent session ended]"));
+        x.waiting.reset();
+      });
+    left.agents.push_back(a.info);
+    if (!a.actor) {
+      record_end(self, a, end_notice(a, "interrupted", "[stopped before it started: the parent "
+                                                       "session ended]"));
+      left.agents.back().state = a.info.state;
+      continue;
+    }
+    st.leaving.insert(a.actor.address());
+    if (at_end == agents_at_end::stop) {
+      self->send_exit(a.actor, caf::exit_reason::user_shutdown);
+      left.agents.back().state = "stopped";
+      continue;
+    }
+    // Left to finish, detached: it writes its end to the owner's durable queue itself.
+    update(self, a, [](supervised_agent& x) {
+      x.detached = true;
+      x.reported = true;
+    });
+    self->request(a.actor, std::chrono::seconds{10}, control_atom::value, std::string{"detach"},
+                  std::string{})
+      .then([](const std::string&) {}, [](caf::error&) {});
+  }
+  publish_counts(self);
+  quit_when_done(self);
+  return left;
+}
+
+void quit_when_done(self_ptr self) {
+  auto& st = self->state;
+  if (st.finishing && st.leaving.empty())
+    self->quit();
+}
+
+agent_supervisor_actor::behavior_type supervisor(self_ptr self, agent_supervisor_config config,
+                                                 agent_owner_actor owner) {
+  auto& st = self->state;
+  st.config = std::move(config);
+  st.owner = std::move(owner);
+  // Agents of earlier runs: ended (their process is gone), listed and resumable by id.
+  for (auto& past : st.config.past_agents) {
+    auto& a = st.agents[past.id];
+    a.info.id = past.id;
+    a.info.description = past.name;
+    a.info.state = past.state == "running" ? "crashed" : past.state;
+    a.info.reason = a.info.state;
+    a.info.usage = past.usage;
+    a.info.cost_usd = past.cost_usd;
+    a.reported = true;
+  }
+  self->set_down_handler([=](caf::down_msg& down) {
+    auto& s = self->state;
+    auto found = s.by_address.find(down.source);
+    if (found == s.by_address.end())
+      return;
+    auto id = found->second;
+    s.by_address.erase(found);
+    s.leaving.erase(down.source);
+    if (auto a = s.agents.find(id); a != s.agents.end() && a->second.running() &&
+                                    a->second.detached)
+      update(self, a->second, [](supervised_agent& x) { x.info.state = "detached"; });
+    else if (a != s.agents.end() && a->second.running())
+      // It stopped without telling its end: a crash, or a kill.
+      record_end(self, a->second,
+                 end_notice(a->second, "crashed",
+                            "the agent stopped unexpectedly: " +
+                              plain_words(self->system(), down.reason),
+                            plain_words(self->system(), down.reason)));
+    publish_counts(self);
+    quit_when_done(self);
+  });
+  return {
+    [=](execute_atom, const tool_call& call) -> caf::result<tool_result> {
+      if (call.name == "task_wait")
+        return wait_for(self, call);
+      if (call.name == "task_output" || call.name == "task_stop")
+        return agent_task_call(self, call);
+      return launch(self, call);
+    },
+    [=](notify_atom, task_notification& n) {
+      auto& s = self->state;
+      auto found = s.agents.find(n.task_id);
+      if (found != s.agents.end() && found->second.running()) {
+        if (n.status.empty())
+          n.status = status_for(n.reason);
+        record_end(self, found->second, std::move(n));
+      } else {
+        forward(self, agent_descriptor{}, std::move(n), false); // not one of ours: pass it on
+      }
+      publish_counts(self);
+      return true;
+    },
+    [=](interrupt_atom) { interrupt(self); },
+    [=](control_atom, const std::string& command, const std::string& arg) {
+      return control(self, command, arg);
+    },
+    [=](list_atom) {
+      agent_list list;
+      for (auto& [id, a] : self->state.agents)
+        list.agents.push_back(a.info);
+      return list;
+    },
+    [=](finish_atom, agents_at_end at_end) { return finish(self, at_end); },
+    [=](spawn_atom) { spawn_some(self); },
+    [=](due_atom, uint64_t serial) {
+      auto& s = self->state;
+      for (size_t i = 0; i < s.waits.size(); ++i) {
+        if (s.waits[i].serial != serial)
+          continue;
+        auto w = std::move(s.waits[i]);
+        s.waits.erase(s.waits.begin() + static_cast<std::ptrdiff_t>(i));
+        auto waited = std::chrono::duration_cast<std::chrono::seconds>(
+                        std::chrono::steady_clock::now() - w.since)
+                        .count();
+        w.promise.deliver(
+          wait_answer(self, w, " (stopped waiting after " + std::to_string(waited) + " s)"));
+        return;
+      }
+    },
+  };
+}
+
+} // namespace
+
+std::string plain_words(const caf::actor_system& sys, const caf::error& reason) {
+  if (reason == caf::exit_reason::kill)
+    return "it was killed";
+  if (reason == caf::exit_reason::user_shutdown)
+    return "it was shut down";
+  if (reason == caf::exit_reason::unhandled_exception)
+    return "it crashed (an unhandled exception)";
+  if (reason == caf::exit_reason::unreachable || reason == caf::exit_reason::unknown)
+    return "it is gone";
+  if (reason == caf::exit_reason::normal)
+    return "it ended";
+  return "it stopped: " + sys.render(reason);
+}
+
+agent_supervisor_actor spawn_agent_supervisor(caf::actor_system& sys,
+                                              agent_supervisor_config config,
+                                              agent_owner_actor owner) {
+  return sys.spawn(supervisor, std::move(config), std::move(owner));
+}
+
+} // namespace troupe

@@ -1,0 +1,14 @@
+#pragma once
+
+#include "tools/tool_spec.hpp"
+
+namespace troupe {
+
+/// Returns the `task_wait` tool: waits for background agents (all of them, or the first).
+tool_spec task_wait_tool();
+
+/// Default and longest wait of task_wait and task_output, in seconds.
+inline constexpr double default_task_wait_seconds = 30;
+inline constexpr double max_task_wait_seconds = 600;
+
+} // namespace troupe
