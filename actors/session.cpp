@@ -92,14 +92,17 @@ session_actor::behavior_type session_behavior(session_ptr self, session_config c
     }
     if (s.phase == session_phase::ended)
       return; // our own peers, stopped by end_session
-    auto why = self->system().render(msg.reason);
+    auto why = plain_words(self->system(), msg.reason);
+    bool from_parent = s.config.parent && msg.source == s.config.parent.address();
     bool from_peer = msg.source == s.step.address() || msg.source == s.model.address() ||
                      msg.source == s.executor.address() ||
                      (s.agents && msg.source == s.agents.address());
     if (from_peer)
       end_session(self, terminal_reason::error, "an actor of this session stopped: " + why);
+    else if (from_parent)
+      end_session(self, terminal_reason::interrupted, "stopped by its parent session");
     else
-      end_session(self, terminal_reason::interrupted, "the session was shut down: " + why);
+      end_session(self, terminal_reason::interrupted, "the session was stopped: " + why);
   });
   return {
     [=](start_atom) { begin_session(self); },
