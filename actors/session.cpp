@@ -134,6 +134,13 @@ session_actor::behavior_type session_behavior(session_ptr self, session_config c
     [=](hook_run_event& e) { publish(self, e); },
     [=](due_atom, uint64_t serial) {
       auto& s = self->state;
+      if (serial != 0 && serial == s.news_serial) {
+        // The news gathered while idle starts its turn now (a prompt may have started one).
+        s.news_serial = 0;
+        if (s.phase == session_phase::idle && !s.queue.empty())
+          next_turn(self);
+        return;
+      }
       if (s.phase == session_phase::ended && serial == 0 && s.name_pending) {
         s.name_pending = false; // the name took too long: the prompt's words stay
         end_wait_done(self);

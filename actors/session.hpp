@@ -73,6 +73,11 @@ struct session_config {
   bool wait_for_notifications = false;
   /// Most inputs the prompt queue holds; past it inputs are dropped with a notice.
   size_t queue_cap = 100;
+  /// News that arrives while idle within this long of the last turn news started waits this
+  /// long for more, so that a burst of notifications is one turn; 0: every one at once.
+  std::chrono::milliseconds news_window{50};
+  /// Results of notifications logged together beyond this many bytes are summary lines.
+  size_t notification_budget = default_notification_budget;
   hook_list hooks;
   /// Messages of an earlier run of this session (from its transcript).
   std::vector<message> history;

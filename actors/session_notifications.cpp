@@ -50,9 +50,24 @@ bool accept_notification(session_ptr self, task_notification n) {
       st.queue.insert(first_prompt, std::move(input));
       break;
     }
-    case session_phase::idle:
-      enqueue_first(self, std::move(input));
+    case session_phase::idle: {
+      // Close behind the last news: wait a moment for more, so a burst is one turn. News after
+      // a quiet spell (and urgent news) starts its turn at once.
+      auto since = std::chrono::steady_clock::now() - st.last_news_turn;
+      if (n.urgent || st.config.news_window.count() == 0 || since >= st.config.news_window) {
+        enqueue_first(self, std::move(input));
+        break;
+      }
+      auto first_prompt = std::find_if(st.queue.begin(), st.queue.end(), [](const message& m) {
+        return m.origin != "task-notification";
+      });
+      st.queue.insert(first_prompt, std::move(input));
+      if (st.news_serial == 0) {
+        st.news_serial = ++st.idle_timers;
+        self->delayed_send(self, st.config.news_window, due_atom::value, st.news_serial);
+      }
       break;
+    }
     default:
       // Busy: in before the next model call, or first in the next turn. Urgent: the step
       // stops now and the turn that follows starts with it.
@@ -62,6 +77,26 @@ bool accept_notification(session_ptr self, task_notification n) {
         request_interrupt(self);
       }
       break;
+  }
+  return true;
+}
+
+bool log_news(session_ptr self, std::vector<message> news) {
+  auto& st = self->state;
+  size_t shown = 0;
+  for (auto& m : news) {
+    auto original = st.untaken_notifications.find(m.id);
+    bool summable = original != st.untaken_notifications.end() &&
+                    (original->second.source == "agent" || original->second.source == "shell");
+    if (summable && shown + m.content.size() > st.config.notification_budget && shown > 0) {
+      // Many results at once: a line each from here on; the whole result stays with the agent
+      // or task (task_output).
+      m.content = notification_summary(original->second);
+      m.meta["summarized"] = true;
+    }
+    shown += m.content.size();
+    if (!append_message(self, std::move(m)))
+      return false;
   }
   return true;
 }

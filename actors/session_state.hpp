@@ -97,6 +97,10 @@ struct session_state {
   std::set<std::string> queued_from_file;
   /// An urgent notification interrupted the step: the turn it starts must not be dropped.
   bool urgent_pending = false;
+  /// When news last started a turn, and the timer (its serial) of news gathered while idle:
+  /// news that follows news closely waits a moment for more, so a burst is one turn.
+  std::chrono::steady_clock::time_point last_news_turn;
+  uint64_t news_serial = 0;
   /// The idle timeout in force (its serial); 0: none. Serials never repeat.
   uint64_t idle_serial = 0;
   uint64_t idle_timers = 0;
@@ -248,6 +252,11 @@ message notification_message(const task_notification& n);
 
 /// Takes a notification by the delivery rules. Returns false once the session has ended.
 bool accept_notification(session_ptr self, task_notification n);
+
+/// Logs notifications taken together, in order. Past the session's notification budget (bytes)
+/// each further agent or task result is logged as a summary line (task_output reads it whole).
+/// Returns false once the session has ended.
+bool log_news(session_ptr self, std::vector<message> news);
 
 /// Has the disk actor read what is new in queue.jsonl (all of it when `from_start`), takes
 /// each notification in it, then calls `done` with how many were new.

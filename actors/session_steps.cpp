@@ -193,10 +193,11 @@ void send_step(session_ptr self, bool may_compact) {
   }
   // Notifications that arrived while the step before ran go in before this model call, and so
   // does what GenerationPost hooks added about its reply.
-  for (auto* waiting : {&st.pending_notifications, &st.pending_hook_context})
-    for (auto& note : std::exchange(*waiting, {}))
-      if (!append_message(self, std::move(note)))
-        return;
+  if (!log_news(self, std::exchange(st.pending_notifications, {})))
+    return;
+  for (auto& note : std::exchange(st.pending_hook_context, {}))
+    if (!append_message(self, std::move(note)))
+      return;
   if (may_compact && st.window.over_threshold() && !auto_compaction_off(st) &&
       compact(self, compaction_trigger{"auto", false, ""},
               [=](compaction_status status, const std::string&) {

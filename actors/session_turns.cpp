@@ -102,20 +102,26 @@ void mark_turn_start(message& input) {
   input.meta["turn_start"] = true;
 }
 
-// Logs every notification waiting in the queue, in order: news is delivered as a whole the
-// moment a turn starts, never one turn at a time. Returns false once the session has ended.
-bool log_queued_notifications(session_ptr self) {
-  auto& st = self->state;
+// Takes every notification waiting in the queue, in order: news is delivered as a whole the
+// moment a turn starts, never one turn at a time.
+std::vector<message> take_queued_notifications(session_state& st) {
   std::deque<message> rest;
   std::vector<message> news;
   for (auto& input : st.queue)
     (input.origin == "task-notification" ? news.emplace_back(std::move(input))
                                          : rest.emplace_back(std::move(input)));
   st.queue = std::move(rest);
-  for (auto& note : news)
-    if (!append_message(self, std::move(note)))
-      return false;
-  return true;
+  return news;
+}
+
+// A turn starts with news: all of it is logged (within the budget), then the turn's hooks.
+void start_news_turn(session_ptr self, std::vector<message> news) {
+  self->state.last_news_turn = std::chrono::steady_clock::now();
+  mark_turn_start(news.front());
+  auto prompt = news.front().content;
+  if (!log_news(self, std::move(news)))
+    return;
+  submit_turn(self, std::nullopt, prompt);
 }
 
 } // namespace
@@ -233,14 +239,9 @@ void next_turn(session_ptr self) {
   // Notifications that arrived during the turn start the next one, all of them at once.
   if (!st.pending_notifications.empty()) {
     auto news = std::exchange(st.pending_notifications, {});
-    mark_turn_start(news.front());
-    auto prompt = news.front().content;
-    for (auto& note : news)
-      if (!append_message(self, std::move(note)))
-        return;
-    if (!log_queued_notifications(self))
-      return;
-    submit_turn(self, std::nullopt, prompt);
+    for (auto& queued : take_queued_notifications(st))
+      news.push_back(std::move(queued));
+    start_news_turn(self, std::move(news));
     return;
   }
   while (st.phase != session_phase::ended) {
@@ -261,13 +262,14 @@ void next_turn(session_ptr self) {
         return; // the compaction's end resumes the loop
       continue;
     }
-    mark_turn_start(input);
-    auto prompt = input.content;
     if (input.origin == "task-notification") {
-      if (!append_message(self, std::move(input)) || !log_queued_notifications(self))
-        return;
-      submit_turn(self, std::nullopt, prompt);
+      std::vector<message> news{std::move(input)};
+      for (auto& queued : take_queued_notifications(st))
+        news.push_back(std::move(queued));
+      start_news_turn(self, std::move(news));
     } else {
+      mark_turn_start(input);
+      auto prompt = input.content;
       submit_turn(self, std::move(input), prompt);
     }
     return;
