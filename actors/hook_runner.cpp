@@ -24,8 +24,6 @@
 #include "tools/child_process.hpp"
 #include "tools/process_reaper.hpp"
 
-extern char** environ;
-
 namespace troupe {
 
 namespace {
@@ -66,19 +64,12 @@ pid_t start_hook(const hook_runner_config& config, const std::string& command,
     return -1;
   }
   // Scripts written for Claude Code find the project where they expect it.
-  std::vector<std::string> env_text;
-  for (char** e = environ; *e != nullptr; ++e)
-    if (std::strncmp(*e, "CLAUDE_PROJECT_DIR=", 19) != 0)
-      env_text.emplace_back(*e);
-  env_text.push_back("CLAUDE_PROJECT_DIR=" + config.cwd.string());
-  env_text.push_back("TROUPE_PROJECT_DIR=" + config.cwd.string());
-  std::vector<char*> envp;
-  for (auto& e : env_text)
-    envp.push_back(e.data());
-  envp.push_back(nullptr);
+  auto environment = config.environment;
+  environment["CLAUDE_PROJECT_DIR"] = config.cwd.string();
+  environment["TROUPE_PROJECT_DIR"] = config.cwd.string();
   const char* argv[] = {"bash", "-c", command.c_str(), nullptr};
   pid_t pid = -1;
-  int rc = spawn_child(config.shell_program, argv, envp.data(), config.cwd, in[0], out[1],
+  int rc = spawn_child(config.shell_program, argv, environment, config.cwd, in[0], out[1],
                        err[1], pid, owner);
   ::close(in[0]);
   ::close(out[1]);

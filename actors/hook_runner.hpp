@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "protocol/interfaces.hpp"
+#include "tools/child_process.hpp"
 
 namespace caf {
 class actor_system;
@@ -23,6 +24,8 @@ struct hook_runner_config {
   std::filesystem::path cwd;
   /// The bash that runs them (`bash -c COMMAND`).
   std::string shell_program = "/bin/bash";
+  /// Variables the commands get over troupe's own (the session's TROUPE_SESSION_ID, …).
+  child_environment environment;
 };
 
 /// Spawns the runner of one session; it reports each command's start and end to `session`.

@@ -177,23 +177,28 @@ caf::result<std::string> run_control(session_ptr self, const std::string& comman
     accept_input(self, make_input(arg, "parent"));
     return std::string{"queued"};
   }
-  if (command == "interrupt-agent" && arg.rfind("agents/", 0) != 0)
-    return std::string{"error: interrupt-agent takes the agent's path, agents/X[/agents/Y…]"};
-  if ((command == "background" || command == "interrupt-agent") &&
+  if ((command == "interrupt-agent" || command == "notify-agent") &&
+      arg.rfind("agents/", 0) != 0)
+    return std::string{"error: " + command + " takes the agent's path, agents/X[/agents/Y…]"};
+  if ((command == "background" || command == "interrupt-agent" || command == "notify-agent") &&
       arg.rfind("agents/", 0) == 0) {
     // An agent below this session, named by its path: agents/X/agents/Y goes to X as Y
     // (`background` takes a child's bare id), and `interrupt-agent agents/X` interrupts X.
     // A command of its own, not `interrupt` with an argument: a session run by an older
     // troupe, which ignores the argument, refuses it instead of interrupting itself.
+    // `notify-agent agents/X` has X read its own durable queue (`troupe notify` appended to
+    // it), so the notification takes the way of X's own `notify`, with its rules.
     auto rest = arg.substr(7);
     auto slash = rest.find('/');
     auto c = st.children.find(rest.substr(0, slash));
-    bool to_child_itself = slash == std::string::npos && command == "interrupt-agent";
+    bool to_child_itself = slash == std::string::npos && command != "background";
     if ((slash == std::string::npos && !to_child_itself) || c == st.children.end() ||
         !c->second.running)
       return std::string{"error: no running agent " + rest.substr(0, slash) + " in session " +
                          st.config.session_id};
-    auto forwarded = to_child_itself ? std::string{"interrupt"} : command;
+    auto forwarded = !to_child_itself              ? command
+                     : command == "interrupt-agent" ? std::string{"interrupt"}
+                                                    : std::string{"poke"};
     auto inner = to_child_itself ? std::string{} : rest.substr(slash + 1);
     if (command == "background" && inner.rfind("agents/", 0) == 0 &&
         inner.find('/', 7) == std::string::npos)

@@ -28,30 +28,34 @@ child_registry& registry() {
   return instance;
 }
 
-// The environment the child gets: `envp` (or this process's) with the owner set.
-std::vector<std::string> child_environment(char* const envp[], const std::string& owner) {
+// The environment the child gets: this process's, with `environment` and the owner over it.
+std::vector<std::string> environment_of(const child_environment& environment,
+                                        const std::string& owner) {
   std::vector<std::string> out;
-  auto prefix = std::string{process_owner_variable} + "=";
-  for (char* const* e = envp != nullptr ? envp : environ; e != nullptr && *e != nullptr; ++e)
-    if (std::strncmp(*e, prefix.c_str(), prefix.size()) != 0)
+  for (char* const* e = environ; e != nullptr && *e != nullptr; ++e) {
+    const char* equals = std::strchr(*e, '=');
+    auto name = equals != nullptr ? std::string(*e, static_cast<size_t>(equals - *e))
+                                  : std::string{*e};
+    if (environment.count(name) == 0 && !(name == process_owner_variable && !owner.empty()))
       out.emplace_back(*e);
-  out.push_back(prefix + owner);
+  }
+  for (auto& [name, value] : environment)
+    out.push_back(name + "=" + value);
+  if (!owner.empty())
+    out.push_back(std::string{process_owner_variable} + "=" + owner);
   return out;
 }
 
 } // namespace
 
-int spawn_child(const std::string& program, const char* const argv[], char* const envp[],
-                const std::filesystem::path& cwd, int in, int out, int err, pid_t& pid,
-                const std::string& owner) {
-  std::vector<std::string> env_text;
+int spawn_child(const std::string& program, const char* const argv[],
+                const child_environment& environment, const std::filesystem::path& cwd, int in,
+                int out, int err, pid_t& pid, const std::string& owner) {
+  auto env_text = environment_of(environment, owner);
   std::vector<char*> env;
-  if (!owner.empty()) {
-    env_text = child_environment(envp, owner);
-    for (auto& e : env_text)
-      env.push_back(e.data());
-    env.push_back(nullptr);
-  }
+  for (auto& e : env_text)
+    env.push_back(e.data());
+  env.push_back(nullptr);
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, in, 0);
@@ -75,13 +79,12 @@ int spawn_child(const std::string& program, const char* const argv[], char* cons
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK |
                                     POSIX_SPAWN_SETSIGDEF);
 
-  char* const* child_env = !env.empty() ? env.data() : (envp != nullptr ? envp : environ);
   int rc = 0;
   {
     auto& reg = registry();
     std::lock_guard<std::mutex> lock{reg.mutex};
     rc = posix_spawn(&pid, program.c_str(), &actions, &attr, const_cast<char**>(argv),
-                     const_cast<char**>(child_env));
+                     env.data());
     if (rc == 0)
       reg.waited_for.insert(pid);
   }

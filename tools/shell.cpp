@@ -120,7 +120,7 @@ expected<shell_process> start_shell(const tool_context& ctx, std::string nonce) 
   // Each shell its own unit: a shell killed mid-command takes what it started with it.
   auto owner = ctx.process_owner.empty() ? std::string{}
                                          : ctx.process_owner + "/shell-" + nonce.substr(0, 8);
-  int rc = spawn_child(ctx.shell_program, argv, nullptr, ctx.cwd, in[0], out[1], out[1], pid,
+  int rc = spawn_child(ctx.shell_program, argv, ctx.environment, ctx.cwd, in[0], out[1], out[1], pid,
                        owner);
   close(in[0]);
   close(out[1]);
@@ -154,7 +154,7 @@ expected<pid_t> start_background(const tool_context& ctx, const std::string& com
   std::string script = "export GIT_TERMINAL_PROMPT=0\n" + command;
   const char* argv[] = {"bash", "--noprofile", "--norc", "-c", script.c_str(), nullptr};
   pid_t pid = -1;
-  int rc = spawn_child(ctx.shell_program, argv, nullptr, ctx.cwd, input, output, output, pid,
+  int rc = spawn_child(ctx.shell_program, argv, ctx.environment, ctx.cwd, input, output, output, pid,
                        owner);
   ::close(output);
   ::close(input);
