@@ -1,7 +1,7 @@
 #pragma once
 // The hook runner: a session's external hook commands (settings "hooks", Claude Code's layout),
-// each run by bash on a thread of its own with its event as JSON on stdin, killed with its
-// process group at its timeout. Their answers are combined into one hook_outcome.
+// each run by bash with its event as JSON on stdin and supervised on a thread of its own
+// (actors/process_runner), killed with its process group at its timeout. Their answers are combined into one hook_outcome.
 
 #include <filesystem>
 #include <string>
