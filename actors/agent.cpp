@@ -17,6 +17,9 @@ session_actor spawn_agent(caf::actor_system& sys, session_config session, tool_c
     tools.read_denied = [policy = session.permissions](const std::filesystem::path& path) {
       return policy->read_denial(path);
     };
+  // The session's processes get its own variables, whichever unit starts them.
+  for (auto& [name, value] : session.process_environment)
+    tools.environment.emplace(name, value);
   auto executor = spawn_tool_executor(sys, session.registry, std::move(tools), session.disk);
   auto agent = spawn_session(sys, std::move(session), std::move(model), executor);
   caf::anon_send(executor, subscribe_atom::value, agent);

@@ -506,21 +506,28 @@ caf::result<tool_result> agent_task_call(self_ptr self, const tool_call& call) {
 caf::result<std::string> control(self_ptr self, const std::string& command,
                                  const std::string& arg) {
   auto& st = self->state;
-  if (command == "interrupt-agent" && arg.rfind("agents/", 0) != 0)
-    return std::string{"error: interrupt-agent takes the agent's path, agents/X[/agents/Y…]"};
-  if ((command == "background" || command == "interrupt-agent") &&
+  if ((command == "interrupt-agent" || command == "notify-agent") &&
+      arg.rfind("agents/", 0) != 0)
+    return std::string{"error: " + command + " takes the agent's path, agents/X[/agents/Y…]"};
+  if ((command == "background" || command == "interrupt-agent" || command == "notify-agent") &&
       arg.rfind("agents/", 0) == 0) {
     // An agent below, named by its path: agents/X/agents/Y goes to X as Y (`background` takes
-    // a child's bare id), and `interrupt-agent agents/X` interrupts X.
+    // a child's bare id), and `interrupt-agent agents/X` interrupts X. A command of its own,
+    // not `interrupt` with an argument: a session run by an older troupe, which ignores the
+    // argument, refuses it instead of interrupting itself. `notify-agent agents/X` has X read
+    // its own durable queue (`troupe notify` appended to it), so the notification takes the
+    // way of X's own `notify`, with its rules.
     auto rest = arg.substr(7);
     auto slash = rest.find('/');
     auto c = st.agents.find(rest.substr(0, slash));
-    bool to_child_itself = slash == std::string::npos && command == "interrupt-agent";
+    bool to_child_itself = slash == std::string::npos && command != "background";
     if ((slash == std::string::npos && !to_child_itself) || c == st.agents.end() ||
         !c->second.running() || !c->second.actor)
       return std::string{"error: no running agent " + rest.substr(0, slash) + " in session " +
                          st.config.owner_id};
-    auto forwarded = to_child_itself ? std::string{"interrupt"} : command;
+    auto forwarded = !to_child_itself               ? command
+                     : command == "interrupt-agent" ? std::string{"interrupt"}
+                                                    : std::string{"poke"};
     auto inner = to_child_itself ? std::string{} : rest.substr(slash + 1);
     if (command == "background" && inner.rfind("agents/", 0) == 0 &&
         inner.find('/', 7) == std::string::npos)

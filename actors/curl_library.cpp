@@ -2,8 +2,6 @@
 
 #include <dlfcn.h>
 
-#include <atomic>
-#include <cstdlib>
 #include <future>
 #include <string>
 
@@ -17,9 +15,7 @@ bool bind(void* library, const char* name, F& into) {
   return into != nullptr;
 }
 
-expected<const curl_functions*> load() {
-  const char* configured = std::getenv("TROUPE_LIBCURL");
-  std::string path = configured != nullptr && *configured != '\0' ? configured : "libcurl.so.4";
+expected<const curl_functions*> load(const std::string& path) {
   void* library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (library == nullptr)
     return failure{"cannot load libcurl (" + path + "): " + dlerror() +
@@ -50,26 +46,19 @@ expected<const curl_functions*> load() {
   return &f;
 }
 
-std::atomic<bool> preload_started{false};
-
-const std::shared_future<expected<const curl_functions*>>& loading() {
+// The first caller names the library; later ones share its load.
+const std::shared_future<expected<const curl_functions*>>& loading(const std::string& library) {
   static const std::shared_future<expected<const curl_functions*>> done =
-    std::async(std::launch::async, load).share();
+    std::async(std::launch::async, load, library).share();
   return done;
 }
 
 } // namespace
 
-void preload_curl() {
-  preload_started = true;
-  loading();
-}
+void preload_curl(const std::string& library) { loading(library); }
 
-void await_preload() {
-  if (preload_started)
-    loading().wait();
+expected<const curl_functions*> load_curl(const std::string& library) {
+  return loading(library).get();
 }
-
-expected<const curl_functions*> load_curl() { return loading().get(); }
 
 } // namespace troupe

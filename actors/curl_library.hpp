@@ -4,6 +4,8 @@
 // the demo and every short command should not pay, and which an API run pays on a helper
 // thread while the actor system starts.
 
+#include <string>
+
 #include <curl/curl.h>
 
 #include "protocol/expected.hpp"
@@ -30,16 +32,13 @@ struct curl_functions {
   decltype(&::curl_multi_cleanup) multi_cleanup;
 };
 
-/// Starts loading libcurl ($TROUPE_LIBCURL, else libcurl.so.4) and its global set-up on a
-/// helper thread. Calling it again, or never, is fine.
-void preload_curl();
+/// Starts loading libcurl (`library`, a name or path for dlopen; the orchestrator reads
+/// $TROUPE_LIBCURL) and its global set-up on a helper thread. Calling it again, or never, is
+/// fine: the first library named is the one loaded.
+void preload_curl(const std::string& library);
 
-/// Waits for a load preload_curl() started; returns at once when none was. The loader reads
-/// the environment (libcurl's and its TLS library's set-up call getenv), so nothing may change
-/// the environment while it runs.
-void await_preload();
-
-/// Waits for the load (starting it if needed): the functions, or why libcurl is unusable.
-expected<const curl_functions*> load_curl();
+/// Waits for the load (starting it with `library` if none was started): the functions, or why
+/// libcurl is unusable.
+expected<const curl_functions*> load_curl(const std::string& library);
 
 } // namespace troupe

@@ -1,30 +1,20 @@
 #include "actors/hook_runner.hpp"
 
-#include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <chrono>
-#include <cstring>
 #include <map>
-#include <optional>
 #include <regex>
 
 #include <caf/actor_system.hpp>
-#include <caf/blocking_actor.hpp>
 #include <caf/send.hpp>
 #include <caf/typed_event_based_actor.hpp>
 #include <spdlog/spdlog.h>
 
 #include "actors/ids.hpp"
+#include "actors/process_runner.hpp"
 #include "protocol/bounded_json.hpp"
 #include "tools/child_process.hpp"
-#include "tools/process_reaper.hpp"
-
-extern char** environ;
 
 namespace troupe {
 
@@ -55,185 +45,25 @@ std::string trimmed(std::string text) {
   return text;
 }
 
-// Starts `bash -c command` in `cwd`, in a session of its own with a clean signal state, its
-// three standard streams on pipes. Returns the pid, or -1 with `error` set.
-pid_t start_hook(const hook_runner_config& config, const std::string& command,
-                 const std::string& owner, int fds[3], std::string& error) {
-  int in[2], out[2], err[2];
-  if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0 ||
-      ::pipe2(err, O_CLOEXEC) != 0) {
-    error = std::string{"cannot create a pipe: "} + std::strerror(errno);
-    return -1;
-  }
-  // Scripts written for Claude Code find the project where they expect it.
-  std::vector<std::string> env_text;
-  for (char** e = environ; *e != nullptr; ++e)
-    if (std::strncmp(*e, "CLAUDE_PROJECT_DIR=", 19) != 0)
-      env_text.emplace_back(*e);
-  env_text.push_back("CLAUDE_PROJECT_DIR=" + config.cwd.string());
-  env_text.push_back("TROUPE_PROJECT_DIR=" + config.cwd.string());
-  std::vector<char*> envp;
-  for (auto& e : env_text)
-    envp.push_back(e.data());
-  envp.push_back(nullptr);
-  const char* argv[] = {"bash", "-c", command.c_str(), nullptr};
-  pid_t pid = -1;
-  int rc = spawn_child(config.shell_program, argv, envp.data(), config.cwd, in[0], out[1],
-                       err[1], pid, owner);
-  ::close(in[0]);
-  ::close(out[1]);
-  ::close(err[1]);
-  if (rc != 0) {
-    ::close(in[1]);
-    ::close(out[0]);
-    ::close(err[0]);
-    error = "cannot start " + config.shell_program + ": " + std::strerror(rc);
-    return -1;
-  }
-  fds[0] = in[1];
-  fds[1] = out[0];
-  fds[2] = err[0];
-  for (int i = 0; i < 3; ++i)
-    ::fcntl(fds[i], F_SETFL, ::fcntl(fds[i], F_GETFL) | O_NONBLOCK);
-  return pid;
-}
-
 /// How long output is still read after a hook has exited, from what it left running.
 constexpr std::chrono::milliseconds output_grace{500};
-/// How often a hook whose output stays open is checked for having exited.
-constexpr std::chrono::milliseconds exit_check{50};
 
-// Runs one hook to its end, its timeout, or a byte on `cancel` (its runner is going away).
-// Blocks: called on a thread of its own. Owns `cancel` and closes it.
-hook_process_result run_hook(const hook_runner_config& config, const hook_command& hook,
-                             const std::string& input, int cancel) {
-  using clock = std::chrono::steady_clock;
-  auto started = clock::now();
+/// A hook command's end as the runner reports it.
+hook_process_result hook_result(const child_end& end) {
   hook_process_result result;
-  int fds[3];
-  std::string error;
-  // What the hook leaves running (setsid, a double fork) is found by this tag when it ends.
-  // Not a unit of the session's tag: the session's end must not kill its SessionEnd hooks.
-  auto owner = config.session_id.empty() ? std::string{}
-                                         : config.session_id + ":hook-" + random_hex(6);
-  pid_t pid = start_hook(config, hook.command, owner, fds, error);
-  if (pid < 0) {
-    ::close(cancel);
-    result.exit_code = 127;
-    result.err = error;
-    return result;
-  }
-  auto deadline = started + hook.timeout;
-  size_t written = 0;
-  bool open[3] = {true, true, true};
-  if (input.empty()) {
-    ::close(fds[0]);
-    open[0] = false;
-  }
-  char buffer[65536];
-  int status = 0;
-  bool reaped = false;
-  // Once the hook has exited, what it left in the background may hold its output open: that
-  // gets a moment to finish writing, then the answer is what the hook wrote.
-  std::optional<clock::time_point> drain_until;
-  while (open[1] || open[2]) {
-    if (!reaped && wait_child(pid, status, WNOHANG) == pid) {
-      reaped = true;
-      drain_until = clock::now() + output_grace;
-    }
-    auto now = clock::now();
-    if (drain_until && now >= *drain_until)
-      break;
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
-    if (left.count() <= 0 && reaped)
-      break; // it exited in time: only what it left behind is still writing
-    if (left.count() <= 0) {
-      result.timed_out = true;
-      ::kill(-pid, SIGKILL); // the whole group: whatever the hook started goes too
-      break;
-    }
-    // Woken now and then to see whether the hook itself has exited.
-    auto wait = std::min(left, drain_until ? std::chrono::duration_cast<std::chrono::milliseconds>(
-                                               *drain_until - now)
-                                           : exit_check);
-    pollfd p[4];
-    nfds_t n = 0;
-    int which[4];
-    for (int i = 0; i < 3; ++i)
-      if (open[i]) {
-        p[n] = {fds[i], static_cast<short>(i == 0 ? POLLOUT : POLLIN), 0};
-        which[n++] = i;
-      }
-    p[n] = {cancel, POLLIN, 0};
-    which[n++] = 3;
-    if (::poll(p, n, static_cast<int>(wait.count())) < 0 && errno != EINTR)
-      break;
-    if (p[n - 1].revents != 0) {
-      ::kill(-pid, SIGKILL); // the session ended: nobody waits for this hook any more
-      break;
-    }
-    for (nfds_t k = 0; k + 1 < n; ++k) {
-      if (p[k].revents == 0)
-        continue;
-      int i = which[k];
-      if (i == 0) {
-        auto w = ::write(fds[0], input.data() + written, input.size() - written);
-        if (w > 0)
-          written += static_cast<size_t>(w);
-        if (w < 0 && errno != EAGAIN && errno != EINTR)
-          written = input.size(); // the hook does not read its input: fine
-        if (written == input.size()) {
-          ::close(fds[0]);
-          open[0] = false;
-        }
-        continue;
-      }
-      auto r = ::read(fds[i], buffer, sizeof buffer);
-      if (r > 0) {
-        auto& into = i == 1 ? result.out : result.err;
-        if (into.size() < output_cap)
-          into.append(buffer, std::min(static_cast<size_t>(r), output_cap - into.size()));
-      } else if (r == 0 || (errno != EAGAIN && errno != EINTR)) {
-        ::close(fds[i]);
-        open[i] = false;
-      }
-    }
-  }
-  for (int i = 0; i < 3; ++i)
-    if (open[i])
-      ::close(fds[i]);
-  // A hook that closed its output may still run: its deadline and the cancel pipe hold until
-  // it has exited too.
-  while (!result.timed_out && !reaped) {
-    auto waited = wait_child(pid, status, WNOHANG);
-    if (waited == pid) {
-      reaped = true;
-      break;
-    }
-    if (waited < 0 && errno != EINTR)
-      break;
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now());
-    if (left.count() <= 0) {
-      result.timed_out = true;
-      ::kill(-pid, SIGKILL);
-      break;
-    }
-    pollfd wait_cancel{cancel, POLLIN, 0};
-    if (::poll(&wait_cancel, 1, static_cast<int>(std::min<int64_t>(left.count(), 20))) > 0) {
-      ::kill(-pid, SIGKILL);
-      break;
-    }
-  }
-  ::close(cancel);
-  if (!reaped)
-    wait_child(pid, status);
-  stop_owned_processes(owner);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status)
-                     : WIFSIGNALED(status) ? 128 + WTERMSIG(status)
-                                           : -1;
-  result.duration_ms =
-    std::chrono::duration_cast<std::chrono::milliseconds>(clock::now() - started).count();
+  result.exit_code = end.exit_code;
+  result.out = end.output;
+  result.err = end.errors;
+  result.timed_out = end.timed_out;
+  result.duration_ms = end.duration_ms;
   return result;
+}
+
+hook_process_result failed_hook(const std::string& why) {
+  hook_process_result failed;
+  failed.exit_code = 127;
+  failed.err = why;
+  return failed;
 }
 
 /// One request in flight: its commands, their results so far, and who waits.
@@ -251,17 +81,9 @@ struct hook_runner_state {
   session_actor session;
   uint64_t next_request = 0;
   std::map<uint64_t, pending_request> pending;
-  /// The write ends of the running hooks' cancel pipes, by (request, command).
-  std::map<std::pair<uint64_t, uint64_t>, int> cancels;
-
-  ~hook_runner_state() {
-    // The session is gone: every hook still running is killed with its group, so the process
-    // never waits for one at exit.
-    for (auto& [key, fd] : cancels) {
-      [[maybe_unused]] auto n = ::write(fd, "x", 1);
-      ::close(fd);
-    }
-  }
+  /// The holds on the running hooks, by (request, command): dropped when the runner ends, so
+  /// every hook still running is killed with its group and the process never waits for one.
+  std::map<std::pair<uint64_t, uint64_t>, child_control> running;
 };
 
 using self_ptr = hook_runner_actor::stateful_pointer<hook_runner_state>;
@@ -309,22 +131,44 @@ hook_runner_actor::behavior_type hook_runner(self_ptr self, hook_runner_config c
         auto id = "hook_" + random_hex(12);
         pending.hook_ids.push_back(id);
         self->send(st.session, run_event(st, id, pending.request.event, *chosen[i]));
-        auto cfg = st.config;
-        auto hook = *chosen[i];
-        int cancel[2];
-        if (::pipe2(cancel, O_CLOEXEC) != 0) {
-          hook_process_result failed;
-          failed.exit_code = 127;
-          failed.err = std::string{"cannot create a pipe: "} + std::strerror(errno);
-          caf::anon_send(runner, hook_atom::value, number, i, std::move(failed));
+        // Scripts written for Claude Code find the project where they expect it.
+        child_spec spec;
+        spec.program = st.config.shell_program;
+        spec.argv = {"bash", "-c", chosen[i]->command};
+        spec.cwd = st.config.cwd;
+        spec.environment = st.config.environment;
+        spec.environment["CLAUDE_PROJECT_DIR"] = st.config.cwd.string();
+        spec.environment["TROUPE_PROJECT_DIR"] = st.config.cwd.string();
+        // What the hook leaves running (setsid, a double fork) is found by this tag when it
+        // ends. Not a unit of the session's tag: the session's end must not kill its
+        // SessionEnd hooks.
+        if (!st.config.session_id.empty())
+          spec.owner = st.config.session_id + ":hook-" + random_hex(6);
+        spec.input = true;
+        auto control = child_control::make();
+        if (!control) {
+          caf::anon_send(runner, hook_atom::value, number, i, failed_hook(control.error()));
           continue;
         }
-        st.cancels[{number, i}] = cancel[1];
-        int cancel_read = cancel[0];
-        self->system().spawn<caf::detached>([=](caf::blocking_actor*) {
-          caf::anon_send(runner, hook_atom::value, number, i,
-                         run_hook(cfg, hook, text, cancel_read));
-        });
+        auto child = start_child(spec);
+        if (!child) {
+          ::close(control->second);
+          caf::anon_send(runner, hook_atom::value, number, i, failed_hook(child.error()));
+          continue;
+        }
+        st.running.emplace(std::make_pair(number, i), std::move(control->first));
+        supervision how;
+        how.input = text;
+        how.output_cap = output_cap;
+        how.head_only = true;
+        how.timeout = chosen[i]->timeout;
+        how.exit_grace = output_grace;
+        how.owner = spec.owner;
+        run_child_detached(self->system(), *child, std::move(how), control->second,
+                           [runner, number, i](child_end end) {
+                             caf::anon_send(runner, hook_atom::value, number, i,
+                                            hook_result(end));
+                           });
       }
       return pending.promise;
     },
@@ -334,10 +178,7 @@ hook_runner_actor::behavior_type hook_runner(self_ptr self, hook_runner_config c
       if (it == st.pending.end() || index >= it->second.results.size())
         return;
       auto& pending = it->second;
-      if (auto c = st.cancels.find({number, index}); c != st.cancels.end()) {
-        ::close(c->second);
-        st.cancels.erase(c);
-      }
+      st.running.erase({number, index});
       pending.results[index] = std::move(result);
       if (--pending.left > 0)
         return;

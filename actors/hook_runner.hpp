@@ -1,13 +1,14 @@
 #pragma once
 // The hook runner: a session's external hook commands (settings "hooks", Claude Code's layout),
-// each run by bash on a thread of its own with its event as JSON on stdin, killed with its
-// process group at its timeout. Their answers are combined into one hook_outcome.
+// each run by bash with its event as JSON on stdin and supervised on a thread of its own
+// (actors/process_runner), killed with its process group at its timeout. Their answers are combined into one hook_outcome.
 
 #include <filesystem>
 #include <string>
 #include <vector>
 
 #include "protocol/interfaces.hpp"
+#include "tools/child_process.hpp"
 
 namespace caf {
 class actor_system;
@@ -23,6 +24,8 @@ struct hook_runner_config {
   std::filesystem::path cwd;
   /// The bash that runs them (`bash -c COMMAND`).
   std::string shell_program = "/bin/bash";
+  /// Variables the commands get over troupe's own (the session's TROUPE_SESSION_ID, …).
+  child_environment environment;
 };
 
 /// Spawns the runner of one session; it reports each command's start and end to `session`.

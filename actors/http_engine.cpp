@@ -324,12 +324,10 @@ struct http_engine::handle {
   void wake() const { signal->notify(); }
 };
 
-void http_engine::warm_up() { preload_curl(); }
+void http_engine::warm_up(const std::string& library) { preload_curl(library); }
 
-void http_engine::await_warm_up() { await_preload(); }
-
-expected<http_engine> http_engine::start(caf::actor_system& sys) {
-  auto curl = load_curl();
+expected<http_engine> http_engine::start(caf::actor_system& sys, const std::string& library) {
+  auto curl = load_curl(library);
   if (!curl)
     return failure{curl.error()};
   const curl_functions& functions = **curl;

@@ -3,6 +3,7 @@
 // process, so a thousand agents streaming at once need one thread, not a thousand.
 
 #include <memory>
+#include <string>
 
 #include <caf/actor.hpp>
 
@@ -18,17 +19,14 @@ namespace troupe {
 /// A handle to the engine. Copies share the engine; it runs until stop() or system shutdown.
 class http_engine {
 public:
-  /// Starts loading libcurl and its global set-up (~10 ms) on a helper thread, so that it
-  /// overlaps other start-up work. Optional: start() waits for it or does it itself.
-  static void warm_up();
+  /// Starts loading libcurl (`library`: a file name or path for dlopen) and its global set-up
+  /// (~10 ms) on a helper thread, so that it overlaps other start-up work. Optional: start()
+  /// waits for it or does it itself. The first library named is the one loaded.
+  static void warm_up(const std::string& library);
 
-  /// Waits for a warm_up() in progress to finish (at once when none was started). Call it
-  /// before changing the environment: the loader reads it.
-  static void await_warm_up();
-
-  /// Starts the engine on a thread of its own (a detached actor), or says why libcurl is
-  /// unusable.
-  static expected<http_engine> start(caf::actor_system& sys);
+  /// Starts the engine on a thread of its own (a detached actor), or says why libcurl (the one
+  /// warm_up named, else `library`) is unusable.
+  static expected<http_engine> start(caf::actor_system& sys, const std::string& library);
 
   /// Starts a transfer; its head, chunks and end go to `requester` as messages.
   void submit(http_request request, http_client_actor requester) const;

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -94,6 +95,10 @@ struct session_config {
   /// External hook commands (settings "hooks"); bash (`hook_shell`) runs them in `cwd`.
   std::vector<hook_command> hook_commands;
   std::string hook_shell = "/bin/bash";
+  /// Variables this session's processes (its tools' and its hooks') get over troupe's own:
+  /// TROUPE_SESSION_ID (this session's id), TROUPE_HOME, TROUPE_BIN. spawn_agent hands them to
+  /// the tool executor; nothing sets them on the process.
+  std::map<std::string, std::string> process_environment;
   /// Names the session after its first reply, off the loop; unset: named from the first prompt
   /// when it ends.
   namer_actor namer;

@@ -25,6 +25,8 @@ message notification_message(const task_notification& n) {
   m.meta = {{"source", n.source},       {"task_id", n.task_id},   {"status", n.status},
             {"urgent", n.urgent},       {"sent_at_us", n.sent_at_us},
             {"received_at_us", now_us()}};
+  if (!n.reason.empty())
+    m.meta["reason"] = n.reason;
   return m;
 }
 
@@ -50,24 +52,10 @@ bool accept_notification(session_ptr self, task_notification n) {
       st.queue.insert(first_prompt, std::move(input));
       break;
     }
-    case session_phase::idle: {
-      // Close behind the last news: wait a moment for more, so a burst is one turn. News after
-      // a quiet spell (and urgent news) starts its turn at once.
-      auto since = std::chrono::steady_clock::now() - st.last_news_turn;
-      if (n.urgent || st.config.news_window.count() == 0 || since >= st.config.news_window) {
+    case session_phase::idle:
+      if (n.urgent || !gather_news(self, {input}))
         enqueue_first(self, std::move(input));
-        break;
-      }
-      auto first_prompt = std::find_if(st.queue.begin(), st.queue.end(), [](const message& m) {
-        return m.origin != "task-notification";
-      });
-      st.queue.insert(first_prompt, std::move(input));
-      if (st.news_serial == 0) {
-        st.news_serial = ++st.idle_timers;
-        self->delayed_send(self, st.config.news_window, due_atom::value, st.news_serial);
-      }
       break;
-    }
     default:
       // Busy: in before the next model call, or first in the next turn. Urgent: the step
       // stops now and the turn that follows starts with it.
@@ -77,6 +65,24 @@ bool accept_notification(session_ptr self, task_notification n) {
         request_interrupt(self);
       }
       break;
+  }
+  return true;
+}
+
+bool gather_news(session_ptr self, std::vector<message> news) {
+  auto& st = self->state;
+  auto since = std::chrono::steady_clock::now() - st.last_news_turn;
+  if (st.config.news_window.count() == 0 || since >= st.config.news_window)
+    return false;
+  // News goes ahead of the prompts queued, after earlier news.
+  auto first_prompt = std::find_if(st.queue.begin(), st.queue.end(), [](const message& m) {
+    return m.origin != "task-notification";
+  });
+  st.queue.insert(first_prompt, std::make_move_iterator(news.begin()),
+                  std::make_move_iterator(news.end()));
+  if (st.news_serial == 0) {
+    st.news_serial = ++st.idle_timers;
+    self->delayed_send(self, st.config.news_window, due_atom::value, st.news_serial);
   }
   return true;
 }
@@ -191,7 +197,7 @@ caf::result<std::string> run_control(session_ptr self, const std::string& comman
     accept_input(self, make_input(arg, "parent"));
     return std::string{"queued"};
   }
-  if (command == "background" || command == "interrupt-agent") {
+  if (command == "background" || command == "interrupt-agent" || command == "notify-agent") {
     // Its subagents belong to its supervisor, which routes the command down the tree.
     if (!st.agents)
       return std::string{"error: no agent '" + arg + "' in session " + st.config.session_id};

@@ -253,6 +253,11 @@ message notification_message(const task_notification& n);
 /// Takes a notification by the delivery rules. Returns false once the session has ended.
 bool accept_notification(session_ptr self, task_notification n);
 
+/// News close behind the last turn news started (within the news window) is queued to wait a
+/// moment for more, so that a burst is one turn: returns true when it waits (a timer starts
+/// the turn), false when it should start its turn now.
+bool gather_news(session_ptr self, std::vector<message> news);
+
 /// Logs notifications taken together, in order. Past the session's notification budget (bytes)
 /// each further agent or task result is logged as a summary line (task_output reads it whole).
 /// Returns false once the session has ended.

@@ -234,11 +234,16 @@ void go_idle(session_ptr self) {
 
 void next_turn(session_ptr self) {
   auto& st = self->state;
-  st.urgent_pending = false;
+  bool urgent = std::exchange(st.urgent_pending, false);
   st.idle_serial = 0;
-  // Notifications that arrived during the turn start the next one, all of them at once.
+  // Notifications that arrived during the turn start the next one, all of them at once — after
+  // a moment's wait for more when news started the turn that just ended.
   if (!st.pending_notifications.empty()) {
     auto news = std::exchange(st.pending_notifications, {});
+    if (!urgent && gather_news(self, news)) {
+      go_idle(self);
+      return;
+    }
     for (auto& queued : take_queued_notifications(st))
       news.push_back(std::move(queued));
     start_news_turn(self, std::move(news));

@@ -1,10 +1,7 @@
 #include "actors/tool_executor.hpp"
 
 #include <fcntl.h>
-#include <signal.h>
 #include <unistd.h>
-
-#include <sys/wait.h>
 
 #include <algorithm>
 #include <atomic>
@@ -22,22 +19,22 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/ids.hpp"
-#include "actors/shell_reader.hpp"
+#include "actors/process_runner.hpp"
 #include "tools/child_process.hpp"
 #include "tools/process_reaper.hpp"
 #include "tools/shell.hpp"
+#include "tools/task_output.hpp"
 
 namespace troupe {
 
 namespace {
 
-/// A child process in flight.
+/// A shell command in flight.
 struct running_job {
   caf::typed_response_promise<tool_result> promise;
   std::string call_id;
-  pid_t pid = -1;
-  /// Writing here tells the reader to give up (see abandon).
-  int wake = -1;
+  /// Stops its supervision (kills the shell's group); dropped, it gives the command up.
+  child_control control;
   std::chrono::milliseconds timeout{0};
   bool timed_out = false;
   bool interrupted = false;
@@ -45,7 +42,8 @@ struct running_job {
 
 /// A command started with run_in_background.
 struct background_task {
-  pid_t pid = -1;
+  /// Stops it (task_stop); dropped with the executor, it kills the task at once.
+  child_control control;
   std::string command;
   std::filesystem::path log;
   std::chrono::steady_clock::time_point started;
@@ -90,19 +88,16 @@ struct tool_executor_state {
   disk_io_actor disk;
 
   ~tool_executor_state() {
-    // Background tasks end with the session; their waiters reap them. Each one stopped here is
-    // news the session never heard: it goes to the durable queue, read on the next resume.
+    // Background tasks end with the session: dropping their holds kills them, and their
+    // supervisors reap them and what they left. Each one stopped here is news the session never
+    // heard: it goes to the durable queue, read on the next resume.
     for (auto& [id, task] : tasks)
-      if (!task.exit_code && !task.stopped) {
-        ::kill(-task.pid, SIGKILL);
+      if (!task.exit_code && !task.stopped)
         report_stopped(id, task);
-      }
+    tasks.clear();
     // Never leave a child behind: the shell's group holds every command and background job.
-    // Readers are told to stop; each closes its own copy of the pipe.
-    for (auto& [id, job] : jobs) {
-      [[maybe_unused]] auto n = ::write(job.wake, "x", 1);
-      ::close(job.wake);
-    }
+    // A command's supervisor gives up once its hold is dropped.
+    jobs.clear();
     shell.owner.clear(); // the session's sweep below covers the shell's unit: one scan, not two
     stop_shell(shell, true);
     // And whatever any of them left behind: setsid'd, double-forked or re-parented, it carries
@@ -145,32 +140,8 @@ std::string available_tools(const tool_registry& registry) {
   return names;
 }
 
-/// Marks the grace timer of a killed job; job ids stay far below it.
-constexpr uint64_t grace_bit = uint64_t{1} << 63;
-
 /// How long a killed command may take to close its output before it is given up on.
 constexpr std::chrono::seconds kill_grace{2};
-
-void kill_job(self_ptr self, uint64_t id, running_job& job) {
-  ::kill(-job.pid, SIGKILL);
-  self->delayed_send(self, kill_grace, due_atom::value, id | grace_bit);
-}
-
-// A killed command whose output never closes: a process that left the shell's group holds the
-// pipe. Answer without the rest of its output, replace the shell, and let the reader go.
-void abandon(self_ptr self, std::unordered_map<uint64_t, running_job>::iterator i) {
-  auto& job = i->second;
-  process_exit exit;
-  exit.exit_code = 137;
-  auto result = shell_result(exit, job.timed_out, job.timeout, job.interrupted);
-  result.output += "\n[a process that left the shell's process group still holds its output; "
-                   "the rest of the output is lost]";
-  [[maybe_unused]] auto n = ::write(job.wake, "x", 1);
-  ::close(job.wake);
-  job.promise.deliver(std::move(result));
-  stop_shell(self->state.shell, true);
-  self->state.jobs.erase(i);
-}
 
 tool_result run_function_tool(const tool_spec& spec, const tool_call& call,
                               const tool_context& context) {
@@ -199,8 +170,10 @@ tool_result task_report(const tool_executor_state& st, const std::string& id,
                    std::chrono::steady_clock::now() - task.started)
                    .count();
   tool_result result;
-  std::string output;
-  read_whole_file(task.log, output); // no file yet reads as no output
+  // The log's head and tail, within the budget (with room for the status line): a task may
+  // have written gigabytes, and this runs on the executor.
+  auto cap = st.context.output_cap;
+  auto output = log_excerpt(task.log, cap > 1024 ? cap - 512 : cap / 2);
   std::string status;
   if (task.stopped)
     status = "stopped by task_stop";
@@ -237,29 +210,31 @@ caf::result<tool_result> start_task(self_ptr self, const tool_call& call) {
   auto log = st.context.tasks_dir / (id + ".log");
   auto owner = st.context.process_owner.empty() ? std::string{}
                                                 : st.context.process_owner + "/" + id;
-  auto pid = start_background(st.context, command, log, owner);
-  if (!pid)
-    return error_result(pid.error());
+  auto control = child_control::make();
+  if (!control)
+    return error_result(control.error());
+  auto child = start_background(st.context, command, log, owner);
+  if (!child) {
+    ::close(control->second);
+    return error_result(child.error());
+  }
+  auto pid = child->pid;
   background_task task;
-  task.pid = *pid;
+  task.control = std::move(control->first);
   task.command = command;
   task.log = log;
   task.started = std::chrono::steady_clock::now();
   st.tasks.emplace(id, std::move(task));
-  // One waiter thread per task reaps it, stops what it left behind (a task ends with its
-  // command, stopped or not) and reports its exit code.
-  self->system().spawn<caf::detached>(
-    [id, owner, pid = *pid, executor = tool_executor_actor{self}](caf::event_based_actor* waiter) {
-      int status = 0;
-      wait_child(pid, status);
-      stop_owned_processes(owner);
-      int32_t code = WIFEXITED(status) ? WEXITSTATUS(status)
-                                       : (WIFSIGNALED(status) ? 128 + WTERMSIG(status) : -1);
-      caf::anon_send(executor, exited_atom::value, id, code);
-      waiter->quit();
-    });
+  // Its supervisor reaps it, stops what it left behind (a task ends with its command, stopped
+  // or not) and reports its exit code.
+  supervision how;
+  how.owner = owner;
+  run_child_detached(self->system(), *child, std::move(how), control->second,
+                     [id, executor = tool_executor_actor{self}](child_end end) {
+                       caf::anon_send(executor, exited_atom::value, id, end.exit_code);
+                     });
   tool_result result;
-  result.output = "Started background task " + id + " (pid " + std::to_string(*pid) +
+  result.output = "Started background task " + id + " (pid " + std::to_string(pid) +
                   "): " + command + "\nIts output goes to " + log.string() +
                   ". Read it with task_output, end it with task_stop.";
   return result;
@@ -276,7 +251,7 @@ caf::result<tool_result> run_task_tool(self_ptr self, const tool_call& call) {
   if (call.name == "task_stop") {
     if (task.exit_code)
       return task_report(st, id, task, call.id);
-    ::kill(-task.pid, SIGKILL);
+    task.control.stop();
     task.stopped = true;
     auto result = task_report(st, id, task, call.id);
     answer_waiters(self, id, task, "\n[the task was stopped]");
@@ -358,9 +333,9 @@ caf::result<tool_result> execute(self_ptr self, const tool_call& call) {
     stop_shell(st.shell, true);
     return error_result(sent.error() + "; the shell was restarted, run the command again");
   }
-  int wake[2];
+  auto control = child_control::make();
   int output_copy = ::fcntl(st.shell.output_fd, F_DUPFD_CLOEXEC, 0);
-  if (output_copy < 0 || ::pipe2(wake, O_CLOEXEC) != 0) {
+  if (output_copy < 0 || !control) {
     if (output_copy >= 0)
       ::close(output_copy);
     return error_result("cannot set up reading the shell's output: too many open files?");
@@ -369,14 +344,21 @@ caf::result<tool_result> execute(self_ptr self, const tool_call& call) {
   running_job job;
   job.promise = self->make_response_promise<tool_result>();
   job.call_id = call.id;
-  job.pid = st.shell.pid;
-  job.wake = wake[1];
+  job.control = std::move(control->first);
   job.timeout = shell_timeout(call.input, st.context);
   auto promise = job.promise;
   self->delayed_send(self, job.timeout, due_atom::value, id);
   st.jobs.emplace(id, std::move(job));
-  spawn_shell_reader(self->system(), st.shell, output_copy, wake[0], st.context.capture_cap, id,
-                     self);
+  // Read to the command's end marker on a thread of its own, from the reader's own copy of
+  // the pipe; a stop kills the shell's group, a dropped hold gives the command up.
+  started_child reading{st.shell.pid, -1, output_copy, -1};
+  run_child_detached(self->system(), reading,
+                     command_supervision(st.shell, st.context.capture_cap, kill_grace),
+                     control->second, [id, executor = tool_executor_actor{self}](child_end end) {
+                       auto exit = command_exit(end);
+                       exit.job = id;
+                       caf::anon_send(executor, exited_atom::value, std::move(exit));
+                     });
   return promise;
 }
 
@@ -393,7 +375,7 @@ tool_executor_actor::behavior_type tool_executor(self_ptr self,
     [=](cancel_atom) {
       for (auto& [id, job] : self->state.jobs) {
         job.interrupted = true;
-        kill_job(self, id, job);
+        job.control.stop();
       }
       // A scan is answered now and its result dropped; its runner is told to stop early.
       for (auto& [id, busy] : self->state.busy_runners)
@@ -457,18 +439,13 @@ tool_executor_actor::behavior_type tool_executor(self_ptr self,
       i->second.promise.deliver(std::move(result));
       self->state.helpers.erase(i);
     },
-    [=](due_atom, uint64_t timer) {
-      bool grace_over = (timer & grace_bit) != 0;
-      auto i = self->state.jobs.find(timer & ~grace_bit);
-      if (i == self->state.jobs.end())
+    [=](due_atom, uint64_t id) {
+      auto i = self->state.jobs.find(id);
+      if (i == self->state.jobs.end() || i->second.interrupted)
         return;
-      if (grace_over) {
-        abandon(self, i);
-        return;
-      }
       spdlog::debug("tool job {} timed out after {} ms", i->first, i->second.timeout.count());
       i->second.timed_out = true;
-      kill_job(self, i->first, i->second);
+      i->second.control.stop();
     },
     [=](exited_atom, const process_exit& exit) {
       auto i = self->state.jobs.find(exit.job);
@@ -477,15 +454,14 @@ tool_executor_actor::behavior_type tool_executor(self_ptr self,
       auto& job = i->second;
       auto result = shell_result(exit, job.timed_out, job.timeout, job.interrupted);
       if (exit.shell_exited || job.timed_out || job.interrupted) {
-        // bash is gone (reaped by the reader) or was just killed (reaped here); what is left
-        // of its group goes too, and the next command starts a fresh shell in the workspace.
-        stop_shell(self->state.shell, !exit.shell_exited);
+        // bash is gone (reaped by the supervisor) or was just killed; what is left of its
+        // group goes too, and the next command starts a fresh shell in the workspace.
+        stop_shell(self->state.shell, true);
         if (!job.timed_out && !job.interrupted)
           result.output += "\n[the shell exited; the next command starts a new one]";
       }
       apply_output_budget(result, self->state.context, job.call_id);
       job.promise.deliver(std::move(result));
-      ::close(job.wake);
       self->state.jobs.erase(i);
     },
   };

@@ -96,7 +96,7 @@ int main(int argc, char** argv) {
   caf::actor_system_config cfg;
   configure_actor_system(cfg);
   caf::actor_system sys{cfg};
-  auto started = http_engine::start(sys);
+  auto started = http_engine::start(sys, "libcurl.so.4");
   if (!started) {
     std::fprintf(stderr, "%s\n", started.error().c_str());
     return 1;

@@ -1,6 +1,7 @@
 #include "orchestrator/remote_commands.hpp"
 
 #include <cstdio>
+#include <optional>
 
 #include "actors/control_endpoint.hpp"
 #include "actors/ids.hpp"
@@ -37,12 +38,23 @@ int answer_of(const std::filesystem::path& dir, const std::string& command,
 
 int run_notify(const std::string& id_or_name, const std::string& text, bool urgent) {
   auto found = find_session(id_or_name);
-  if (!found)
+  std::optional<stored_agent> agent;
+  // Only an id no session has may be an agent's (as for interrupt): a subagent's shell runs
+  // `troupe notify "$TROUPE_SESSION_ID"` with its own agent id.
+  if (!found && is_valid_session_id(id_or_name) &&
+      found.error().rfind("unknown session", 0) == 0) {
+    auto as_agent = find_agent(id_or_name);
+    if (!as_agent)
+      return fail_at_runtime(found.error() + ", and no subagent has that id");
+    agent = std::move(*as_agent);
+  } else if (!found) {
     return fail_at_runtime(found.error());
-  const auto& dir = found->dir;
-  const auto& session_id = found->info.id;
-  if (!found->unreadable.empty())
-    return fail_at_runtime("cannot notify session " + session_id + ": " + found->unreadable);
+  }
+  const auto& target = agent ? agent->session : *found;
+  const auto& dir = target.dir;
+  const auto& session_id = target.info.id.empty() ? id_or_name : target.info.id;
+  if (!target.unreadable.empty())
+    return fail_at_runtime("cannot notify session " + session_id + ": " + target.unreadable);
   if (text.empty())
     return fail(std::string{"no message: give it as arguments or on stdin"});
   task_notification n;
@@ -54,16 +66,20 @@ int run_notify(const std::string& id_or_name, const std::string& text, bool urge
   // Durable first: once this returns the message survives anything.
   if (auto queued = append_notification(dir / "queue.jsonl", n); !queued)
     return fail_at_runtime(queued.error());
-  // A poke only makes the session read its queue; without one the message waits there.
-  auto answer = send_control(dir, urgent ? "urgent" : "poke", "");
+  // A poke only makes the session read its queue; without one the message waits there. A
+  // subagent runs in its top-level session's process, whose endpoint passes the poke down
+  // the tree (agents/X/agents/Y) to the agent, which reads its own queue.
+  auto answer = agent ? send_control(agent->top, "notify-agent", agent->path_below_top)
+                      : send_control(dir, urgent ? "urgent" : "poke", "");
   if (answer && answer->rfind("error", 0) != 0 && answer->rfind("refused", 0) != 0)
-    std::printf("notification %s delivered to the running session %s\n", n.id.c_str(),
-                session_id.c_str());
+    std::printf("notification %s delivered to the running %s %s\n", n.id.c_str(),
+                agent ? "agent" : "session", session_id.c_str());
   else
-    std::printf("notification %s queued for session %s (%s); it is read when the session runs "
+    std::printf("notification %s queued for %s %s (%s); it is read when the %s runs "
                 "again\n",
-                n.id.c_str(), session_id.c_str(),
-                answer ? answer->c_str() : answer.error().c_str());
+                n.id.c_str(), agent ? "agent" : "session", session_id.c_str(),
+                answer ? answer->c_str() : answer.error().c_str(),
+                agent ? "agent" : "session");
   return 0;
 }
 

@@ -30,6 +30,7 @@
 #include "orchestrator/renderer.hpp"
 #include "orchestrator/session_store.hpp"
 #include "orchestrator/signals.hpp"
+#include "tools/child_process.hpp"
 #include "tools/prompt.hpp"
 
 namespace troupe {
@@ -51,11 +52,26 @@ struct subagent_setup {
   subagent_factory factory; // itself: subagents launch subagents
 };
 
+// What a session's processes get over troupe's own environment: the session's own id (a
+// subagent's is its agent id, so `troupe notify "$TROUPE_SESSION_ID"` reaches it), the home
+// and this binary. Passed to each session; the process's environment is never changed.
+child_environment session_environment(const std::string& session_id,
+                                      const run_settings& settings) {
+  child_environment env;
+  env["TROUPE_SESSION_ID"] = session_id;
+  env["TROUPE_HOME"] = settings.troupe_home.string();
+  std::error_code ec;
+  auto self_path = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec)
+    env["TROUPE_BIN"] = self_path.string();
+  return env;
+}
+
 // The HTTP engine, started on first use by a run whose own model is scripted.
 expected<bool> ensure_engine(caf::actor_system& sys, subagent_setup& setup) {
   if (setup.engine)
     return true;
-  auto started = http_engine::start(sys);
+  auto started = http_engine::start(sys, setup.settings.libcurl);
   if (!started)
     return failure{started.error()};
   setup.engine = std::move(*started);
@@ -141,6 +157,7 @@ expected<session_actor> spawn_subagent(caf::actor_system& sys,
   // Hooks guard subagents' calls as they guard the parent's (the input names the agent).
   child.hook_commands = parent_settings.hook_commands;
   child.hook_shell = parent_settings.shell_program;
+  child.process_environment = session_environment(launch.agent_id, parent_settings);
 
   tool_context context;
   context.cwd = parent_settings.cwd;
@@ -184,16 +201,6 @@ expected<launched_agent> launch_agent(caf::actor_system& sys, run_settings& sett
                          "asking (deny rules still hold)\n");
   spdlog::info("permission mode {}", to_string(settings.permissions.mode));
   auto session_dir = settings.troupe_home / "sessions" / settings.session_id;
-  // Tool processes can reach this session: `troupe notify "$TROUPE_SESSION_ID" …`. Never while
-  // libcurl loads: its set-up reads the environment, and setenv under a getenv crashed runs.
-  http_engine::await_warm_up();
-  ::setenv("TROUPE_SESSION_ID", settings.session_id.c_str(), 1);
-  ::setenv("TROUPE_HOME", settings.troupe_home.c_str(), 1);
-  std::error_code self_ec;
-  auto self_path = std::filesystem::read_symlink("/proc/self/exe", self_ec);
-  if (!self_ec)
-    ::setenv("TROUPE_BIN", self_path.c_str(), 1);
-
   tool_context tools;
   tools.cwd = settings.cwd;
   tools.home = settings.home;
@@ -232,13 +239,15 @@ expected<launched_agent> launch_agent(caf::actor_system& sys, run_settings& sett
   session.disk = spawn_disk_io(sys, settings.max_notification_bytes);
   session.hook_commands = settings.hook_commands;
   session.hook_shell = settings.shell_program;
+  // Tool processes can reach this session: `troupe notify "$TROUPE_SESSION_ID" …`.
+  session.process_environment = session_environment(settings.session_id, settings);
 
   launched_agent launched;
   launched.session_dir = session_dir;
   std::optional<http_engine> engine;
   model_client_actor model;
   if (settings.http_model) {
-    auto started = http_engine::start(sys);
+    auto started = http_engine::start(sys, settings.libcurl);
     if (!started)
       return failure{started.error()};
     engine = std::move(*started);
@@ -341,7 +350,7 @@ void warn_without_subreaper(const process_reaper& reaper) {
 int execute_run(run_settings settings, std::FILE* out) {
   block_termination_signals();
   if (settings.http_model)
-    http_engine::warm_up();
+    http_engine::warm_up(settings.libcurl);
   // Outlives the actor system: once every session has ended, what their tools left goes too.
   process_reaper reaper;
   warn_without_subreaper(reaper);

@@ -63,6 +63,8 @@ struct run_settings {
   std::filesystem::path home;
   /// Absolute path of the bash the shell tool runs.
   std::string shell_program = "/bin/bash";
+  /// The libcurl to load for HTTP models ($TROUPE_LIBCURL, else libcurl.so.4).
+  std::string libcurl = "libcurl.so.4";
   std::string session_id;
   /// What session.json starts from (name, creation time, fork origin, cost so far).
   session_info info;

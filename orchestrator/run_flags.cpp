@@ -196,6 +196,7 @@ expected<run_settings> resolve_run(const run_flags& flags, bool interactive) {
   settings.home = home_dir();
   settings.shell_program = find_bash();
   settings.troupe_home = troupe_home();
+  settings.libcurl = env_or("TROUPE_LIBCURL", "libcurl.so.4");
   settings.interactive = interactive;
   auto resumed = resolve_session(flags, settings);
   // Bad input found from here on leaves no directory behind for a session it would have made.
@@ -208,7 +209,7 @@ expected<run_settings> resolve_run(const run_flags& flags, bool interactive) {
   if (auto model = resolve_model(flags, settings); !model)
     return failure{model.error()};
   if (settings.http_model)
-    http_engine::warm_up(); // libcurl loads while the rest is checked and the run starts
+    http_engine::warm_up(settings.libcurl); // libcurl loads while the rest is checked and the run starts
 
   auto permissions = resolve_permissions(flags, settings.cwd);
   if (!permissions)

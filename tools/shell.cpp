@@ -1,11 +1,9 @@
 #include "tools/shell.hpp"
 
 #include "tools/child_process.hpp"
-#include "tools/private_files.hpp"
 #include "tools/process_reaper.hpp"
 
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -15,58 +13,6 @@
 #include <cstring>
 
 namespace troupe {
-
-namespace {
-
-// Keeps the first and last half of the cap; counts everything.
-class output_capture {
-public:
-  explicit output_capture(size_t cap) : half_(cap / 2) {}
-
-  void append(const char* data, size_t n) {
-    total_ += n;
-    size_t to_head = std::min(n, half_ - std::min(half_, head_.size()));
-    head_.append(data, to_head);
-    if (to_head == n)
-      return;
-    tail_.append(data + to_head, n - to_head);
-    if (tail_.size() > 2 * half_ + 4096)
-      tail_.erase(0, tail_.size() - half_);
-  }
-
-  process_exit finish() {
-    process_exit result;
-    result.total_bytes = static_cast<int64_t>(total_);
-    auto tail = tail_.size() > half_ ? tail_.substr(tail_.size() - half_) : tail_;
-    // Decided by what was written, not by the tail's size: a tail trimmed to exactly half the
-    // cap has still lost bytes.
-    if (total_ > head_.size() + tail.size()) {
-      result.truncated = true;
-      auto cut = total_ - head_.size() - tail.size();
-      result.output = head_ + "\n[... " + std::to_string(cut) + " bytes of output cut; " +
-                      std::to_string(total_) + " bytes in all ...]\n" + tail;
-    } else {
-      result.output = head_ + tail;
-    }
-    return result;
-  }
-
-private:
-  size_t half_;
-  size_t total_ = 0;
-  std::string head_;
-  std::string tail_;
-};
-
-int decode_status(int status) {
-  if (WIFEXITED(status))
-    return WEXITSTATUS(status);
-  if (WIFSIGNALED(status))
-    return 128 + WTERMSIG(status);
-  return -1;
-}
-
-} // namespace
 
 tool_spec shell_tool() {
   tool_spec spec;
@@ -120,7 +66,7 @@ expected<shell_process> start_shell(const tool_context& ctx, std::string nonce) 
   // Each shell its own unit: a shell killed mid-command takes what it started with it.
   auto owner = ctx.process_owner.empty() ? std::string{}
                                          : ctx.process_owner + "/shell-" + nonce.substr(0, 8);
-  int rc = spawn_child(ctx.shell_program, argv, nullptr, ctx.cwd, in[0], out[1], out[1], pid,
+  int rc = spawn_child(ctx.shell_program, argv, ctx.environment, ctx.cwd, in[0], out[1], out[1], pid,
                        owner);
   close(in[0]);
   close(out[1]);
@@ -141,26 +87,18 @@ expected<shell_process> start_shell(const tool_context& ctx, std::string nonce) 
   return shell;
 }
 
-expected<pid_t> start_background(const tool_context& ctx, const std::string& command,
-                                 const std::filesystem::path& log, const std::string& owner) {
-  // A task's log holds its whole output: owner only, whatever the umask.
-  if (auto problem = make_private_dirs(log.parent_path()); !problem.empty())
-    return failure{problem};
-  int output = open_private(log, O_WRONLY | O_TRUNC);
-  if (output < 0)
-    return failure{"cannot create " + log.string() + ": " + std::strerror(errno)};
-  int input = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+expected<started_child> start_background(const tool_context& ctx, const std::string& command,
+                                         const std::filesystem::path& log,
+                                         const std::string& owner) {
+  child_spec spec;
+  spec.program = ctx.shell_program;
   // The same framing as the session's shell: no credential prompts, no terminal.
-  std::string script = "export GIT_TERMINAL_PROMPT=0\n" + command;
-  const char* argv[] = {"bash", "--noprofile", "--norc", "-c", script.c_str(), nullptr};
-  pid_t pid = -1;
-  int rc = spawn_child(ctx.shell_program, argv, nullptr, ctx.cwd, input, output, output, pid,
-                       owner);
-  ::close(output);
-  ::close(input);
-  if (rc != 0)
-    return failure{"cannot start " + ctx.shell_program + ": " + std::strerror(rc)};
-  return pid;
+  spec.argv = {"bash", "--noprofile", "--norc", "-c", "export GIT_TERMINAL_PROMPT=0\n" + command};
+  spec.cwd = ctx.cwd;
+  spec.environment = ctx.environment;
+  spec.owner = owner;
+  spec.output_file = log;
+  return start_child(spec);
 }
 
 expected<bool> send_command(const shell_process& shell, const std::string& command) {
@@ -187,57 +125,50 @@ expected<bool> send_command(const shell_process& shell, const std::string& comma
   return true;
 }
 
-process_exit wait_for_command(const shell_process& shell, int output_fd, int wake_fd,
-                              size_t output_cap) {
-  output_capture capture{output_cap};
-  const std::string marker = "\n__TROUPE_DONE_" + shell.nonce + " ";
-  // Bytes that could still be the start of the marker are held back from the capture.
-  std::string pending;
-  char buffer[65536];
-  process_exit result;
-  pollfd fds[2] = {{output_fd, POLLIN, 0}, {wake_fd, POLLIN, 0}};
-  for (;;) {
-    if (poll(fds, 2, -1) < 0) {
-      if (errno == EINTR)
-        continue;
-      break;
+supervision command_supervision(const shell_process& shell, size_t output_cap,
+                                std::chrono::milliseconds kill_grace) {
+  supervision how;
+  how.output_cap = output_cap;
+  how.kill_grace = kill_grace;
+  how.exit_grace = std::min(kill_grace, std::chrono::milliseconds{500});
+  // Bytes that could still be the start of the marker are held back from the capture; what
+  // comes after the marker belongs to background jobs and is dropped.
+  how.framing = [marker = "\n__TROUPE_DONE_" + shell.nonce + " ", pending = std::string{}](
+                  std::string_view chunk, output_capture& into) mutable -> std::optional<int32_t> {
+    if (chunk.empty()) { // bash is gone
+      into.append(pending.data(), pending.size());
+      pending.clear();
+      return std::nullopt;
     }
-    if (fds[1].revents != 0) {
-      result = capture.finish();
-      result.exit_code = -1;
-      result.shell_exited = true;
-      return result; // abandoned: the executor has answered and reaps bash itself
-    }
-    auto n = read(output_fd, buffer, sizeof buffer);
-    if (n < 0 && (errno == EINTR || errno == EAGAIN))
-      continue;
-    if (n <= 0)
-      break; // bash is gone
-    pending.append(buffer, static_cast<size_t>(n));
-    auto at = pending.find(marker);
-    if (at != std::string::npos) {
+    pending.append(chunk);
+    if (auto at = pending.find(marker); at != std::string::npos) {
       auto line_end = pending.find('\n', at + marker.size());
       if (line_end == std::string::npos)
-        continue; // the status has not arrived yet
-      capture.append(pending.data(), at);
-      auto exit_code = std::atoi(pending.c_str() + at + marker.size());
-      result = capture.finish();
-      result.exit_code = exit_code;
-      return result; // later bytes belong to background jobs; they are dropped
+        return std::nullopt; // the status has not arrived yet
+      into.append(pending.data(), at);
+      return static_cast<int32_t>(std::atoi(pending.c_str() + at + marker.size()));
     }
     if (pending.size() > marker.size() + 32) {
       auto keep = marker.size() + 32;
-      capture.append(pending.data(), pending.size() - keep);
+      into.append(pending.data(), pending.size() - keep);
       pending.erase(0, pending.size() - keep);
     }
-  }
-  capture.append(pending.data(), pending.size());
-  int status = 0;
-  wait_child(shell.pid, status);
-  result = capture.finish();
-  result.exit_code = decode_status(status);
-  result.shell_exited = true;
-  return result;
+    return std::nullopt;
+  };
+  return how;
+}
+
+process_exit command_exit(const child_end& end) {
+  process_exit exit;
+  exit.output = end.output;
+  exit.total_bytes = static_cast<int64_t>(end.output_bytes);
+  exit.truncated = end.truncated;
+  exit.exit_code = end.exit_code;
+  exit.shell_exited = !end.command_done;
+  if (end.output_held)
+    exit.output += "\n[a process the command started still holds its output (it left the "
+                   "shell's process group or outlived bash); the rest of the output is lost]";
+  return exit;
 }
 
 void stop_shell(shell_process& shell, bool reap) {

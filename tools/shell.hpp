@@ -9,6 +9,7 @@
 
 #include "protocol/expected.hpp"
 #include "protocol/process.hpp"
+#include "tools/child_process.hpp"
 #include "tools/tool_spec.hpp"
 
 namespace troupe {
@@ -36,21 +37,25 @@ std::chrono::milliseconds shell_timeout(const nlohmann::json& input, const tool_
 expected<shell_process> start_shell(const tool_context& ctx, std::string nonce);
 
 /// Starts `command` as a background task: `bash -c` in the workspace, a session and process
-/// group of its own, stdin empty, stdout and stderr written to `log`, its processes tagged
-/// `owner`. Returns its pid; the caller reaps it with wait_child.
-expected<pid_t> start_background(const tool_context& ctx, const std::string& command,
-                                 const std::filesystem::path& log, const std::string& owner);
+/// group of its own, stdin empty, stdout and stderr written to `log` (created owner-only), its
+/// processes tagged `owner`. The caller supervises it (supervise_child: no pipes to read).
+expected<started_child> start_background(const tool_context& ctx, const std::string& command,
+                                         const std::filesystem::path& log,
+                                         const std::string& owner);
 
 /// Hands one command to the shell (its stdin is /dev/null; stderr joins stdout).
 expected<bool> send_command(const shell_process& shell, const std::string& command);
 
-/// Reads the command's output from `output_fd` (the reader's own copy of the shell's pipe) up
-/// to the end marker and returns it with the command's exit status; `shell_exited` is set when
-/// bash itself ended (an `exit`, a kill), in which case it is reaped here. Any byte on
-/// `wake_fd` makes it give up at once (the executor stopped waiting: a process that left the
-/// shell's group may hold the pipe open forever). Blocks: call it off the scheduler threads.
-process_exit wait_for_command(const shell_process& shell, int output_fd, int wake_fd,
-                              size_t output_cap);
+/// How to supervise the command just sent to `shell` (supervise_child, on a copy of its output
+/// pipe): its output up to the end marker, capped at `output_cap` (head and tail kept); after a
+/// kill, output is read for `kill_grace` more. The supervision ends with the command, or with
+/// bash itself (an `exit`, a kill), which it then reaps.
+supervision command_supervision(const shell_process& shell, size_t output_cap,
+                                std::chrono::milliseconds kill_grace);
+
+/// The command's output and status from its supervision's end; `shell_exited` is set when
+/// bash is gone or was given up on (the next command needs a new one).
+process_exit command_exit(const child_end& end);
 
 /// Stops the shell's process group and every process it left behind (by its owner tag), and
 /// closes its pipes (the process is reaped by whoever waits on it, or here when `reap` is set).

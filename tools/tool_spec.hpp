@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <functional>
 #include <iosfwd>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -50,6 +51,9 @@ struct tool_context {
   /// Tags every process the tools start (TROUPE_PROCESS_OWNER, the session's id): what they
   /// leave behind is found by it and stopped when the session ends. Empty: untagged.
   std::string process_owner;
+  /// Variables the session's processes get over troupe's own: TROUPE_SESSION_ID (this
+  /// session's id, a subagent's its own), TROUPE_HOME, TROUPE_BIN (a child_environment).
+  std::map<std::string, std::string> environment;
   /// Set per call from tool_call::approved_path: a file tool whose path now leads anywhere else
   /// refuses the call. Empty: nothing to hold it to.
   std::string approved_path;

@@ -281,6 +281,20 @@ TEST_CASE("task_output stops waiting after its timeout, task_stop kills the task
   CHECK(unknown.output.find("tasks: " + id) != std::string::npos);
 }
 
+TEST_CASE("task_output reads a large log's head and tail only, within the budget") {
+  executor_fixture f{2000};
+  auto started = f.run("shell", {{"command", "echo START; head -c 50000000 /dev/zero | tr '\\0' a; "
+                                             "echo; echo END"},
+                                 {"run_in_background", true}});
+  auto done = f.run("task_output", {{"task_id", task_id_of(started)}});
+  CHECK(done.output.find("exited with code 0") != std::string::npos);
+  CHECK(done.output.find("START\n") != std::string::npos);
+  CHECK(done.output.find("bytes of the log left out; 50000011 bytes in all") !=
+        std::string::npos);
+  CHECK(done.output.substr(done.output.size() - 4) == "END\n");
+  CHECK(done.output.size() <= 2000);
+}
+
 TEST_CASE("background tasks end with the executor") {
   int pid = 0;
   {

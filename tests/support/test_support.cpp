@@ -21,6 +21,7 @@
 #include <doctest/doctest.h>
 
 #include "actors/runtime.hpp"
+#include "tools/child_process.hpp"
 
 extern char** environ;
 
@@ -80,6 +81,20 @@ std::vector<nlohmann::json> read_jsonl(const std::filesystem::path& path) {
     if (!line.empty())
       out.push_back(nlohmann::json::parse(line));
   return out;
+}
+
+pid_t start_bash(const std::string& script, const std::filesystem::path& out,
+                 const std::string& owner,
+                 const std::map<std::string, std::string>& environment) {
+  int in = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  int fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  const char* argv[] = {"bash", "-c", script.c_str(), nullptr};
+  pid_t pid = -1;
+  int rc = spawn_child("/bin/bash", argv, environment, out.parent_path(), in, fd, fd, pid, owner);
+  ::close(in);
+  ::close(fd);
+  REQUIRE(rc == 0);
+  return pid;
 }
 
 tool_context context_in(const temp_dir& dir) {

@@ -114,6 +114,13 @@ struct process_options {
 /// A tool context whose workspace is `dir` and whose home is `dir`/home.
 tool_context context_in(const temp_dir& dir);
 
+/// Starts `bash -c script` through spawn_child (tagged `owner`, with `environment` over the
+/// inherited variables), stdin from /dev/null, stdout and stderr into `out`, in out's
+/// directory. The caller reaps it with wait_child.
+pid_t start_bash(const std::string& script, const std::filesystem::path& out,
+                 const std::string& owner = "",
+                 const std::map<std::string, std::string>& environment = {});
+
 /// Runs argv to completion and captures its output. No TROUPE_*, OPENAI_* or ANTHROPIC_*
 /// variable of the caller's environment reaches it (troupe runs with its shipped defaults)
 /// unless `opts.env` sets it.

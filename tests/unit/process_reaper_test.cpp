@@ -23,19 +23,6 @@ std::string unique(const std::string& name) {
   return "reaper-test-" + std::to_string(::getpid()) + "-" + name;
 }
 
-/// Starts `bash -c script` tagged `owner`; what it prints goes to `out`.
-pid_t start(const std::string& script, const std::filesystem::path& out,
-            const std::string& owner) {
-  int in = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-  int fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  const char* argv[] = {"bash", "-c", script.c_str(), nullptr};
-  pid_t pid = -1;
-  REQUIRE(spawn_child("/bin/bash", argv, nullptr, out.parent_path(), in, fd, fd, pid, owner) ==
-          0);
-  ::close(in);
-  ::close(fd);
-  return pid;
-}
 
 /// The pids a script wrote, one a line, once there are `n` of them.
 std::vector<int> pids_in(const std::filesystem::path& file, size_t n) {
@@ -62,13 +49,13 @@ TEST_CASE("stop_owned_processes kills a unit's detached processes and their chil
   auto owner = unique("session");
   // A detached sleeper with a child of its own, under the session's task unit; the parent bash
   // exits, so nothing links them to it any more.
-  auto mine = start("setsid bash -c 'sleep 300 & echo $! >> pids; echo $$ >> pids; wait' "
+  auto mine = start_bash("setsid bash -c 'sleep 300 & echo $! >> pids; echo $$ >> pids; wait' "
                     ">/dev/null 2>&1 &",
                     dir / "out.txt", owner + "/task_1");
   // Another session whose name starts the same way, and the same session's own shell.
-  auto other = start("setsid sleep 300 >/dev/null 2>&1 & echo $! > other", dir / "o.txt",
+  auto other = start_bash("setsid sleep 300 >/dev/null 2>&1 & echo $! > other", dir / "o.txt",
                      owner + "x/task_1");
-  auto own_shell = start("setsid sleep 300 >/dev/null 2>&1 & echo $! > shell", dir / "s.txt",
+  auto own_shell = start_bash("setsid sleep 300 >/dev/null 2>&1 & echo $! > shell", dir / "s.txt",
                          owner + "/shell-1");
   int status = 0;
   for (auto pid : {mine, other, own_shell})

@@ -1,0 +1,298 @@
+// The agent supervisor through a real parent session: launches that answer before the agents
+// are spawned, task_wait, task_output and task_stop on agent ids, news gathered into one turn,
+// the notification budget, and the agents a parent's end leaves behind.
+
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <thread>
+
+#include <caf/scoped_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+#include "actors/agent_supervisor.hpp"
+#include "actors/ids.hpp"
+#include "support/agent_fixture.hpp"
+
+using namespace troupe;
+using namespace troupe::test;
+using nlohmann::json;
+
+namespace {
+
+json slow_text(const std::string& text, int delay_ms) {
+  return {{"text", text}, {"delay_ms", delay_ms}};
+}
+
+json background(const std::string& prompt, const std::string& model) {
+  return {{"name", "task"},
+          {"input", {{"prompt", prompt}, {"mode", "background"}, {"model", model}}}};
+}
+
+// One reply launching `n` background agents of the same script.
+json launches(int n, const std::string& model) {
+  auto calls = json::array();
+  for (int i = 0; i < n; ++i)
+    calls.push_back(background("job " + std::to_string(i), model));
+  return {{"text", ""}, {"tool_calls", calls}};
+}
+
+std::vector<std::string> started_ids(const std::vector<json>& log) {
+  std::vector<std::string> ids;
+  for (auto& m : log)
+    if (m["role"] == "tool") {
+      auto text = m["content"].get<std::string>();
+      if (text.rfind("Started agent ", 0) == 0)
+        ids.push_back(text.substr(14, text.find(' ', 14) - 14));
+    }
+  return ids;
+}
+
+size_t count_origin(const std::vector<json>& log, const std::string& origin) {
+  return static_cast<size_t>(std::count_if(log.begin(), log.end(), [&](const json& m) {
+    return m.value("origin", "") == origin;
+  }));
+}
+
+} // namespace
+
+TEST_CASE("background launches are answered before the agents are spawned") {
+  agent_fixture f;
+  f.enable_subagents({{"child", {text_reply("done")}}});
+  // Each spawn takes 100 ms: launched in the step, ten would hold it a second.
+  auto inner = f.config.spawn_subagent;
+  auto spawned_at = std::make_shared<std::vector<int64_t>>();
+  auto lock = std::make_shared<std::mutex>();
+  f.config.spawn_subagent = [=](caf::actor_system& sys, const subagent_launch& launch,
+                                agent_parent_actor parent) -> expected<session_actor> {
+    std::this_thread::sleep_for(std::chrono::milliseconds{100});
+    {
+      std::lock_guard<std::mutex> guard{*lock};
+      spawned_at->push_back(now_ms());
+    }
+    return inner(sys, launch, parent);
+  };
+  f.config.max_children = 10;
+  std::vector<json> script{launches(10, "scripted:child"), text_reply("all launched")};
+  for (int i = 0; i < 10; ++i)
+    script.push_back(text_reply("noted"));
+  auto ended = f.run(script);
+  CHECK(ended.reason == terminal_reason::completed);
+  auto log = f.transcript();
+  CHECK(started_ids(log).size() == 10);
+  auto reply = std::find_if(log.begin(), log.end(),
+                            [](const json& m) { return m.value("content", "") == "all launched"; });
+  REQUIRE(reply != log.end());
+  std::lock_guard<std::mutex> guard{*lock};
+  REQUIRE(spawned_at->size() == 10);
+  // The step went on to its next model call while the supervisor still spawned.
+  CHECK((*reply)["timestamp_ms"].get<int64_t>() < spawned_at->back());
+  CHECK(count_origin(log, "task-notification") == 10);
+}
+
+TEST_CASE("ids of agents launched together never collide") {
+  agent_fixture f;
+  f.enable_subagents({{"child", {text_reply("done")}}});
+  f.config.max_children = 200;
+  std::vector<json> script{launches(200, "scripted:child"), text_reply("launched")};
+  for (int i = 0; i < 200; ++i)
+    script.push_back(text_reply("noted"));
+  f.run(script);
+  auto ids = started_ids(f.transcript());
+  REQUIRE(ids.size() == 200);
+  std::sort(ids.begin(), ids.end());
+  CHECK(std::unique(ids.begin(), ids.end()) == ids.end());
+}
+
+TEST_CASE("task_wait waits for every agent and returns their results: no notification follows") {
+  agent_fixture f;
+  f.enable_subagents({{"slow", {slow_text("slow result", 300)}},
+                      {"fast", {slow_text("fast result", 50)}}});
+  auto ended = f.run({json{{"text", ""},
+                           {"tool_calls", json::array({background("a", "scripted:slow"),
+                                                       background("b", "scripted:fast")})}},
+                      tool_reply("task_wait", json::object()), text_reply("both in")});
+  CHECK(ended.reason == terminal_reason::completed);
+  CHECK(ended.result_text == "both in");
+  auto log = f.transcript();
+  CHECK(count_origin(log, "task-notification") == 0);
+  auto waited = log[log.size() - 2];
+  REQUIRE(waited["role"] == "tool");
+  auto text = waited["content"].get<std::string>();
+  CHECK(text.find("slow result") != std::string::npos);
+  CHECK(text.find("fast result") != std::string::npos);
+  CHECK(text.find("2 of 2 agent(s) ended") != std::string::npos);
+}
+
+TEST_CASE("task_wait any returns at the first end, and the others still notify") {
+  agent_fixture f;
+  f.enable_subagents({{"slow", {slow_text("slow result", 400)}},
+                      {"fast", {slow_text("fast result", 50)}}});
+  auto ended = f.run({json{{"text", ""},
+                           {"tool_calls", json::array({background("a", "scripted:slow"),
+                                                       background("b", "scripted:fast")})}},
+                      tool_reply("task_wait", {{"mode", "any"}}), text_reply("one in"),
+                      text_reply("the other in")});
+  CHECK(ended.reason == terminal_reason::completed);
+  auto log = f.transcript();
+  auto wait = std::find_if(log.begin(), log.end(), [](const json& m) {
+    return m["role"] == "tool" && m["content"].get<std::string>().find("1 of 2") != std::string::npos;
+  });
+  REQUIRE(wait != log.end());
+  CHECK((*wait)["content"].get<std::string>().find("fast result") != std::string::npos);
+  CHECK((*wait)["content"].get<std::string>().find(": running") != std::string::npos);
+  REQUIRE(count_origin(log, "task-notification") == 1);
+  for (auto& m : log)
+    if (m.value("origin", "") == "task-notification")
+      CHECK(m["content"].get<std::string>().find("slow result") != std::string::npos);
+}
+
+TEST_CASE("task_wait stops waiting at its timeout and says which agents still run") {
+  agent_fixture f;
+  f.enable_subagents({{"slow", {slow_text("late", 1500)}}});
+  auto ended = f.run({json{{"text", ""},
+                             {"tool_calls", json::array({background("a", "scripted:slow")})}},
+                      tool_reply("task_wait", {{"timeout", 0.2}}), text_reply("moving on"),
+                      text_reply("late one noted")});
+  CHECK(ended.reason == terminal_reason::completed);
+  auto log = f.transcript();
+  bool found = false;
+  for (auto& m : log)
+    if (m["role"] == "tool" &&
+        m["content"].get<std::string>().find("stopped waiting after") != std::string::npos) {
+      found = true;
+      CHECK(m["content"].get<std::string>().find(": running") != std::string::npos);
+      CHECK(m["content"].get<std::string>().find("0 of 1") != std::string::npos);
+    }
+  CHECK(found);
+  CHECK(count_origin(log, "task-notification") == 1); // its end still comes
+}
+
+TEST_CASE("past the notification budget, results that arrive together are a line each") {
+  agent_fixture f;
+  f.enable_subagents({{"child", {slow_text(std::string(300, 'r'), 100)}}});
+  f.config.notification_budget = 500;
+  f.config.news_window = std::chrono::milliseconds{300}; // the three ends are one turn
+  std::vector<json> script{launches(3, "scripted:child"), text_reply("launched")};
+  for (int i = 0; i < 3; ++i)
+    script.push_back(text_reply("noted"));
+  auto ended = f.run(script);
+  CHECK(ended.reason == terminal_reason::completed);
+  size_t whole = 0;
+  size_t lines = 0;
+  for (auto& m : f.transcript()) {
+    if (m.value("origin", "") != "task-notification")
+      continue;
+    auto text = m["content"].get<std::string>();
+    if (m["meta"].value("summarized", false)) {
+      ++lines;
+      CHECK(text.find("read it with task_output agent_") != std::string::npos);
+      CHECK(text.find(std::string(300, 'r')) == std::string::npos);
+    } else {
+      ++whole;
+      CHECK(text.find(std::string(300, 'r')) != std::string::npos);
+    }
+  }
+  CHECK(whole >= 1);
+  CHECK(whole + lines == 3);
+  CHECK(lines >= 1);
+}
+
+TEST_CASE("news that follows news closely is one turn, not one turn each") {
+  agent_fixture f;
+  f.enable_subagents({{"child", {slow_text("done", 200)}}});
+  f.config.news_window = std::chrono::milliseconds{300};
+  std::vector<json> script{launches(5, "scripted:child"), text_reply("launched")};
+  for (int i = 0; i < 5; ++i)
+    script.push_back(text_reply("noted"));
+  auto ended = f.run(script);
+  CHECK(ended.reason == terminal_reason::completed);
+  auto log = f.transcript();
+  CHECK(count_origin(log, "task-notification") == 5);
+  // The first news starts a turn at once; what follows within the window waits for the rest.
+  size_t news_turns = 0;
+  for (auto& m : log)
+    if (m.value("origin", "") == "task-notification" && m["meta"].value("turn_start", false))
+      ++news_turns;
+  CHECK(news_turns <= 2);
+}
+
+namespace {
+
+agent_owner_actor::behavior_type quiet_owner() {
+  return {
+    [](agent_ended&) { return true; },
+    [](agent_counts) {},
+    [](notice_event&) {},
+  };
+}
+
+tool_call call_of(const std::string& name, json input) {
+  tool_call c;
+  c.id = "call_1";
+  c.name = name;
+  c.input = std::move(input);
+  return c;
+}
+
+} // namespace
+
+TEST_CASE("task_output reads an agent's whole result, task_stop stops one: through its messages") {
+  agent_fixture f;
+  f.enable_subagents({{"quick", {text_reply("the whole answer")}},
+                      {"slow", {slow_text("never", 5000)}}});
+  agent_supervisor_config config;
+  config.owner_id = "owner";
+  config.agents_dir = f.config.session_dir / "agents";
+  config.owner_queue = f.config.session_dir / "queue.jsonl";
+  config.registry = f.config.registry;
+  config.spawn_subagent = f.config.spawn_subagent;
+  auto& sys = f.actors.sys();
+  auto supervisor = spawn_agent_supervisor(sys, config, sys.spawn(quiet_owner));
+  caf::scoped_actor self{sys};
+  auto run = [&](const tool_call& call) {
+    tool_result out;
+    self->request(supervisor, std::chrono::seconds{10}, execute_atom::value, call)
+      .receive([&](tool_result& r) { out = std::move(r); },
+               [&](caf::error& err) { FAIL(sys.render(err)); });
+    return out;
+  };
+  auto started = run(call_of("task", {{"prompt", "p"}, {"mode", "background"},
+                                      {"model", "scripted:quick"}}));
+  REQUIRE(started.output.rfind("Started agent agent_", 0) == 0);
+  auto id = started.output.substr(14, started.output.find(' ', 14) - 14);
+  auto output = run(call_of("task_output", {{"task_id", id}}));
+  CHECK(output.output.find("the whole answer") != std::string::npos);
+  CHECK(output.output.find(id + " (p): completed") == 0);
+  auto again = run(call_of("task_stop", {{"task_id", id}}));
+  CHECK(again.is_error);
+  CHECK(again.output.find("has already ended (completed)") != std::string::npos);
+  auto slow = run(call_of("task", {{"prompt", "s"}, {"mode", "background"},
+                                   {"model", "scripted:slow"}}));
+  auto slow_id = slow.output.substr(14, slow.output.find(' ', 14) - 14);
+  auto early = run(call_of("task_output", {{"task_id", slow_id}, {"block", false}}));
+  CHECK(early.output.find(": running") != std::string::npos);
+  auto stopped = run(call_of("task_stop", {{"task_id", slow_id}}));
+  CHECK(stopped.output == "Stopped agent " + slow_id + "; no notification follows.");
+  auto unknown = run(call_of("task_output", {{"task_id", "agent_000000"}}));
+  CHECK(unknown.is_error);
+  CHECK(unknown.output.find("no agent 'agent_000000'") != std::string::npos);
+  // The stopped agent ends `stopped`, as its list entry says.
+  bool ended = false;
+  for (int i = 0; i < 100 && !ended; ++i) {
+    self->request(supervisor, std::chrono::seconds{5}, list_atom::value)
+      .receive(
+        [&](agent_list& list) {
+          for (auto& a : list.agents)
+            if (a.id == slow_id && a.state == "stopped")
+              ended = true;
+        },
+        [&](caf::error&) {});
+    if (!ended)
+      std::this_thread::sleep_for(std::chrono::milliseconds{20});
+  }
+  CHECK(ended);
+  caf::anon_send_exit(supervisor, caf::exit_reason::user_shutdown);
+}
