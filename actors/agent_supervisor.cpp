@@ -275,10 +275,10 @@ caf::result<tool_result> launch(self_ptr self, const tool_call& call) {
       auto ended = error_result("agent " + resume + " has just ended; its result is on the way "
                                 "as a <task-notification>. Resume it again after that.");
       self->request(c->second.actor, std::chrono::seconds{10}, control_atom::value,
-                    std::string{"input"}, prompt)
+                    control_command::input, prompt)
         .then(
-          [=](const std::string& answer) mutable {
-            if (answer != "queued") {
+          [=](const control_reply& answer) mutable {
+            if (answer.status != control_status::ok) {
               promise.deliver(ended);
               return;
             }
@@ -503,46 +503,47 @@ caf::result<tool_result> agent_task_call(self_ptr self, const tool_call& call) {
 }
 
 // Moves a foreground launch to the background, or routes a command to an agent below.
-caf::result<std::string> control(self_ptr self, const std::string& command,
-                                 const std::string& arg) {
+caf::result<control_reply> control(self_ptr self, control_command command,
+                                   const std::string& arg) {
   auto& st = self->state;
-  if (command == "interrupt-agent" && arg.rfind("agents/", 0) != 0)
-    return std::string{"error: interrupt-agent takes the agent's path, agents/X[/agents/Y…]"};
-  if ((command == "background" || command == "interrupt-agent") &&
+  if (command == control_command::interrupt_agent && arg.rfind("agents/", 0) != 0)
+    return control_error("interrupt-agent takes the agent's path, agents/X[/agents/Y…]");
+  if ((command == control_command::background || command == control_command::interrupt_agent) &&
       arg.rfind("agents/", 0) == 0) {
     // An agent below, named by its path: agents/X/agents/Y goes to X as Y (`background` takes
     // a child's bare id), and `interrupt-agent agents/X` interrupts X.
     auto rest = arg.substr(7);
     auto slash = rest.find('/');
     auto c = st.agents.find(rest.substr(0, slash));
-    bool to_child_itself = slash == std::string::npos && command == "interrupt-agent";
+    bool to_child_itself =
+      slash == std::string::npos && command == control_command::interrupt_agent;
     if ((slash == std::string::npos && !to_child_itself) || c == st.agents.end() ||
         !c->second.running() || !c->second.actor)
-      return std::string{"error: no running agent " + rest.substr(0, slash) + " in session " +
-                         st.config.owner_id};
-    auto forwarded = to_child_itself ? std::string{"interrupt"} : command;
+      return control_error("no running agent " + rest.substr(0, slash) + " in session " +
+                           st.config.owner_id);
+    auto forwarded = to_child_itself ? control_command::interrupt : command;
     auto inner = to_child_itself ? std::string{} : rest.substr(slash + 1);
-    if (command == "background" && inner.rfind("agents/", 0) == 0 &&
+    if (command == control_command::background && inner.rfind("agents/", 0) == 0 &&
         inner.find('/', 7) == std::string::npos)
       inner = inner.substr(7);
-    auto promise = self->make_response_promise<std::string>();
+    auto promise = self->make_response_promise<control_reply>();
     self->request(c->second.actor, std::chrono::seconds{5}, control_atom::value, forwarded, inner)
-      .then([=](const std::string& answer) mutable { promise.deliver(answer); },
+      .then([=](const control_reply& answer) mutable { promise.deliver(answer); },
             [=](caf::error& err) mutable {
-              promise.deliver("error: " + self->system().render(err));
+              promise.deliver(control_error(self->system().render(err)));
             });
     return promise;
   }
-  if (command == "background") {
+  if (command == control_command::background) {
     auto c = st.agents.find(arg);
     if (c == st.agents.end())
-      return std::string{"error: no agent '" + arg + "' in this session (agents: " +
-                         agent_ids(st) + ")"};
+      return control_error("no agent '" + arg + "' in this session (agents: " + agent_ids(st) +
+                           ")");
     auto& a = c->second;
     if (!a.running())
-      return std::string{"error: agent " + arg + " has already ended (" + a.info.state + ")"};
+      return control_error("agent " + arg + " has already ended (" + a.info.state + ")");
     if (!a.waiting)
-      return std::string{"agent " + arg + " already runs in the background"};
+      return control_ok("agent " + arg + " already runs in the background");
     update(self, a, [&](supervised_agent& x) {
       x.waiting->deliver(tool_result{"Moved agent " + arg +
                                        " to the background: it goes on, and you will get a "
@@ -553,9 +554,10 @@ caf::result<std::string> control(self_ptr self, const std::string& command,
       x.info.foreground = false;
     });
     publish_counts(self);
-    return std::string{"moved agent " + arg + " to the background"};
+    return control_ok("moved agent " + arg + " to the background");
   }
-  return std::string{"error: unknown control command '" + command + "'"};
+  return control_error("the agent supervisor does not take the control command '" +
+                       std::string{to_string(command)} + "'");
 }
 
 // The owner was interrupted: what waits on agents stops waiting.
@@ -634,9 +636,9 @@ agent_list finish(self_ptr self, agents_at_end at_end) {
       x.detached = true;
       x.reported = true;
     });
-    self->request(a.actor, std::chrono::seconds{10}, control_atom::value, std::string{"detach"},
+    self->request(a.actor, std::chrono::seconds{10}, control_atom::value, control_command::detach,
                   std::string{})
-      .then([](const std::string&) {}, [](caf::error&) {});
+      .then([](const control_reply&) {}, [](caf::error&) {});
   }
   publish_counts(self);
   quit_when_done(self);
@@ -708,7 +710,7 @@ agent_supervisor_actor::behavior_type supervisor(self_ptr self, agent_supervisor
       return true;
     },
     [=](interrupt_atom) { interrupt(self); },
-    [=](control_atom, const std::string& command, const std::string& arg) {
+    [=](control_atom, control_command command, const std::string& arg) {
       return control(self, command, arg);
     },
     [=](list_atom) {

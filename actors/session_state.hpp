@@ -261,9 +261,10 @@ void note_logged(session_ptr self, const message& m);
 /// model already, its notification is taken. Returns false once the session has ended.
 bool accept_agent_end(session_ptr self, agent_ended end);
 
-/// A control command from another process (token already checked).
-caf::result<std::string> run_control(session_ptr self, const std::string& command,
-                                     const std::string& arg);
+/// Carries out a control command from another process (token already checked) or an agent
+/// around this one.
+caf::result<control_reply> run_control(session_ptr self, control_command command,
+                                       const std::string& arg);
 
 /// True while a background subagent runs: a non-interactive session waits for its news.
 bool waiting_for_children(const session_state& st);

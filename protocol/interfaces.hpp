@@ -7,6 +7,7 @@
 #include <caf/typed_actor.hpp>
 
 #include "protocol/atoms.hpp"
+#include "protocol/control.hpp"
 #include "protocol/events.hpp"
 #include "protocol/hooks.hpp"
 #include "protocol/http.hpp"
@@ -85,10 +86,11 @@ using session_actor = caf::typed_actor<
   caf::replies_to<agent_ended>::with<bool>,
   caf::reacts_to<agent_counts>,
   caf::reacts_to<notice_event>,
-  // From the control endpoint (a Unix socket; the peer's uid and token already checked):
-  // "poke" (read the durable queue), "interrupt", "background" AGENT_ID. Answers what
-  // happened, one line.
-  caf::replies_to<control_atom, std::string, std::string>::with<std::string>,
+  // From the control endpoint (a Unix socket; the peer's uid and token already checked) and
+  // the agents around it: poke (read the durable queue), interrupt, background AGENT_ID, …
+  // (protocol/control.hpp). Produces a control_reply: its status, and one line saying what
+  // happened.
+  caf::replies_to<control_atom, control_command, std::string>::with<control_reply>,
   // Internal: the idle timeout with this serial expired.
   caf::reacts_to<due_atom, uint64_t>,
   // From the hook runner: a hook command started or ended (published to the subscribers).
@@ -106,9 +108,9 @@ using agent_supervisor_actor = caf::typed_actor<
   // The owner was interrupted: foreground launches answer `interrupted` and those agents are
   // interrupted; after finish(finish), the agents left to finish are stopped.
   caf::reacts_to<interrupt_atom>,
-  // A control command for an agent below: "background" ID, "interrupt-agent" agents/X[/…],
-  // "background" agents/X/… (routed down). Answers one line.
-  caf::replies_to<control_atom, std::string, std::string>::with<std::string>,
+  // A control command for an agent below: background ID, interrupt-agent agents/X[/…],
+  // background agents/X/… (routed down). Produces a control_reply.
+  caf::replies_to<control_atom, control_command, std::string>::with<control_reply>,
   // Every agent it knows, running or ended (this run's and earlier runs').
   caf::replies_to<list_atom>::with<agent_list>,
   // The owner ends: the running agents are stopped or left to finish (answered with those
