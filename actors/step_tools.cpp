@@ -93,7 +93,7 @@ void ask(step_ptr self, const std::string& reason) {
   auto serial = ++st.ask_serial;
   self->request(st.config.asker, caf::infinite, ask_atom::value, call, reason)
     .then(
-      [=](const std::string& answer) {
+      [=](permission_answer answer) {
         auto& s = self->state;
         if (!s.asking || s.ask_serial != serial)
           return; // an interrupt answered the call meanwhile
@@ -103,11 +103,11 @@ void ask(step_ptr self, const std::string& reason) {
           return;
         }
         const auto& asked = s.outcome.reply.tool_calls[s.next_call];
-        if (answer == "always") {
+        if (answer == permission_answer::always) {
           s.permissions->session_allow.push_back(
             s.permissions->always_rule(*s.config.registry->find(asked.name), asked.input));
           start_calls(self, 1);
-        } else if (answer == "yes") {
+        } else if (answer == permission_answer::yes) {
           start_calls(self, 1);
         } else {
           // Declined: the call is answered, and control goes back to the user.

@@ -14,6 +14,7 @@
 #include "protocol/message.hpp"
 #include "protocol/model.hpp"
 #include "protocol/notification.hpp"
+#include "protocol/permission.hpp"
 #include "protocol/process.hpp"
 #include "protocol/step.hpp"
 #include "protocol/supervisor.hpp"
@@ -146,16 +147,16 @@ using tool_executor_actor = caf::typed_actor<
 /// (finished_atom, job, result). Kept between calls: a thread per call cost ~150 µs.
 using tool_runner_actor = caf::typed_actor<caf::reacts_to<execute_atom, uint64_t, tool_call>>;
 
-/// Asks the person at the terminal whether a call may run. Answers "yes", "no" or "always".
+/// Asks the person at the terminal whether a call may run.
 using permission_asker_actor = caf::typed_actor<
-  // The call and why it needs approval.
-  caf::replies_to<ask_atom, tool_call, std::string>::with<std::string>>;
+  // The call and why it needs approval. Produces the answer: yes, no or always.
+  caf::replies_to<ask_atom, tool_call, std::string>::with<permission_answer>>;
 
 /// An asker whose questions are answered later, from outside its handler (the chat's terminal,
 /// on the main thread): each question gets a number, and its answer comes back as a message.
 using deferred_asker_actor = permission_asker_actor::extend<
-  // The answer to question number N: "yes", "no" or "always".
-  caf::reacts_to<ask_atom, uint64_t, std::string>>;
+  // The answer to question number N.
+  caf::reacts_to<ask_atom, uint64_t, permission_answer>>;
 
 using step_actor = caf::typed_actor<
   // Run a step. Before any tool runs, the reply goes to the session as (reply_atom, message)
