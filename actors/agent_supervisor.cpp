@@ -275,10 +275,10 @@ caf::result<tool_result> launch(self_ptr self, const tool_call& call) {
       auto ended = error_result("agent " + resume + " has just ended; its result is on the way "
                                 "as a <task-notification>. Resume it again after that.");
       self->request(c->second.actor, std::chrono::seconds{10}, control_atom::value,
-                    std::string{"input"}, prompt)
+                    control_command::input, prompt)
         .then(
-          [=](const std::string& answer) mutable {
-            if (answer != "queued") {
+          [=](const control_reply& answer) mutable {
+            if (answer.status != control_status::ok) {
               promise.deliver(ended);
               return;
             }
@@ -503,13 +503,16 @@ caf::result<tool_result> agent_task_call(self_ptr self, const tool_call& call) {
 }
 
 // Moves a foreground launch to the background, or routes a command to an agent below.
-caf::result<std::string> control(self_ptr self, const std::string& command,
-                                 const std::string& arg) {
+caf::result<control_reply> control(self_ptr self, control_command command,
+                                   const std::string& arg) {
   auto& st = self->state;
-  if ((command == "interrupt-agent" || command == "notify-agent") &&
+  if ((command == control_command::interrupt_agent ||
+       command == control_command::notify_agent) &&
       arg.rfind("agents/", 0) != 0)
-    return std::string{"error: " + command + " takes the agent's path, agents/X[/agents/Y…]"};
-  if ((command == "background" || command == "interrupt-agent" || command == "notify-agent") &&
+    return control_error(std::string{to_string(command)} +
+                         " takes the agent's path, agents/X[/agents/Y…]");
+  if ((command == control_command::background || command == control_command::interrupt_agent ||
+       command == control_command::notify_agent) &&
       arg.rfind("agents/", 0) == 0) {
     // An agent below, named by its path: agents/X/agents/Y goes to X as Y (`background` takes
     // a child's bare id), and `interrupt-agent agents/X` interrupts X. A command of its own,
@@ -520,36 +523,37 @@ caf::result<std::string> control(self_ptr self, const std::string& command,
     auto rest = arg.substr(7);
     auto slash = rest.find('/');
     auto c = st.agents.find(rest.substr(0, slash));
-    bool to_child_itself = slash == std::string::npos && command != "background";
+    bool to_child_itself =
+      slash == std::string::npos && command != control_command::background;
     if ((slash == std::string::npos && !to_child_itself) || c == st.agents.end() ||
         !c->second.running() || !c->second.actor)
-      return std::string{"error: no running agent " + rest.substr(0, slash) + " in session " +
-                         st.config.owner_id};
-    auto forwarded = !to_child_itself               ? command
-                     : command == "interrupt-agent" ? std::string{"interrupt"}
-                                                    : std::string{"poke"};
+      return control_error("no running agent " + rest.substr(0, slash) + " in session " +
+                           st.config.owner_id);
+    auto forwarded = !to_child_itself                             ? command
+                     : command == control_command::interrupt_agent ? control_command::interrupt
+                                                                   : control_command::poke;
     auto inner = to_child_itself ? std::string{} : rest.substr(slash + 1);
-    if (command == "background" && inner.rfind("agents/", 0) == 0 &&
+    if (command == control_command::background && inner.rfind("agents/", 0) == 0 &&
         inner.find('/', 7) == std::string::npos)
       inner = inner.substr(7);
-    auto promise = self->make_response_promise<std::string>();
+    auto promise = self->make_response_promise<control_reply>();
     self->request(c->second.actor, std::chrono::seconds{5}, control_atom::value, forwarded, inner)
-      .then([=](const std::string& answer) mutable { promise.deliver(answer); },
+      .then([=](const control_reply& answer) mutable { promise.deliver(answer); },
             [=](caf::error& err) mutable {
-              promise.deliver("error: " + self->system().render(err));
+              promise.deliver(control_error(self->system().render(err)));
             });
     return promise;
   }
-  if (command == "background") {
+  if (command == control_command::background) {
     auto c = st.agents.find(arg);
     if (c == st.agents.end())
-      return std::string{"error: no agent '" + arg + "' in this session (agents: " +
-                         agent_ids(st) + ")"};
+      return control_error("no agent '" + arg + "' in this session (agents: " + agent_ids(st) +
+                           ")");
     auto& a = c->second;
     if (!a.running())
-      return std::string{"error: agent " + arg + " has already ended (" + a.info.state + ")"};
+      return control_error("agent " + arg + " has already ended (" + a.info.state + ")");
     if (!a.waiting)
-      return std::string{"agent " + arg + " already runs in the background"};
+      return control_ok("agent " + arg + " already runs in the background");
     update(self, a, [&](supervised_agent& x) {
       x.waiting->deliver(tool_result{"Moved agent " + arg +
                                        " to the background: it goes on, and you will get a "
@@ -560,9 +564,10 @@ caf::result<std::string> control(self_ptr self, const std::string& command,
       x.info.foreground = false;
     });
     publish_counts(self);
-    return std::string{"moved agent " + arg + " to the background"};
+    return control_ok("moved agent " + arg + " to the background");
   }
-  return std::string{"error: unknown control command '" + command + "'"};
+  return control_error("the agent supervisor does not take the control command '" +
+                       std::string{to_string(command)} + "'");
 }
 
 // The owner was interrupted: what waits on agents stops waiting.
@@ -641,9 +646,9 @@ agent_list finish(self_ptr self, agents_at_end at_end) {
       x.detached = true;
       x.reported = true;
     });
-    self->request(a.actor, std::chrono::seconds{10}, control_atom::value, std::string{"detach"},
+    self->request(a.actor, std::chrono::seconds{10}, control_atom::value, control_command::detach,
                   std::string{})
-      .then([](const std::string&) {}, [](caf::error&) {});
+      .then([](const control_reply&) {}, [](caf::error&) {});
   }
   publish_counts(self);
   quit_when_done(self);
@@ -715,7 +720,7 @@ agent_supervisor_actor::behavior_type supervisor(self_ptr self, agent_supervisor
       return true;
     },
     [=](interrupt_atom) { interrupt(self); },
-    [=](control_atom, const std::string& command, const std::string& arg) {
+    [=](control_atom, control_command command, const std::string& arg) {
       return control(self, command, arg);
     },
     [=](list_atom) {

@@ -123,16 +123,17 @@ caf::behavior forwarder(caf::event_based_actor* self, session_actor session, caf
     self->quit();
   });
   return {
-    [=](ctl_ask_atom, uint64_t id, const std::string& command, const std::string& arg) {
+    [=](ctl_ask_atom, uint64_t id, control_command command, const std::string& arg) {
       self->request(session, session_time, control_atom::value, command, arg)
         .then(
-          [=](const std::string& answer) {
-            self->send(loop, ctl_answer_atom::value, id, answer);
+          [=](const control_reply& answer) {
+            self->send(loop, ctl_answer_atom::value, id, to_line(answer));
             wake->notify();
           },
           [=](caf::error& err) {
             self->send(loop, ctl_answer_atom::value, id,
-                       "error: the session did not answer: " + self->system().render(err));
+                       to_line(control_error("the session did not answer: " +
+                                             self->system().render(err))));
             wake->notify();
           });
     },

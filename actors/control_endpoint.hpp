@@ -52,19 +52,20 @@ expected<ino_t> write_control_file(int dir_fd, const std::filesystem::path& dir,
 /// cannot be read, and that it is missing when it is.
 expected<control_file> read_control_file(const std::filesystem::path& session_dir);
 
-/// One request as it goes on the wire: a JSON line.
-std::string control_request_line(const std::string& token, const std::string& command,
+/// Returns one request as it goes on the wire: a JSON line, the command by its spelling.
+std::string control_request_line(const std::string& token, control_command command,
                                  const std::string& arg);
 
 /// A request read off the wire.
 struct control_request {
   std::string token;
-  std::string command;
+  control_command command = control_command::poke;
   std::string arg;
 };
 
 /// Parses one request line (without its newline); an error for anything but a JSON object
-/// whose token, command and (optional) arg are strings.
+/// whose token, command and (optional) arg are strings, and for a command with no spelling in
+/// protocol/control.hpp.
 expected<control_request> parse_control_request(const std::string& line);
 
 /// Where the socket `name` in `dir` is reached: its path, or /proc/self/fd/<dir_fd>/`name` when
@@ -75,10 +76,10 @@ expected<sockaddr_un> control_socket_address(const std::filesystem::path& dir,
 
 /// Sends one command to the session whose control.json is in `session_dir`, from a separate
 /// process; waits at most `timeout`. An error when the session is not running, cannot be
-/// reached or does not answer; otherwise the session's one-line answer ("error: …" and
-/// "refused: …" answers included).
-expected<std::string> send_control(const std::filesystem::path& session_dir,
-                                   const std::string& command, const std::string& arg,
-                                   std::chrono::milliseconds timeout = std::chrono::seconds{10});
+/// reached or does not answer; otherwise the session's reply (error and refused ones included),
+/// read from its answer line.
+expected<control_reply> send_control(const std::filesystem::path& session_dir,
+                                     control_command command, const std::string& arg,
+                                     std::chrono::milliseconds timeout = std::chrono::seconds{10});
 
 } // namespace troupe

@@ -124,9 +124,9 @@ expected<ino_t> write_control_file(int dir_fd, const std::filesystem::path& dir,
   return st.st_ino;
 }
 
-std::string control_request_line(const std::string& token, const std::string& command,
+std::string control_request_line(const std::string& token, control_command command,
                                  const std::string& arg) {
-  nlohmann::json request = {{"token", token}, {"command", command}, {"arg", arg}};
+  nlohmann::json request = {{"token", token}, {"command", to_string(command)}, {"arg", arg}};
   return request.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
@@ -148,9 +148,12 @@ expected<control_request> parse_control_request(const std::string& line) {
     return failure{"token and command must be strings"};
   if (json.contains("arg") && text("arg") == nullptr)
     return failure{"arg must be a string"};
+  auto known = parse_control_command(command->get<std::string>());
+  if (!known)
+    return failure{known.error()};
   control_request request;
   request.token = token->get<std::string>();
-  request.command = command->get<std::string>();
+  request.command = *known;
   if (auto arg = text("arg"))
     request.arg = arg->get<std::string>();
   return request;
@@ -172,9 +175,9 @@ expected<sockaddr_un> control_socket_address(const std::filesystem::path& dir,
   return address;
 }
 
-expected<std::string> send_control(const std::filesystem::path& session_dir,
-                                   const std::string& command, const std::string& arg,
-                                   std::chrono::milliseconds timeout) {
+expected<control_reply> send_control(const std::filesystem::path& session_dir,
+                                     control_command command, const std::string& arg,
+                                     std::chrono::milliseconds timeout) {
   auto deadline = std::chrono::steady_clock::now() + timeout;
   auto file = read_control_file(session_dir);
   if (!file)
@@ -252,7 +255,7 @@ expected<std::string> send_control(const std::filesystem::path& session_dir,
     answer.erase(end);
   if (answer.empty())
     return failure{"the session at " + where + " closed the connection without an answer"};
-  return answer;
+  return parse_control_reply(answer);
 }
 
 } // namespace troupe

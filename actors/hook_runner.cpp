@@ -29,10 +29,6 @@ const std::map<std::string, std::string> claude_names = {
   {"patch", "MultiEdit"}, {"glob", "Glob"}, {"grep", "Grep"}, {"ls", "LS"},
   {"task", "Task"},  {"todo", "TodoWrite"}};
 
-bool tool_event(const std::string& event) {
-  return event == "PreToolUse" || event == "PostToolUse";
-}
-
 // A string field of a hook's answer; empty when it is missing or of another type.
 std::string text_field(const nlohmann::json& object, const char* key) {
   auto it = object.find(key);
@@ -89,7 +85,7 @@ struct hook_runner_state {
 using self_ptr = hook_runner_actor::stateful_pointer<hook_runner_state>;
 
 hook_run_event run_event(const hook_runner_state& st, const std::string& id,
-                         const std::string& event, const hook_command& hook) {
+                         hook_event event, const hook_command& hook) {
   hook_run_event e;
   e.session_id = st.config.session_id;
   e.hook_id = id;
@@ -108,7 +104,7 @@ hook_runner_actor::behavior_type hook_runner(self_ptr self, hook_runner_config c
       std::vector<const hook_command*> chosen;
       for (auto& hook : st.config.commands)
         if (hook.event == request.event &&
-            (!tool_event(request.event) || hook_matches(hook.matcher, request.tool)))
+            (!is_tool_event(request.event) || hook_matches(hook.matcher, request.tool)))
           chosen.push_back(&hook);
       if (chosen.empty())
         return hook_outcome{};
@@ -194,7 +190,7 @@ hook_runner_actor::behavior_type hook_runner(self_ptr self, hook_runner_config c
         e.stderr_text = r.err.substr(0, reported_cap);
         e.duration_ms = r.duration_ms;
         if (e.outcome == "error" || e.outcome == "timeout")
-          spdlog::warn("{} hook `{}` {} (exit {}): {}", e.event, e.command, e.outcome,
+          spdlog::warn("{} hook `{}` {} (exit {}): {}", to_string(e.event), e.command, e.outcome,
                        e.exit_code, trimmed(e.stderr_text));
         self->send(st.session, std::move(e));
       }
@@ -220,7 +216,7 @@ bool hook_matches(const std::string& matcher, const std::string& tool) {
   }
 }
 
-hook_outcome combine_hook_results(const std::string& event,
+hook_outcome combine_hook_results(hook_event event,
                                   const std::vector<hook_process_result>& results,
                                   std::vector<std::string>* outcomes) {
   hook_outcome outcome;
@@ -238,7 +234,8 @@ hook_outcome combine_hook_results(const std::string& event,
       what = "blocked";
       outcome.blocked = true;
       auto why = trimmed(r.err);
-      add(outcome.reason, why.empty() ? "blocked by a " + event + " hook" : why);
+      add(outcome.reason,
+          why.empty() ? "blocked by a " + std::string{to_string(event)} + " hook" : why);
     } else if (r.exit_code != 0) {
       what = "error";
     } else {
@@ -248,7 +245,7 @@ hook_outcome combine_hook_results(const std::string& event,
       if (json.is_object()) {
         auto specific = json.find("hookSpecificOutput");
         bool has_specific = specific != json.end() && specific->is_object();
-        auto fallback = "blocked by a " + event + " hook";
+        auto fallback = "blocked by a " + std::string{to_string(event)} + " hook";
         // {"decision": "block"}, or Claude Code's newer PreToolUse form
         // {"hookSpecificOutput": {"permissionDecision": "deny"}}: fields of another type than
         // these are not an answer (logged as the hook's output, never a crash).
@@ -273,7 +270,7 @@ hook_outcome combine_hook_results(const std::string& event,
             else if (item.is_object() && item.contains("content") && item["content"].is_string())
               outcome.messages.push_back(item["content"].get<std::string>());
           }
-      } else if (event == "SessionStart" || event == "UserPromptSubmit") {
+      } else if (event == hook_event::session_start || event == hook_event::user_prompt_submit) {
         add(outcome.additional_context, trimmed(r.out));
       }
     }

@@ -42,7 +42,7 @@ bool hook_matches(const std::string& matcher, const std::string& tool);
 /// ("additionalContext", also inside "hookSpecificOutput") and queue "messages"; for
 /// SessionStart and UserPromptSubmit plain stdout is context; anything else is ignored.
 /// `outcomes` names each run's outcome: "success", "blocked", "error" or "timeout".
-hook_outcome combine_hook_results(const std::string& event,
+hook_outcome combine_hook_results(hook_event event,
                                   const std::vector<hook_process_result>& results,
                                   std::vector<std::string>* outcomes = nullptr);
 

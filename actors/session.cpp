@@ -129,7 +129,7 @@ session_actor::behavior_type session_behavior(session_ptr self, session_config c
       notice.session_id = self->state.config.session_id;
       publish(self, notice);
     },
-    [=](control_atom, const std::string& command, const std::string& arg) {
+    [=](control_atom, control_command command, const std::string& arg) {
       return run_control(self, command, arg);
     },
     [=](hook_run_event& e) { publish(self, e); },

@@ -106,7 +106,7 @@ bool compact(session_ptr self, compaction_trigger trigger, compaction_done done)
     trigger.instructions += (trigger.instructions.empty() ? "" : "\n") + extra.content;
   st.phase = session_phase::compacting;
   // External PreCompact hooks add to the instructions too (their context and their messages).
-  run_hooks(self, "PreCompact",
+  run_hooks(self, hook_event::pre_compact,
             {{"trigger", trigger.kind}, {"custom_instructions", trigger.instructions}},
             [=](const hook_outcome& hook) mutable {
               if (!hook.additional_context.empty())

@@ -16,17 +16,17 @@ step_config make_step_config(const session_state& st) {
   config.permissions = st.config.permissions;
   config.asker = st.config.asker;
   config.hooks = st.hooks;
-  config.pre_tool_hooks = has_hooks(st, "PreToolUse");
-  config.post_tool_hooks = has_hooks(st, "PostToolUse");
+  config.pre_tool_hooks = has_hooks(st, hook_event::pre_tool_use);
+  config.post_tool_hooks = has_hooks(st, hook_event::post_tool_use);
   config.agents = st.agents;
   return config;
 }
 
-bool has_hooks(const session_state& st, const std::string& event) {
+bool has_hooks(const session_state& st, hook_event event) {
   return st.hook_events.count(event) > 0;
 }
 
-void run_hooks(session_ptr self, const std::string& event, nlohmann::json input,
+void run_hooks(session_ptr self, hook_event event, nlohmann::json input,
                std::function<void(const hook_outcome&)> then, bool after_end,
                std::function<void()> on_interrupt) {
   auto& st = self->state;
@@ -55,7 +55,8 @@ void run_hooks(session_ptr self, const std::string& event, nlohmann::json input,
         if (!current())
           return;
         publish_notice(self, "hook_error",
-                       event + " hooks failed: " + self->system().render(err));
+                       std::string{to_string(event)} + " hooks failed: " +
+                         self->system().render(err));
         then(hook_outcome{});
       });
 }
@@ -70,7 +71,7 @@ bool interrupt_hooks(session_ptr self) {
   return true;
 }
 
-bool log_hook_context(session_ptr self, const std::string& event, const std::string& text) {
+bool log_hook_context(session_ptr self, hook_event event, const std::string& text) {
   if (text.empty())
     return true;
   message m;

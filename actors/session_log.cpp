@@ -158,10 +158,10 @@ void end_session(session_ptr self, terminal_reason reason, std::string error,
   fire(self, hook_point::session_end);
   // External SessionEnd hooks finish before the terminal event: a front end that sees it may
   // tear everything down.
-  if (has_hooks(st, "SessionEnd")) {
+  if (has_hooks(st, hook_event::session_end)) {
     ++st.end_waits;
     run_hooks(
-      self, "SessionEnd", {{"reason", to_string(reason)}},
+      self, hook_event::session_end, {{"reason", to_string(reason)}},
       [=](const hook_outcome&) { end_wait_done(self); }, true,
       [=] { end_wait_done(self); }); // an interrupt does not wait for them either
   }

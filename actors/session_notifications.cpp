@@ -163,19 +163,19 @@ void note_logged(session_ptr self, const message& m) {
                std::vector<std::string>{m.id});
 }
 
-caf::result<std::string> run_control(session_ptr self, const std::string& command,
-                                     const std::string& arg) {
+caf::result<control_reply> run_control(session_ptr self, control_command command,
+                                       const std::string& arg) {
   auto& st = self->state;
-  if (command == "poke" || command == "urgent") {
-    auto promise = self->make_response_promise<std::string>();
+  if (command == control_command::poke || command == control_command::urgent) {
+    auto promise = self->make_response_promise<control_reply>();
     read_durable_queue(self, false, [=](size_t taken) mutable {
-      promise.deliver("delivered " + std::to_string(taken) + " notification(s)");
+      promise.deliver(control_ok("delivered " + std::to_string(taken) + " notification(s)"));
     });
     return promise;
   }
-  if (command == "interrupt")
-    return request_interrupt(self);
-  if (command == "detach") {
+  if (command == control_command::interrupt)
+    return control_ok(request_interrupt(self));
+  if (command == control_command::detach) {
     // The parent has ended and lets this agent finish: its end goes to the parent's queue.
     if (st.config.parent) {
       self->demonitor(st.config.parent.address());
@@ -187,29 +187,31 @@ caf::result<std::string> run_control(session_ptr self, const std::string& comman
                      "the parent session ended; this agent finishes on its own and leaves its "
                      "result in the parent's queue");
     }
-    return std::string{"detached"};
+    return control_ok("detached");
   }
-  if (command == "input") {
+  if (command == control_command::input) {
     // From a parent resuming this agent while it runs: the prompt joins the queue, unless the
     // agent has just ended (the parent then continues it from its transcript).
     if (st.phase == session_phase::ended)
-      return std::string{"error: the agent has ended"};
+      return control_error("the agent has ended");
     accept_input(self, make_input(arg, "parent"));
-    return std::string{"queued"};
+    return control_ok("queued");
   }
-  if (command == "background" || command == "interrupt-agent" || command == "notify-agent") {
+  if (command == control_command::background || command == control_command::interrupt_agent ||
+      command == control_command::notify_agent) {
     // Its subagents belong to its supervisor, which routes the command down the tree.
     if (!st.agents)
-      return std::string{"error: no agent '" + arg + "' in session " + st.config.session_id};
-    auto promise = self->make_response_promise<std::string>();
+      return control_error("no agent '" + arg + "' in session " + st.config.session_id);
+    auto promise = self->make_response_promise<control_reply>();
     self->request(st.agents, std::chrono::seconds{10}, control_atom::value, command, arg)
-      .then([=](const std::string& answer) mutable { promise.deliver(answer); },
+      .then([=](const control_reply& answer) mutable { promise.deliver(answer); },
             [=](caf::error& err) mutable {
-              promise.deliver("error: " + self->system().render(err));
+              promise.deliver(control_error(self->system().render(err)));
             });
     return promise;
   }
-  return std::string{"error: unknown control command '" + command + "'"};
+  return control_error("a session does not take the control command '" +
+                       std::string{to_string(command)} + "'");
 }
 
 } // namespace troupe

@@ -116,9 +116,9 @@ void begin_session(session_ptr self) {
   // Until they and the durable queue are done, the session stays `created`: inputs and news
   // queue up.
   run_hooks(
-      self, "SessionStart", {{"source", st.log.empty() ? "startup" : "resume"}},
+      self, hook_event::session_start, {{"source", st.log.empty() ? "startup" : "resume"}},
       [=](const hook_outcome& hook) {
-        if (!log_hook_context(self, "SessionStart", hook.additional_context))
+        if (!log_hook_context(self, hook_event::session_start, hook.additional_context))
           return;
         queue_hook_messages(self, hook);
         enter_loop(self, unanswered);

@@ -51,7 +51,7 @@ struct session_state {
   bool begun = false;
   /// The runner of the external hooks, and the events that have commands.
   hook_runner_actor hooks;
-  std::set<std::string> hook_events;
+  std::set<hook_event> hook_events;
   /// What an interrupt does while the session waits for hooks, and the wait's serial.
   std::function<void()> hook_interrupt;
   uint64_t hook_wait_serial = 0;
@@ -205,12 +205,12 @@ bool auto_compaction_off(const session_state& st);
 bool compact(session_ptr self, compaction_trigger trigger, compaction_done done);
 
 /// True when external hook commands are configured for the event.
-bool has_hooks(const session_state& st, const std::string& event);
+bool has_hooks(const session_state& st, hook_event event);
 
 /// Runs the event's external hooks with `input` and calls `then` with what they decided, later,
 /// from a handler; at once with an empty outcome when the event has none. Once the session has
 /// ended `then` is not called, unless `after_end` (SessionEnd).
-void run_hooks(session_ptr self, const std::string& event, nlohmann::json input,
+void run_hooks(session_ptr self, hook_event event, nlohmann::json input,
                std::function<void(const hook_outcome&)> then, bool after_end = false,
                std::function<void()> on_interrupt = {});
 
@@ -220,7 +220,7 @@ bool interrupt_hooks(session_ptr self);
 
 /// Logs a hook's additional context for the model: a user message, origin "hook". Returns false
 /// once the session has ended.
-bool log_hook_context(session_ptr self, const std::string& event, const std::string& text);
+bool log_hook_context(session_ptr self, hook_event event, const std::string& text);
 
 /// Queues the messages hooks returned as the next inputs (origin "hook").
 void queue_hook_messages(session_ptr self, const hook_outcome& outcome);
@@ -275,9 +275,10 @@ void note_logged(session_ptr self, const message& m);
 /// model already, its notification is taken. Returns false once the session has ended.
 bool accept_agent_end(session_ptr self, agent_ended end);
 
-/// A control command from another process (token already checked).
-caf::result<std::string> run_control(session_ptr self, const std::string& command,
-                                     const std::string& arg);
+/// Carries out a control command from another process (token already checked) or an agent
+/// around this one.
+caf::result<control_reply> run_control(session_ptr self, control_command command,
+                                       const std::string& arg);
 
 /// True while a background subagent runs: a non-interactive session waits for its news.
 bool waiting_for_children(const session_state& st);

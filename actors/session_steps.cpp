@@ -273,10 +273,11 @@ void run_next_step(session_ptr self) {
     return;
   }
   fire_and_enqueue(self, hook_point::step_pre);
-  if (has_hooks(st, "StepPre"))
+  if (has_hooks(st, hook_event::step_pre))
     st.phase = session_phase::hooking;
   run_hooks(
-      self, "StepPre", {{"step", st.state.step_count + 1}, {"turn", st.state.turn_count}},
+      self, hook_event::step_pre,
+      {{"step", st.state.step_count + 1}, {"turn", st.state.turn_count}},
       [=](const hook_outcome& hook) {
         auto& s = self->state;
         if (hook.blocked) {
@@ -292,7 +293,7 @@ void run_next_step(session_ptr self) {
           end_turn(self);
           return;
         }
-        if (!log_hook_context(self, "StepPre", hook.additional_context))
+        if (!log_hook_context(self, hook_event::step_pre, hook.additional_context))
           return;
         queue_hook_messages(self, hook);
         s.state.step_count++;
@@ -314,17 +315,17 @@ caf::result<bool> accept_reply(session_ptr self, message reply) {
     return false;
   ask_for_name(self, text);
   fire_and_enqueue(self, hook_point::generation_post);
-  if (!has_hooks(st, "GenerationPost"))
+  if (!has_hooks(st, hook_event::generation_post))
     return st.phase == session_phase::stepping && !st.interrupt_requested;
   // The step waits for this answer before any tool runs: the hooks see the reply first.
   auto promise = self->make_response_promise<bool>();
   run_hooks(
-      self, "GenerationPost", {{"reply", text}, {"tool_calls", calls}},
+      self, hook_event::generation_post, {{"reply", text}, {"tool_calls", calls}},
       [=](const hook_outcome& hook) mutable {
         auto& s = self->state;
         if (!hook.additional_context.empty()) {
           auto context = make_input(hook.additional_context, "hook");
-          context.meta = {{"hook_event", "GenerationPost"}};
+          context.meta = {{"hook_event", hook_event::generation_post}};
           s.pending_hook_context.push_back(std::move(context));
         }
         queue_hook_messages(self, hook);

@@ -22,9 +22,9 @@ void run_stop_hooks(session_ptr self, std::function<void(const hook_outcome&)> t
                     std::function<void()> on_interrupt) {
   auto& st = self->state;
   fire_and_enqueue(self, hook_point::turn_post);
-  if (has_hooks(st, "Stop"))
+  if (has_hooks(st, hook_event::stop))
     st.phase = session_phase::hooking;
-  run_hooks(self, "Stop",
+  run_hooks(self, hook_event::stop,
             {{"stop_hook_active", st.state.stop_hook_active},
              {"last_assistant_message", st.last_assistant_text}},
             std::move(then), false, std::move(on_interrupt));
@@ -53,7 +53,7 @@ void after_interrupted_turn(session_ptr self) {
 // (notifications) is logged before and cannot be blocked.
 void submit_turn(session_ptr self, std::optional<message> input, const std::string& prompt) {
   auto& st = self->state;
-  if (has_hooks(st, "UserPromptSubmit"))
+  if (has_hooks(st, hook_event::user_prompt_submit))
     st.phase = session_phase::hooking;
   auto origin = input ? input->origin : std::string{"task-notification"};
   // Interrupted while the hooks decide: the prompt was given, so it is logged, and the turn
@@ -64,7 +64,7 @@ void submit_turn(session_ptr self, std::optional<message> input, const std::stri
     stop_turn_interrupted(self, false);
   };
   run_hooks(
-      self, "UserPromptSubmit", {{"prompt", prompt}, {"origin", origin}},
+      self, hook_event::user_prompt_submit, {{"prompt", prompt}, {"origin", origin}},
       [=, input = std::move(input)](const hook_outcome& hook) mutable {
         auto& s = self->state;
         if (hook.blocked && input) {
@@ -87,7 +87,7 @@ void submit_turn(session_ptr self, std::optional<message> input, const std::stri
                              hook.reason);
         if (input && !append_message(self, std::move(*input)))
           return;
-        if (!log_hook_context(self, "UserPromptSubmit", hook.additional_context))
+        if (!log_hook_context(self, hook_event::user_prompt_submit, hook.additional_context))
           return;
         queue_hook_messages(self, hook);
         start_turn(self);
@@ -153,7 +153,7 @@ void end_turn(session_ptr self) {
         auto& s = self->state;
         if (stop.blocked && !s.state.stop_hook_active) {
           s.state.stop_hook_active = true;
-          if (!log_hook_context(self, "Stop", stop.reason))
+          if (!log_hook_context(self, hook_event::stop, stop.reason))
             return;
           run_next_step(self); // the same turn goes on, with the reason as its input
           return;
@@ -168,7 +168,7 @@ void end_turn(session_ptr self) {
           s.turn_answers.push_back(s.last_assistant_text);
         fire_and_enqueue(self, hook_point::loop_continue);
         run_hooks(
-            self, "LoopContinue", {{"turn", s.state.turn_count}},
+            self, hook_event::loop_continue, {{"turn", s.state.turn_count}},
             [=](const hook_outcome& more) {
               queue_hook_messages(self, more);
               next_turn(self);

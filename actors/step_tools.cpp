@@ -93,7 +93,7 @@ void ask(step_ptr self, const std::string& reason) {
   auto serial = ++st.ask_serial;
   self->request(st.config.asker, caf::infinite, ask_atom::value, call, reason)
     .then(
-      [=](const std::string& answer) {
+      [=](permission_answer answer) {
         auto& s = self->state;
         if (!s.asking || s.ask_serial != serial)
           return; // an interrupt answered the call meanwhile
@@ -103,11 +103,11 @@ void ask(step_ptr self, const std::string& reason) {
           return;
         }
         const auto& asked = s.outcome.reply.tool_calls[s.next_call];
-        if (answer == "always") {
+        if (answer == permission_answer::always) {
           s.permissions->session_allow.push_back(
             s.permissions->always_rule(*s.config.registry->find(asked.name), asked.input));
           start_calls(self, 1);
-        } else if (answer == "yes") {
+        } else if (answer == permission_answer::yes) {
           start_calls(self, 1);
         } else {
           // Declined: the call is answered, and control goes back to the user.
@@ -126,9 +126,9 @@ void ask(step_ptr self, const std::string& reason) {
       });
 }
 
-tool_result with_note(tool_result result, const std::string& hook, const std::string& note) {
+tool_result with_note(tool_result result, hook_event hook, const std::string& note) {
   if (!note.empty())
-    result.output += "\n[" + hook + " hook: " + note + "]";
+    result.output += "\n[" + std::string{to_string(hook)} + " hook: " + note + "]";
   return result;
 }
 
@@ -142,7 +142,7 @@ void run_post_tool_hooks(step_ptr self) {
   for (size_t i = 0; i < st.batch.size(); ++i) {
     const auto& call = st.outcome.reply.tool_calls[st.next_call + i];
     const auto& result = *st.batch[i];
-    hook_request request{"PostToolUse", call.name,
+    hook_request request{hook_event::post_tool_use, call.name,
                          {{"tool_name", call.name},
                           {"tool_input", call.input},
                           {"tool_use_id", call.id},
@@ -156,8 +156,8 @@ void run_post_tool_hooks(step_ptr self) {
         return; // an interrupt moved on
       auto& r = *s.batch[i];
       if (hook.blocked)
-        r = with_note(r, "PostToolUse", hook.reason);
-      r = with_note(r, "PostToolUse", hook.additional_context);
+        r = with_note(r, hook_event::post_tool_use, hook.reason);
+      r = with_note(r, hook_event::post_tool_use, hook.additional_context);
       if (--*left == 0) {
         s.hooking = false;
         log_batch(self);
@@ -212,7 +212,7 @@ void start_calls(step_ptr self, size_t size) {
     run_batch(self, 1);
   };
   self->request(st.config.hooks, caf::infinite, hook_atom::value,
-                hook_request{"PreToolUse", call.name,
+                hook_request{hook_event::pre_tool_use, call.name,
                              {{"tool_name", call.name},
                               {"tool_input", call.input},
                               {"tool_use_id", call.id}}})
@@ -254,7 +254,9 @@ void log_batch(step_ptr self) {
   for (auto& r : st.batch) {
     const auto& call = st.outcome.reply.tool_calls[st.next_call++];
     auto note = st.call_notes.find(call.id);
-    auto result = note == st.call_notes.end() ? *r : with_note(*r, "PreToolUse", note->second);
+    auto result = note == st.call_notes.end()
+                    ? *r
+                    : with_note(*r, hook_event::pre_tool_use, note->second);
     st.outcome.tool_messages.push_back(make_tool_message(call, result));
   }
   st.batch.clear();

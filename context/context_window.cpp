@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "protocol/hook_event.hpp"
+
 namespace troupe {
 
 namespace {
@@ -34,7 +36,7 @@ bool is_bookkeeping(const message& m) {
   if (is_compact_boundary(m) || is_view_marker(m))
     return true;
   return m.role == role::user && m.origin == "hook" && m.meta.is_object() &&
-         m.meta.value("hook_event", std::string{}) == "SessionStart";
+         m.meta.value("hook_event", std::string{}) == to_string(hook_event::session_start);
 }
 
 bool awaits_answer(const message& m) {

@@ -26,7 +26,7 @@ namespace {
 // other.
 struct chat_asker_state {
   uint64_t next = 0;
-  std::map<uint64_t, caf::typed_response_promise<std::string>> pending;
+  std::map<uint64_t, caf::typed_response_promise<permission_answer>> pending;
 };
 
 deferred_asker_actor spawn_chat_asker(caf::actor_system& sys, std::shared_ptr<chat_mailbox> box) {
@@ -34,11 +34,11 @@ deferred_asker_actor spawn_chat_asker(caf::actor_system& sys, std::shared_ptr<ch
                        -> deferred_asker_actor::behavior_type {
     return {
         [=](ask_atom, const tool_call& call,
-            const std::string& reason) -> caf::result<std::string> {
+            const std::string& reason) -> caf::result<permission_answer> {
           if (box->closed())
-            return std::string{"no"};
+            return permission_answer::no;
           auto id = ++self->state.next;
-          auto promise = self->make_response_promise<std::string>();
+          auto promise = self->make_response_promise<permission_answer>();
           self->state.pending.emplace(id, promise);
           chat_item item;
           item.what = chat_item::kind::ask;
@@ -47,7 +47,7 @@ deferred_asker_actor spawn_chat_asker(caf::actor_system& sys, std::shared_ptr<ch
           box->push(std::move(item));
           return promise;
         },
-        [=](ask_atom, uint64_t id, const std::string& answer) {
+        [=](ask_atom, uint64_t id, permission_answer answer) {
           auto it = self->state.pending.find(id);
           if (it == self->state.pending.end())
             return;

@@ -98,12 +98,12 @@ public:
     }
     box_->close();
     if (pending_ask_)
-      reply(pending_ask_->ask_id, "no");
+      reply(pending_ask_->ask_id, permission_answer::no);
     for (auto& item : box_->take())
       if (item.what == chat_item::kind::ask)
-        reply(item.ask_id, "no");
+        reply(item.ask_id, permission_answer::no);
     if (pending_answer_)
-      reply(*pending_answer_, "no");
+      reply(*pending_answer_, permission_answer::no);
     return exit_code_;
   }
 
@@ -152,7 +152,7 @@ private:
       // Asked from the step, apart from the text that led to it: give that text a moment to
       // arrive, so the question reads after the reply that made the call.
       if (pending_ask_)
-        reply(pending_ask_->ask_id, "no");
+        reply(pending_ask_->ask_id, permission_answer::no);
       pending_ask_ = std::move(item);
       ask_due_ = std::chrono::steady_clock::now() + std::chrono::milliseconds{30};
       break;
@@ -298,13 +298,13 @@ private:
     submit(text);
   }
 
-  void reply(uint64_t id, const std::string& answer_text) {
-    caf::anon_send(asker_, ask_atom::value, id, answer_text);
+  void reply(uint64_t id, permission_answer answer) {
+    caf::anon_send(asker_, ask_atom::value, id, answer);
   }
 
   void withdraw_question() {
     if (pending_ask_) {
-      reply(pending_ask_->ask_id, "no");
+      reply(pending_ask_->ask_id, permission_answer::no);
       pending_ask_.reset();
     }
     if (!pending_answer_)
@@ -314,16 +314,16 @@ private:
     editor_->take_kept(); // the half-typed answer goes with the question
     write("\n" + style_.dim + "(the question was withdrawn: its step was interrupted)" +
           style_.reset + "\n");
-    answer("no");
+    answer(permission_answer::no);
   }
 
   void ask(const std::string& question, uint64_t id) {
     if (!terminal_) {
-      reply(id, "no"); // nobody to ask: a headless ask is a denial
+      reply(id, permission_answer::no); // nobody to ask: a headless ask is a denial
       return;
     }
     if (pending_answer_)
-      reply(*pending_answer_, "no");
+      reply(*pending_answer_, permission_answer::no);
     pending_answer_ = id;
     if (editor_->prompting())
       editor_->stop();
@@ -337,19 +337,20 @@ private:
   void ask_again() {
     editor_->prompt("Allow? [y]es / [n]o / [a]lways for this session: ",
                     [this](std::optional<std::string> line) {
-                      auto reply = line ? parse_permission_answer(*line) : std::string{"no"};
-                      if (reply.empty()) {
+                      auto reply = line ? parse_permission_answer(*line)
+                                        : std::optional{permission_answer::no};
+                      if (!reply) {
                         ask_again();
                         return;
                       }
-                      answer(reply);
+                      answer(*reply);
                     });
   }
 
-  void answer(const std::string& reply_text) {
+  void answer(permission_answer given) {
     if (!pending_answer_)
       return;
-    reply(*pending_answer_, reply_text);
+    reply(*pending_answer_, given);
     pending_answer_.reset();
     editor_->keep(std::exchange(line_before_question_, {}));
     // Keys typed before the question go back to the terminal, edits and all, for the next
@@ -388,7 +389,7 @@ private:
       if (editor_->prompting())
         editor_->stop();
       write("\n");
-      answer("no");
+      answer(permission_answer::no);
       caf::anon_send<caf::message_priority::high>(session_, interrupt_atom::value);
       return;
     }

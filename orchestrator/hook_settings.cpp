@@ -1,26 +1,9 @@
 #include "orchestrator/hook_settings.hpp"
 
-#include <algorithm>
 #include <cmath>
-#include <iterator>
 #include <regex>
 
 namespace troupe {
-
-namespace {
-
-bool known_event(const std::string& name) {
-  return std::find(std::begin(hook_events), std::end(hook_events), name) != std::end(hook_events);
-}
-
-std::string event_list() {
-  std::string names;
-  for (auto* name : hook_events)
-    names += (names.empty() ? "" : ", ") + std::string{name};
-  return names;
-}
-
-} // namespace
 
 expected<std::vector<hook_command>> parse_hook_settings(const nlohmann::json& settings,
                                                         const std::filesystem::path& file) {
@@ -32,9 +15,9 @@ expected<std::vector<hook_command>> parse_hook_settings(const nlohmann::json& se
   if (!hooks->is_object())
     return failure{where + "\"hooks\" must be an object of events"};
   for (auto& [event, groups] : hooks->items()) {
-    if (!known_event(event))
-      return failure{where + "unknown hook event \"" + event + "\" (events: " + event_list() +
-                     ")"};
+    auto known = parse_hook_event(event);
+    if (!known)
+      return failure{where + known.error()};
     if (!groups.is_array())
       return failure{where + "hooks." + event + " must be an array of {matcher, hooks}"};
     for (auto& group : groups) {
@@ -65,7 +48,7 @@ expected<std::vector<hook_command>> parse_hook_settings(const nlohmann::json& se
         if (command == hook.end() || !command->is_string() || command->get<std::string>().empty())
           return failure{where + "a hook of hooks." + event + " needs a \"command\" string"};
         hook_command parsed;
-        parsed.event = event;
+        parsed.event = *known;
         parsed.matcher = matcher;
         parsed.command = command->get<std::string>();
         if (auto timeout = hook.find("timeout"); timeout != hook.end()) {

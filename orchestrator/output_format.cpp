@@ -279,9 +279,9 @@ std::string to_text(const hook_run_event& e, const text_style& style) {
   for (auto& c : command)
     if (c == '\n')
       c = ' ';
-  return (e.outcome == "blocked" ? style.yellow : style.red) + "⚙ " + e.event + " hook " + why +
-         ": " + command + style.reset + (detail.empty() ? "" : "\n" + indent(detail, "  │ ")) +
-         (detail.empty() ? "\n" : "");
+  return (e.outcome == "blocked" ? style.yellow : style.red) + "⚙ " + to_string(e.event) +
+         " hook " + why + ": " + command + style.reset +
+         (detail.empty() ? "" : "\n" + indent(detail, "  │ ")) + (detail.empty() ? "\n" : "");
 }
 
 std::string to_text(const session_ended_event& e, const text_style& style) {

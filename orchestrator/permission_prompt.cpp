@@ -53,29 +53,30 @@ std::string permission_question(const tool_call& call, const std::string& reason
   return printable(reason) + "\n  " + describe_call(call);
 }
 
-std::string parse_permission_answer(const std::string& line) {
+std::optional<permission_answer> parse_permission_answer(const std::string& line) {
   std::string answer;
   for (char c : line)
     if (std::isspace(static_cast<unsigned char>(c)) == 0)
       answer += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (answer == "y" || answer == "yes")
-    return "yes";
+    return permission_answer::yes;
   if (answer == "n" || answer == "no")
-    return "no";
+    return permission_answer::no;
   if (answer == "a" || answer == "always")
-    return "always";
-  return {};
+    return permission_answer::always;
+  return std::nullopt;
 }
 
-std::string ask_permission(int in_fd, int out_fd, const tool_call& call, const std::string& reason) {
+permission_answer ask_permission(int in_fd, int out_fd, const tool_call& call,
+                                 const std::string& reason) {
   write_all(out_fd, "\n[troupe] " + permission_question(call, reason) + "\n");
   for (;;) {
     write_all(out_fd, "Allow? [y]es / [n]o / [a]lways for this session: ");
     std::string line;
     if (!read_line(in_fd, line))
-      return "no";
-    if (auto answer = parse_permission_answer(line); !answer.empty())
-      return answer;
+      return permission_answer::no;
+    if (auto answer = parse_permission_answer(line))
+      return *answer;
   }
 }
 
@@ -85,7 +86,7 @@ permission_asker_actor spawn_terminal_asker(caf::actor_system& sys) {
       [](ask_atom, const tool_call& call, const std::string& reason) {
         int tty = ::open("/dev/tty", O_RDWR | O_CLOEXEC);
         if (tty < 0)
-          return std::string{"no"};
+          return permission_answer::no;
         auto answer = ask_permission(tty, tty, call, reason);
         ::close(tty);
         return answer;

@@ -1,6 +1,8 @@
 #pragma once
 // Asks the person at the terminal whether a tool call may run: y / n / always.
 
+#include <optional>
+
 #include "protocol/interfaces.hpp"
 
 namespace caf {
@@ -19,11 +21,13 @@ std::string describe_call(const tool_call& call);
 /// The question put to the user: why the call needs approval, then the call, both printable.
 std::string permission_question(const tool_call& call, const std::string& reason);
 
-/// Reads an answer to the question: "yes", "no", "always", or empty when it is none of them.
-std::string parse_permission_answer(const std::string& line);
+/// Reads a typed answer to the question (y, yes, n, no, a, always; any case, spaces ignored),
+/// or nothing when it is none of them.
+std::optional<permission_answer> parse_permission_answer(const std::string& line);
 
-/// One question and its answer over the given descriptors: "yes", "no" or "always". End of
-/// input or an unreadable answer is "no".
-std::string ask_permission(int in_fd, int out_fd, const tool_call& call, const std::string& reason);
+/// Asks one question and reads its answer over the given descriptors. End of input or an
+/// unreadable answer is no.
+permission_answer ask_permission(int in_fd, int out_fd, const tool_call& call,
+                                 const std::string& reason);
 
 } // namespace troupe

@@ -23,14 +23,14 @@ std::string unreachable(const std::string& what, const std::string& error) {
 
 // Sends `command` to the session in `dir` and reports its answer: printed, exit 0; refused or
 // unreachable (`what` names the session in that message), exit 1.
-int answer_of(const std::filesystem::path& dir, const std::string& command,
+int answer_of(const std::filesystem::path& dir, control_command command,
               const std::string& arg, const std::string& what) {
   auto answer = send_control(dir, command, arg);
   if (!answer)
     return fail_at_runtime(unreachable(what, answer.error()));
-  if (answer->rfind("error", 0) == 0 || answer->rfind("refused", 0) == 0)
-    return fail_at_runtime(*answer);
-  std::printf("%s\n", answer->c_str());
+  if (answer->status != control_status::ok)
+    return fail_at_runtime(to_line(*answer));
+  std::printf("%s\n", answer->text.c_str());
   return 0;
 }
 
@@ -69,21 +69,22 @@ int run_notify(const std::string& id_or_name, const std::string& text, bool urge
   // A poke only makes the session read its queue; without one the message waits there. A
   // subagent runs in its top-level session's process, whose endpoint passes the poke down
   // the tree (agents/X/agents/Y) to the agent, which reads its own queue.
-  auto answer = agent ? send_control(agent->top, "notify-agent", agent->path_below_top)
-                      : send_control(dir, urgent ? "urgent" : "poke", "");
-  if (answer && answer->rfind("error", 0) != 0 && answer->rfind("refused", 0) != 0)
+  auto answer =
+    agent ? send_control(agent->top, control_command::notify_agent, agent->path_below_top)
+          : send_control(dir, urgent ? control_command::urgent : control_command::poke, "");
+  if (answer && answer->status == control_status::ok)
     std::printf("notification %s delivered to the running %s %s\n", n.id.c_str(),
                 agent ? "agent" : "session", session_id.c_str());
   else
     std::printf("notification %s queued for %s %s (%s); it is read when the %s runs "
                 "again\n",
                 n.id.c_str(), agent ? "agent" : "session", session_id.c_str(),
-                answer ? answer->c_str() : answer.error().c_str(),
+                answer ? to_line(*answer).c_str() : answer.error().c_str(),
                 agent ? "agent" : "session");
   return 0;
 }
 
-int run_remote_command(const std::string& id_or_name, const std::string& command,
+int run_remote_command(const std::string& id_or_name, control_command command,
                        const std::string& arg) {
   auto found = find_session(id_or_name);
   if (!found)
@@ -101,7 +102,7 @@ int run_interrupt(const std::string& id_or_name) {
   // Only an id no session has may be an agent's (a session that cannot be read is reported).
   if (found || !is_valid_session_id(id_or_name) ||
       found.error().rfind("unknown session", 0) != 0)
-    return run_remote_command(id_or_name, "interrupt", "");
+    return run_remote_command(id_or_name, control_command::interrupt, "");
   auto agent = find_agent(id_or_name);
   if (!agent)
     return fail_at_runtime("unknown session or agent '" + id_or_name +
@@ -109,7 +110,7 @@ int run_interrupt(const std::string& id_or_name) {
                            "(troupe ls --all lists them)");
   // A subagent runs in its top-level session's process: that session's endpoint passes the
   // command down the tree (agents/X/agents/Y).
-  return answer_of(agent->top, "interrupt-agent", agent->path_below_top,
+  return answer_of(agent->top, control_command::interrupt_agent, agent->path_below_top,
                    "the session that runs " + id_or_name);
 }
 
@@ -119,7 +120,8 @@ int run_background(const std::string& agent_id) {
     return fail_at_runtime(agent.error());
   // The top-level session holds the control endpoint; the parent is named in the path.
   bool child_of_top = agent->path_below_top.find('/', 7) == std::string::npos;
-  return answer_of(agent->top, "background", child_of_top ? agent_id : agent->path_below_top,
+  return answer_of(agent->top, control_command::background,
+                   child_of_top ? agent_id : agent->path_below_top,
                    "the session that launched " + agent_id);
 }
 

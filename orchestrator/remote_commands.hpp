@@ -3,6 +3,8 @@
 
 #include <string>
 
+#include "protocol/control.hpp"
+
 namespace troupe {
 
 /// `troupe notify SESSION [--urgent] TEXT` (SESSION: an id or a name): appends to the durable
@@ -11,7 +13,7 @@ namespace troupe {
 int run_notify(const std::string& id_or_name, const std::string& text, bool urgent);
 
 /// Sends a control command to a running session; exit 1 when it does not run.
-int run_remote_command(const std::string& id_or_name, const std::string& command,
+int run_remote_command(const std::string& id_or_name, control_command command,
                        const std::string& arg);
 
 /// `troupe interrupt SESSION|AGENT_ID`: a session's step, or a subagent's through the endpoint

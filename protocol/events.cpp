@@ -125,7 +125,7 @@ void from_json(const nlohmann::json& j, hook_run_event& x) {
   x = hook_run_event{};
   x.session_id = j.value("session_id", std::string{});
   x.hook_id = j.value("hook_id", std::string{});
-  x.event = j.value("hook_event", std::string{});
+  j.at("hook_event").get_to(x.event);
   x.command = j.value("command", std::string{});
   x.finished = j.value("finished", false);
   x.exit_code = j.value("exit_code", 0);

@@ -8,6 +8,7 @@
 #include <caf/meta/type_name.hpp>
 #include <nlohmann/json_fwd.hpp>
 
+#include "protocol/hook_event.hpp"
 #include "protocol/loop_state.hpp"
 #include "protocol/message.hpp"
 #include "protocol/model.hpp"
@@ -138,8 +139,8 @@ struct hook_run_event {
   std::string session_id;
   /// Unique per run of one command; the started and the finished event share it.
   std::string hook_id;
-  /// The settings' event name: "PreToolUse", "Stop", …
-  std::string event;
+  /// The event whose commands run (spelled as the settings spell it in JSON).
+  hook_event event = hook_event::session_start;
   std::string command;
   bool finished = false;
   int32_t exit_code = 0;

@@ -13,6 +13,7 @@
 
 #include "protocol/json_inspect.hpp"
 
+#include "protocol/hook_event.hpp"
 #include "protocol/loop_state.hpp"
 #include "protocol/message.hpp"
 
@@ -49,17 +50,12 @@ using hook_fn = std::function<std::vector<message>(const hook_context&)>;
 using hook_list = std::vector<std::pair<hook_point, hook_fn>>;
 
 // External hooks: commands from the settings files, in Claude Code's layout, run at the same
-// points (and around each tool call) with one JSON object on stdin.
-
-/// The events external hooks attach to, as the settings name them.
-inline constexpr const char* hook_events[] = {
-  "SessionStart", "UserPromptSubmit", "StepPre",     "PreToolUse", "PostToolUse",
-  "GenerationPost", "Stop",           "LoopContinue", "PreCompact", "SessionEnd"};
+// points (and around each tool call) with one JSON object on stdin. The events are
+// protocol/hook_event.hpp.
 
 /// One command of a settings file's "hooks".
 struct hook_command {
-  /// One of hook_events.
-  std::string event;
+  hook_event event = hook_event::session_start;
   /// For PreToolUse and PostToolUse: a tool name or a regular expression matched against the
   /// whole name (troupe's or Claude Code's: "shell" or "Bash"); empty or "*": every tool.
   std::string matcher;
@@ -70,7 +66,7 @@ struct hook_command {
 
 /// What a caller asks the hook runner: an event, its tool (tool events) and its data.
 struct hook_request {
-  std::string event;
+  hook_event event = hook_event::session_start;
   std::string tool;
   /// The event's fields; the runner adds session_id, transcript_path, cwd and the event name.
   nlohmann::json input = nlohmann::json::object();

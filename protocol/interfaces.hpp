@@ -7,12 +7,14 @@
 #include <caf/typed_actor.hpp>
 
 #include "protocol/atoms.hpp"
+#include "protocol/control.hpp"
 #include "protocol/events.hpp"
 #include "protocol/hooks.hpp"
 #include "protocol/http.hpp"
 #include "protocol/message.hpp"
 #include "protocol/model.hpp"
 #include "protocol/notification.hpp"
+#include "protocol/permission.hpp"
 #include "protocol/process.hpp"
 #include "protocol/step.hpp"
 #include "protocol/supervisor.hpp"
@@ -85,10 +87,11 @@ using session_actor = caf::typed_actor<
   caf::replies_to<agent_ended>::with<bool>,
   caf::reacts_to<agent_counts>,
   caf::reacts_to<notice_event>,
-  // From the control endpoint (a Unix socket; the peer's uid and token already checked):
-  // "poke" (read the durable queue), "interrupt", "background" AGENT_ID. Answers what
-  // happened, one line.
-  caf::replies_to<control_atom, std::string, std::string>::with<std::string>,
+  // From the control endpoint (a Unix socket; the peer's uid and token already checked) and
+  // the agents around it: poke (read the durable queue), interrupt, background AGENT_ID, …
+  // (protocol/control.hpp). Produces a control_reply: its status, and one line saying what
+  // happened.
+  caf::replies_to<control_atom, control_command, std::string>::with<control_reply>,
   // Internal: the idle timeout with this serial expired.
   caf::reacts_to<due_atom, uint64_t>,
   // From the hook runner: a hook command started or ended (published to the subscribers).
@@ -106,9 +109,9 @@ using agent_supervisor_actor = caf::typed_actor<
   // The owner was interrupted: foreground launches answer `interrupted` and those agents are
   // interrupted; after finish(finish), the agents left to finish are stopped.
   caf::reacts_to<interrupt_atom>,
-  // A control command for an agent below: "background" ID, "interrupt-agent" agents/X[/…],
-  // "background" agents/X/… (routed down). Answers one line.
-  caf::replies_to<control_atom, std::string, std::string>::with<std::string>,
+  // A control command for an agent below: background ID, interrupt-agent agents/X[/…],
+  // background agents/X/… (routed down). Produces a control_reply.
+  caf::replies_to<control_atom, control_command, std::string>::with<control_reply>,
   // Every agent it knows, running or ended (this run's and earlier runs').
   caf::replies_to<list_atom>::with<agent_list>,
   // The owner ends: the running agents are stopped or left to finish (answered with those
@@ -144,16 +147,16 @@ using tool_executor_actor = caf::typed_actor<
 /// (finished_atom, job, result). Kept between calls: a thread per call cost ~150 µs.
 using tool_runner_actor = caf::typed_actor<caf::reacts_to<execute_atom, uint64_t, tool_call>>;
 
-/// Asks the person at the terminal whether a call may run. Answers "yes", "no" or "always".
+/// Asks the person at the terminal whether a call may run.
 using permission_asker_actor = caf::typed_actor<
-  // The call and why it needs approval.
-  caf::replies_to<ask_atom, tool_call, std::string>::with<std::string>>;
+  // The call and why it needs approval. Produces the answer: yes, no or always.
+  caf::replies_to<ask_atom, tool_call, std::string>::with<permission_answer>>;
 
 /// An asker whose questions are answered later, from outside its handler (the chat's terminal,
 /// on the main thread): each question gets a number, and its answer comes back as a message.
 using deferred_asker_actor = permission_asker_actor::extend<
-  // The answer to question number N: "yes", "no" or "always".
-  caf::reacts_to<ask_atom, uint64_t, std::string>>;
+  // The answer to question number N.
+  caf::reacts_to<ask_atom, uint64_t, permission_answer>>;
 
 using step_actor = caf::typed_actor<
   // Run a step. Before any tool runs, the reply goes to the session as (reply_atom, message)

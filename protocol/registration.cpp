@@ -39,7 +39,11 @@ void register_protocol_types(caf::actor_system_config& cfg) {
     .add_message_type<agent_ended>("troupe::agent_ended")
     .add_message_type<agent_counts>("troupe::agent_counts")
     .add_message_type<agent_list>("troupe::agent_list")
-    .add_message_type<agents_at_end>("troupe::agents_at_end");
+    .add_message_type<agents_at_end>("troupe::agents_at_end")
+    .add_message_type<control_command>("troupe::control_command")
+    .add_message_type<control_reply>("troupe::control_reply")
+    .add_message_type<permission_answer>("troupe::permission_answer")
+    .add_message_type<hook_event>("troupe::hook_event");
 }
 
 } // namespace troupe

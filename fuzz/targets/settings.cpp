@@ -27,7 +27,8 @@ int settings(const uint8_t* data, size_t size) {
   // The bytes as what a hook command printed: an answer, context, or nothing.
   hook_process_result printed;
   printed.out.assign(reinterpret_cast<const char*>(data), size);
-  for (const char* event : {"PreToolUse", "PostToolUse", "SessionStart", "Stop"}) {
+  for (auto event : {hook_event::pre_tool_use, hook_event::post_tool_use,
+                     hook_event::session_start, hook_event::stop}) {
     std::vector<std::string> outcomes;
     auto outcome = combine_hook_results(event, {printed}, &outcomes);
     fuzz_check(outcomes.size() == 1, "one outcome per command");

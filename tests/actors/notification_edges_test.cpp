@@ -39,12 +39,12 @@ json slow_text(const std::string& text, int delay_ms) {
   return {{"text", text}, {"delay_ms", delay_ms}};
 }
 
-std::string control(session_actor session, caf::actor_system& sys, const std::string& command) {
+control_reply control(session_actor session, caf::actor_system& sys, control_command command) {
   caf::scoped_actor self{sys};
-  std::string answer;
+  control_reply answer;
   self->request(session, std::chrono::seconds{5}, control_atom::value, command, std::string{})
-    .receive([&](const std::string& a) { answer = a; },
-             [&](caf::error& err) { answer = "error: " + sys.render(err); });
+    .receive([&](const control_reply& a) { answer = a; },
+             [&](caf::error& err) { answer = control_error(sys.render(err)); });
   return answer;
 }
 
@@ -55,7 +55,8 @@ TEST_CASE("an interrupt while a headless run waits for its subagents ends it, in
   f.enable_subagents({{"child", {slow_text("never", 20000)}}});
   auto session = f.start({background_task("scripted:child"), text_reply("waiting for it")}, {"go"});
   REQUIRE(wait_until([&] { return f.transcript().size() == 4; })); // launched, now idle
-  CHECK(control(session, f.actors.sys(), "interrupt") == "interrupted: the run ended");
+  CHECK(control(session, f.actors.sys(), control_command::interrupt) ==
+        control_ok("interrupted: the run ended"));
   auto ended = f.events->wait_for_end();
   CHECK(ended.reason == terminal_reason::interrupted);
   // The child was stopped with it, and says so in the parent's queue.
@@ -69,8 +70,8 @@ TEST_CASE("an interrupt while an interactive session is idle keeps the session")
   f.config.interactive = true;
   auto session = f.start({text_reply("hello"), text_reply("still here")}, {"hi"});
   REQUIRE(wait_until([&] { return f.transcript().size() == 2; }));
-  CHECK(control(session, f.actors.sys(), "interrupt") ==
-        "cleared the queue: the session is idle");
+  CHECK(control(session, f.actors.sys(), control_command::interrupt) ==
+        control_ok("cleared the queue: the session is idle"));
   caf::anon_send(session, submit_atom::value, make_input("again"));
   REQUIRE(wait_until([&] { return f.transcript().size() == 4; }));
   caf::anon_send(session, submit_atom::value, make_input("/exit"));

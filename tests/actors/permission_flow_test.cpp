@@ -20,7 +20,7 @@ namespace {
 
 struct scripted_answers {
   std::mutex mutex;
-  std::deque<std::string> answers;
+  std::deque<permission_answer> answers;
   std::vector<std::string> asked; // the tool name and reason of each question
 };
 
@@ -29,7 +29,7 @@ permission_asker_actor spawn_asker(caf::actor_system& sys, std::shared_ptr<scrip
     return {[s](ask_atom, const tool_call& call, const std::string& reason) {
       std::lock_guard<std::mutex> lock{s->mutex};
       s->asked.push_back(call.name + ": " + reason);
-      auto answer = s->answers.empty() ? std::string{"no"} : s->answers.front();
+      auto answer = s->answers.empty() ? permission_answer::no : s->answers.front();
       if (!s->answers.empty())
         s->answers.pop_front();
       return answer;
@@ -97,7 +97,7 @@ TEST_CASE("asked: yes runs the call, always stops asking for it, no hands contro
   agent_fixture f;
   use_policy(f, permission_mode::standard);
   auto answers = std::make_shared<scripted_answers>();
-  answers->answers = {"yes", "always", "no"};
+  answers->answers = {permission_answer::yes, permission_answer::always, permission_answer::no};
   f.config.asker = spawn_asker(f.actors.sys(), answers);
   auto ended = f.run({tool_reply("shell", {{"command", "echo one"}}),
                       tool_reply("shell", {{"command", "echo two"}}),

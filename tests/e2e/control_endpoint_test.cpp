@@ -181,7 +181,8 @@ TEST_CASE("hostile peers cost a live session a bounded amount, and it goes on") 
   // A wrong token: refused, and the interrupt it carried never happens.
   int forger = connect_control(dir);
   REQUIRE(forger >= 0);
-  send_bytes(forger, control_request_line(std::string(32, '0'), "interrupt", ""));
+  send_bytes(forger,
+             control_request_line(std::string(32, '0'), control_command::interrupt, ""));
   auto forger_got = read_to_end(forger, hang_guard);
   CHECK(forger_got.closed);
   CHECK(forger_got.text == "refused: wrong token\n");
@@ -204,8 +205,8 @@ TEST_CASE("hostile peers cost a live session a bounded amount, and it goes on") 
       std::filesystem::permissions(open, std::filesystem::perms(0711));
     std::filesystem::permissions(dir / "control.sock", std::filesystem::perms(0666));
     auto token = read_json(dir / "control.json")["token"].get<std::string>();
-    CHECK(exchange_as_nobody(dir / "control.sock", control_request_line(token, "interrupt", "")) ==
-          0);
+    CHECK(exchange_as_nobody(dir / "control.sock",
+                             control_request_line(token, control_command::interrupt, "")) == 0);
   } else {
     MESSAGE("not root: the other-user peer is not tried (no uid to switch to)");
   }

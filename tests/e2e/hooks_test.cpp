@@ -66,8 +66,8 @@ TEST_CASE("every hook event fires once per occasion with its documented input") 
   cli_fixture f;
   auto log = f.dir / "hooks.jsonl";
   json hooks;
-  for (auto* event : hook_events)
-    hooks[event] = json::array({{{"hooks", json::array({hook(logging(log))})}}});
+  for (auto event : all_hook_events)
+    hooks[to_string(event)] = json::array({{{"hooks", json::array({hook(logging(log))})}}});
   auto r =
       f.run({"--model",
              f.script({native("shell", {{"command", "echo hi"}}, "running"), {{"text", "done"}}}),

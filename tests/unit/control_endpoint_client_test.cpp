@@ -12,17 +12,28 @@ using namespace troupe;
 using namespace troupe::test;
 
 TEST_CASE("a control request goes out as one JSON line and comes back whole") {
-  auto line = control_request_line("t0k", "background", "agents/a\nb");
+  auto line = control_request_line("t0k", control_command::background, "agents/a\nb");
   REQUIRE(line.back() == '\n');
   CHECK(line.find('\n') == line.size() - 1); // a newline in the argument is escaped
   auto parsed = parse_control_request(line.substr(0, line.size() - 1));
   REQUIRE(parsed);
   CHECK(parsed->token == "t0k");
-  CHECK(parsed->command == "background");
+  CHECK(parsed->command == control_command::background);
+  CHECK(line.find(R"("command":"background")") != std::string::npos);
   CHECK(parsed->arg == "agents/a\nb");
   auto no_arg = parse_control_request(R"({"token": "t", "command": "poke"})");
   REQUIRE(no_arg);
+  CHECK(no_arg->command == control_command::poke);
   CHECK(no_arg->arg.empty());
+}
+
+TEST_CASE("a request with a command that has no spelling is refused at the edge") {
+  auto parsed = parse_control_request(R"({"token": "t", "command": "frobnicate"})");
+  REQUIRE(!parsed);
+  CHECK(parsed.error().find("unknown control command 'frobnicate'") != std::string::npos);
+  // Spellings are exact: no case folding, no underscores for dashes.
+  CHECK(!parse_control_request(R"({"token": "t", "command": "Poke"})"));
+  CHECK(!parse_control_request(R"({"token": "t", "command": "interrupt_agent"})"));
 }
 
 TEST_CASE("anything but a request object is refused with a reason") {

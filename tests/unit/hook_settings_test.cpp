@@ -27,12 +27,12 @@ TEST_CASE("hook settings in Claude Code's layout become commands, in order") {
   auto commands = parse_hook_settings(settings, "s.json");
   REQUIRE(commands);
   REQUIRE(commands->size() == 3);
-  CHECK((*commands)[0].event == "PreToolUse");
+  CHECK((*commands)[0].event == hook_event::pre_tool_use);
   CHECK((*commands)[0].matcher == "shell|write");
   CHECK((*commands)[0].timeout == std::chrono::seconds{5});
   CHECK((*commands)[1].command == "log.sh");
   CHECK((*commands)[1].timeout == std::chrono::seconds{60}); // the default
-  CHECK((*commands)[2].event == "Stop");
+  CHECK((*commands)[2].event == hook_event::stop);
   CHECK((*commands)[2].timeout == std::chrono::milliseconds{500});
   CHECK(parse_hook_settings(json::object(), "s.json")->empty());
 }
@@ -82,7 +82,7 @@ TEST_CASE("a matcher is a tool name or a regular expression, troupe's names or C
 TEST_CASE("hook answers combine: exit 2 and decisions block, context and messages add up") {
   std::vector<std::string> outcomes;
   auto o = combine_hook_results(
-    "PreToolUse",
+    hook_event::pre_tool_use,
     {ran(2, "", "no rm -rf\n"), ran(0, R"({"decision":"block","reason":"not on main"})"),
      ran(0, R"({"additionalContext":"one","hookSpecificOutput":{"additionalContext":"two"}})"),
      ran(1, "", "crashed"), ran(0, "not json")},
@@ -93,45 +93,47 @@ TEST_CASE("hook answers combine: exit 2 and decisions block, context and message
   CHECK(o.ran == 5);
   CHECK(outcomes == std::vector<std::string>{"blocked", "blocked", "success", "error", "success"});
 
-  auto quiet = combine_hook_results("Stop", {ran(1, R"({"decision":"block"})")});
+  auto quiet = combine_hook_results(hook_event::stop, {ran(1, R"({"decision":"block"})")});
   CHECK_FALSE(quiet.blocked); // another non-zero exit is logged and ignored
 
   hook_process_result slow;
   slow.timed_out = true;
   slow.exit_code = 137;
   std::vector<std::string> timed;
-  CHECK_FALSE(combine_hook_results("Stop", {slow}, &timed).blocked);
+  CHECK_FALSE(combine_hook_results(hook_event::stop, {slow}, &timed).blocked);
   CHECK(timed == std::vector<std::string>{"timeout"});
 
   auto messages = combine_hook_results(
-    "LoopContinue", {ran(0, R"({"messages":["run the linter", {"content":"then commit"}]})")});
+    hook_event::loop_continue,
+    {ran(0, R"({"messages":["run the linter", {"content":"then commit"}]})")});
   CHECK(messages.messages == std::vector<std::string>{"run the linter", "then commit"});
 
   // Plain stdout is context for the two events that add it to the prompt, and nothing else.
-  CHECK(combine_hook_results("SessionStart", {ran(0, "branch: main\n")}).additional_context ==
-        "branch: main");
-  CHECK(combine_hook_results("PostToolUse", {ran(0, "chatter\n")}).additional_context.empty());
-  CHECK(combine_hook_results("Stop", {ran(2, "")}).reason == "blocked by a Stop hook");
+  CHECK(combine_hook_results(hook_event::session_start, {ran(0, "branch: main\n")})
+          .additional_context == "branch: main");
+  CHECK(combine_hook_results(hook_event::post_tool_use, {ran(0, "chatter\n")})
+          .additional_context.empty());
+  CHECK(combine_hook_results(hook_event::stop, {ran(2, "")}).reason == "blocked by a Stop hook");
 }
 
 TEST_CASE("Claude Code's permissionDecision form blocks, and fields of the wrong type are no answer") {
   auto deny = combine_hook_results(
-    "PreToolUse",
+    hook_event::pre_tool_use,
     {ran(0, R"({"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny",)"
             R"("permissionDecisionReason":"not in CI"}})")});
   CHECK(deny.blocked);
   CHECK(deny.reason == "not in CI");
   CHECK_FALSE(combine_hook_results(
-                "PreToolUse",
+                hook_event::pre_tool_use,
                 {ran(0, R"({"hookSpecificOutput":{"permissionDecision":"allow"}})")})
                 .blocked);
   for (auto odd : {R"({"decision":"block","reason":42})", R"({"decision":true})",
                    R"({"decision":null})", R"({"additionalContext":["a"]})",
                    R"({"hookSpecificOutput":{"permissionDecision":1}})"}) {
     CAPTURE(odd);
-    auto o = combine_hook_results("Stop", {ran(0, odd)}); // must not throw
+    auto o = combine_hook_results(hook_event::stop, {ran(0, odd)}); // must not throw
     CHECK(o.additional_context.empty());
   }
-  CHECK(combine_hook_results("Stop", {ran(0, R"({"decision":"block","reason":42})")}).reason ==
-        "blocked by a Stop hook");
+  CHECK(combine_hook_results(hook_event::stop, {ran(0, R"({"decision":"block","reason":42})")})
+          .reason == "blocked by a Stop hook");
 }

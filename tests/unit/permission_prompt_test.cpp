@@ -9,7 +9,7 @@ using namespace troupe;
 namespace {
 
 // Answers the prompt with `typed` through pipes; returns the answer and what was shown.
-std::pair<std::string, std::string> answer(const std::string& typed) {
+std::pair<permission_answer, std::string> answer(const std::string& typed) {
   int in[2], out[2];
   REQUIRE(pipe(in) == 0);
   REQUIRE(pipe(out) == 0);
@@ -31,15 +31,15 @@ std::pair<std::string, std::string> answer(const std::string& typed) {
 
 TEST_CASE("the terminal prompt shows the call and reads y, n or always") {
   auto [yes, shown] = answer("y\n");
-  CHECK(yes == "yes");
+  CHECK(yes == permission_answer::yes);
   CHECK(shown.find("shell needs approval") != std::string::npos);
   CHECK(shown.find("shell: make install") != std::string::npos);
-  CHECK(answer("No\n").first == "no");
-  CHECK(answer(" A \n").first == "always");
+  CHECK(answer("No\n").first == permission_answer::no);
+  CHECK(answer(" A \n").first == permission_answer::always);
   auto [again, asked_twice] = answer("maybe\nyes\n");
-  CHECK(again == "yes");
+  CHECK(again == permission_answer::yes);
   CHECK(asked_twice.find("Allow?") != asked_twice.rfind("Allow?"));
-  CHECK(answer("").first == "no"); // end of input declines
+  CHECK(answer("").first == permission_answer::no); // end of input declines
 }
 
 TEST_CASE("a permission question shows the call in printable form") {
@@ -54,7 +54,7 @@ TEST_CASE("a permission question shows the call in printable form") {
   REQUIRE(::write(in[1], "n\n", 2) == 2);
   auto answer = ask_permission(in[0], fds[1], {"c3", "edit", {{"x", 1}}, call_format::native},
                                "edit would change /w/\033]0;T\007");
-  CHECK(answer == "no");
+  CHECK(answer == permission_answer::no);
   ::close(fds[1]);
   char buffer[512];
   auto n = ::read(fds[0], buffer, sizeof buffer);

@@ -1,0 +1,23 @@
+#pragma once
+// The answer of the person asked whether a tool call may run.
+
+#include <cstdint>
+
+#include <nlohmann/json.hpp>
+
+namespace troupe {
+
+/// What the person asked about a tool call answered. Each has one spelling (to_string).
+enum class permission_answer : uint8_t {
+  yes,    ///< "yes": run this call
+  no,     ///< "no": decline it; control goes back to the user
+  always, ///< "always": run it, and calls like it for the rest of the session
+};
+
+/// Returns the spelling of an answer ("yes", "no", "always").
+const char* to_string(permission_answer a);
+
+void to_json(nlohmann::json& j, const permission_answer& x);
+void from_json(const nlohmann::json& j, permission_answer& x);
+
+} // namespace troupe
