@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <future>
+#include <sstream>
 #include <thread>
 
 #include "actors/notification_queue.hpp"
@@ -313,8 +314,90 @@ TEST_CASE("a subagent that does not complete tells its parent why, and what it l
   CHECK(results[1].rfind("[the agent ended max_turns", 0) == 0);
   CHECK(results[1].find("Its last reply:\nstarting") != std::string::npos);
   CHECK(notification.find("<status>failed</status>") != std::string::npos);
+  CHECK(notification.find("<reason>error</reason>") != std::string::npos);
   CHECK(notification.find("[the agent ended error: ") != std::string::npos);
   CHECK(notification.find("model exploded") != std::string::npos);
+  // The notification and the agent's own session.json agree on how it ended.
+  for (auto& m : log)
+    if (m.value("origin", "") == "task-notification") {
+      auto id = m["meta"]["task_id"].get<std::string>();
+      auto info = read_json(session_dir(f, "why") / "agents" / id / "session.json");
+      CHECK(m["meta"]["reason"] == info["state"]);
+      CHECK(info["state"] == "error");
+    }
+}
+
+TEST_CASE("a run that ends while background agents run says which it stopped") {
+  cli_fixture f;
+  write_script(f.dir / "work/child.jsonl", {text_line("child done", 20000)});
+  json launch = {{"name", "task"},
+                 {"input", {{"prompt", "long job"}, {"description", "the long job"},
+                            {"mode", "background"}, {"model", "scripted:child.jsonl"}}}};
+  auto parent = f.script({{{"tool_calls", json::array({launch})}},
+                          {{"tool_calls", json::array({{{"name", "complete"},
+                                                        {"input", {{"summary", "done"}}}}})}}});
+  // Text: the line under the result names the agent.
+  auto text = f.run({"--model", parent, "--session-id", "left-text", "go"});
+  CHECK(text.exit_code == 0);
+  CHECK(text.out.find("stopped: agent agent_") != std::string::npos);
+  CHECK(text.out.find("(the long job)") != std::string::npos);
+  // stream-json: the result event lists it.
+  auto json_run = f.run({"--model", f.script({{{"tool_calls", json::array({launch})}},
+                                              {{"tool_calls",
+                                                json::array({{{"name", "complete"},
+                                                              {"input", {{"summary", "done"}}}}})}}}),
+                         "--session-id", "left-json", "--output-format", "stream-json", "go"});
+  CHECK(json_run.exit_code == 0);
+  json result;
+  std::istringstream lines{json_run.out};
+  for (std::string line; std::getline(lines, line);)
+    if (line.find("\"type\":\"result\"") != std::string::npos)
+      result = json::parse(line);
+  REQUIRE(result.contains("agents_left"));
+  REQUIRE(result["agents_left"].size() == 1);
+  CHECK(result["agents_left"][0]["description"] == "the long job");
+  CHECK(result["agents_left"][0]["state"] == "stopped");
+  auto id = result["agents_left"][0]["agent_id"].get<std::string>();
+  CHECK(id.rfind("agent_", 0) == 0);
+  // What the agent says of itself agrees, in plain words.
+  auto queue = read_jsonl(session_dir(f, "left-json") / "queue.jsonl");
+  REQUIRE(queue.size() == 1);
+  CHECK(queue[0]["status"] == "stopped");
+  CHECK(queue[0]["reason"] == "interrupted");
+  CHECK(queue[0]["text"].get<std::string>().find("exit_reason") == std::string::npos);
+  auto info = read_json(session_dir(f, "left-json") / "agents" / id / "session.json");
+  CHECK(info["state"] == "interrupted");
+}
+
+TEST_CASE("task_wait through a run: the parent waits for its agents in one call") {
+  cli_fixture f;
+  write_script(f.dir / "work/a.jsonl", {text_line("alpha result", 300)});
+  write_script(f.dir / "work/b.jsonl", {text_line("beta result", 100)});
+  auto bg = [](const std::string& script) {
+    return json{{"name", "task"},
+                {"input", {{"prompt", script}, {"mode", "background"},
+                           {"model", "scripted:" + script}}}};
+  };
+  auto parent = f.script({{{"tool_calls", json::array({bg("a.jsonl"), bg("b.jsonl")})}},
+                          {{"tool_calls", json::array({{{"name", "task_wait"},
+                                                        {"input", {{"timeout", 30}}}}})}},
+                          text_line("both back")});
+  auto r = f.run({"--model", parent, "--session-id", "tw", "go"});
+  CHECK(r.exit_code == 0);
+  auto log = read_jsonl(session_dir(f, "tw") / "transcript.jsonl");
+  std::string waited;
+  size_t notifications = 0;
+  for (auto& m : log) {
+    if (m["role"] == "tool" && m["content"].get<std::string>().find("agent(s) ended") !=
+                                 std::string::npos)
+      waited = m["content"];
+    notifications += m.value("origin", "") == "task-notification" ? 1 : 0;
+  }
+  CHECK(waited.find("alpha result") != std::string::npos);
+  CHECK(waited.find("beta result") != std::string::npos);
+  CHECK(waited.find("2 of 2 agent(s) ended") != std::string::npos);
+  CHECK(notifications == 0);
+  CHECK(log.back()["content"] == "both back");
 }
 
 TEST_CASE("troupe interrupt ends a run that waits for notifications, exit 130") {
