@@ -103,18 +103,19 @@ expected<session_actor> spawn_subagent(caf::actor_system& sys,
       return failure{started.error()};
   // Its tools: the parent's, or the ones named. At the depth cap the task tool stays, so that
   // a launch gets the cap's clear error instead of "unknown tool".
-  std::vector<tool_spec> tools;
-  for (auto& tool : setup->registry->tools()) {
-    bool named = launch.tools.empty() ||
-                 std::find(launch.tools.begin(), launch.tools.end(), tool.name) !=
-                   launch.tools.end();
-    if (named)
-      tools.push_back(tool);
-  }
   for (auto& name : launch.tools)
     if (setup->registry->find(name) == nullptr)
       return failure{"unknown tool '" + name + "' in tools"};
-  auto registry = std::make_shared<const tool_registry>(std::move(tools));
+  // All of them: the parent's registry itself, shared (a fan-out of a thousand agents would
+  // otherwise hold a thousand copies of every tool's schema).
+  auto registry = setup->registry;
+  if (!launch.tools.empty()) {
+    std::vector<tool_spec> tools;
+    for (auto& tool : setup->registry->tools())
+      if (std::find(launch.tools.begin(), launch.tools.end(), tool.name) != launch.tools.end())
+        tools.push_back(tool);
+    registry = std::make_shared<const tool_registry>(std::move(tools));
+  }
 
   session_config child;
   child.session_id = launch.agent_id;
