@@ -34,6 +34,10 @@ struct supervised_agent {
   bool reported = false;
   /// Left to finish after the owner ended: it writes its end to the owner's queue itself.
   bool detached = false;
+  /// task_stop stopped it: no notification follows, whatever comes after.
+  bool stopping = false;
+  /// Which launch this record is (a resume makes a new one): a stale queued launch is skipped.
+  uint64_t launch_serial = 0;
   bool running() const { return info.state == "running"; }
 };
 
@@ -55,8 +59,9 @@ struct supervisor_state {
   agent_owner_actor owner;
   std::map<std::string, supervised_agent> agents;
   std::map<caf::actor_addr, std::string> by_address;
-  /// Launches answered but not spawned yet, in order.
-  std::deque<subagent_launch> to_spawn;
+  /// Launches answered but not spawned yet, in order, with their serials.
+  std::deque<std::pair<uint64_t, subagent_launch>> to_spawn;
+  uint64_t launch_serials = 0;
   bool spawn_scheduled = false;
   size_t running = 0;
   agent_counts counts;
@@ -110,10 +115,16 @@ void publish_counts(self_ptr self) {
   self->send(st.owner, st.counts);
 }
 
+// The ids for an error message: a few, not a thousand.
 std::string agent_ids(const supervisor_state& st) {
+  constexpr size_t shown = 20;
   std::string ids;
+  size_t n = 0;
   for (auto& [id, a] : st.agents)
-    ids += (ids.empty() ? "" : ", ") + id;
+    if (n++ < shown)
+      ids += (ids.empty() ? "" : ", ") + id;
+  if (n > shown)
+    ids += " and " + std::to_string(n - shown) + " more";
   return ids.empty() ? "none" : ids;
 }
 
@@ -183,7 +194,6 @@ void record_end(self_ptr self, supervised_agent& a, task_notification n) {
         if (std::find(w.ids.begin(), w.ids.end(), x.info.id) != w.ids.end()) {
           w.taken.push_back(x.info.id);
           answered = true;
-          break;
         }
     }
     x.reported = true;
@@ -213,11 +223,12 @@ void spawn_some(self_ptr self) {
   auto& st = self->state;
   st.spawn_scheduled = false;
   for (size_t n = 0; n < spawns_per_tick && !st.to_spawn.empty(); ++n) {
-    auto launch = std::move(st.to_spawn.front());
+    auto [serial, launch] = std::move(st.to_spawn.front());
     st.to_spawn.pop_front();
     auto found = st.agents.find(launch.agent_id);
-    if (found == st.agents.end() || !found->second.running() || found->second.actor)
-      continue; // stopped before it started
+    if (found == st.agents.end() || !found->second.running() || found->second.actor ||
+        found->second.launch_serial != serial)
+      continue; // stopped before it started, or launched again since
     auto& a = found->second;
     auto spawned = st.config.spawn_subagent(self->system(), launch, agent_parent_actor{self});
     if (!spawned) {
@@ -259,6 +270,13 @@ caf::result<tool_result> launch(self_ptr self, const tool_call& call) {
   if (prompt.find_first_not_of(" \t\r\n") == std::string::npos)
     return error_result("the task needs a prompt: the whole task, self-contained");
   auto resume = input.value("resume", std::string{});
+  if (input.contains("resume") && resume.empty())
+    return error_result("resume needs the id of an agent to continue (or leave it out to "
+                        "launch a new one)");
+  if (auto tools = input.find("tools"); tools != input.end())
+    for (auto& t : *tools)
+      if (!t.is_string())
+        return error_result("tools must be tool names, strings; got " + t.dump());
   if (!resume.empty()) {
     // An id names a directory under agents/: never a path out of it.
     if (!is_valid_session_id(resume))
@@ -283,7 +301,8 @@ caf::result<tool_result> launch(self_ptr self, const tool_call& call) {
               return;
             }
             if (auto again = self->state.agents.find(resume);
-                again != self->state.agents.end() && again->second.running())
+                again != self->state.agents.end() && again->second.running() &&
+                !again->second.stopping)
               update(self, again->second, [](supervised_agent& x) { x.reported = false; });
             publish_counts(self);
             promise.deliver(tool_result{"Sent the prompt to agent " + resume +
@@ -332,17 +351,21 @@ caf::result<tool_result> launch(self_ptr self, const tool_call& call) {
     a.info.state.clear(); // not running yet: the counts see it start below
   if (a.actor)
     st.by_address.erase(a.actor.address());
+  auto serial = ++st.launch_serials;
   update(self, a, [&](supervised_agent& x) {
+    auto earlier_result = std::move(x.info.result); // task_output still reads it meanwhile
     x = supervised_agent{};
     x.info.id = l.agent_id;
     x.info.description = l.description;
     x.info.foreground = !background;
+    x.info.result = std::move(earlier_result);
+    x.launch_serial = serial;
   });
   self->send(st.owner, notice_event{st.config.owner_id, "agent_started",
                                     "agent " + l.agent_id + " (" +
                                       (background ? "background" : "foreground") +
                                       "): " + l.description});
-  st.to_spawn.push_back(l);
+  st.to_spawn.emplace_back(serial, l);
   if (!st.spawn_scheduled) {
     st.spawn_scheduled = true;
     self->send(self, spawn_atom::value);
@@ -362,7 +385,8 @@ caf::result<tool_result> launch(self_ptr self, const tool_call& call) {
 
 // The answer of a wait: each agent's state and, for those that ended while it waited, the
 // result; past the budget, a line each.
-tool_result wait_answer(self_ptr self, const agent_wait& w, const std::string& why) {
+tool_result wait_answer(self_ptr self, const agent_wait& w, const std::string& why,
+                        bool results_follow = false) {
   auto& st = self->state;
   std::string out;
   size_t ended = 0;
@@ -378,8 +402,19 @@ tool_result wait_answer(self_ptr self, const agent_wait& w, const std::string& w
     out += (out.empty() ? "" : "\n\n") + id + " (" + info.description + "): " + info.state;
     if (!info.reason.empty() && info.reason != "completed" && info.reason != "backgrounded")
       out += " (" + info.reason + (info.error.empty() ? "" : ": " + info.error) + ")";
-    if (found->second.running())
+    if (found->second.running()) {
+      if (found->second.stopping)
+        out += " (stopping: task_stop)";
       continue;
+    }
+    if (found->second.stopping) {
+      out += "\n(stopped with task_stop: no result)";
+      continue;
+    }
+    if (taken && results_follow) {
+      out += "\n(its result follows in a <task-notification>)";
+      continue;
+    }
     if (!taken && !w.whole_result) {
       out += "\n(its result came in a <task-notification>; task_output " + id + " reads it)";
       continue;
@@ -455,6 +490,8 @@ caf::result<tool_result> wait_for(self_ptr self, const tool_call& call) {
   w.any = call.input.value("mode", std::string{"all"}) == "any";
   if (auto ids = call.input.find("agent_ids"); ids != call.input.end() && !ids->empty()) {
     for (auto& id : *ids) {
+      if (!id.is_string())
+        return error_result("agent_ids must be agent ids, strings; got " + id.dump());
       auto name = id.get<std::string>();
       if (!st.agents.count(name))
         return error_result("no agent '" + name + "' in this session (agents: " +
@@ -474,15 +511,26 @@ caf::result<tool_result> wait_for(self_ptr self, const tool_call& call) {
 // task_output and task_stop on an agent id.
 caf::result<tool_result> agent_task_call(self_ptr self, const tool_call& call) {
   auto& st = self->state;
-  auto id = call.input.value("task_id", std::string{});
+  if (const auto* spec = st.config.registry->find(call.name))
+    if (auto problem = validate_input(*spec, call.input))
+      return error_result(*problem);
+  if (!call.input.is_object() || !call.input.contains("task_id") ||
+      !call.input["task_id"].is_string())
+    return error_result("task_id must be the agent's id, a string");
+  auto id = call.input["task_id"].get<std::string>();
   auto found = st.agents.find(id);
   if (found == st.agents.end())
     return error_result("no agent '" + id + "' in this session (agents: " + agent_ids(st) + ")");
   auto& a = found->second;
   if (call.name == "task_stop") {
+    if (a.stopping)
+      return tool_result{"Agent " + id + " is already stopping.", false, 0, false};
     if (!a.running())
       return error_result("agent " + id + " has already ended (" + a.info.state + ")");
-    update(self, a, [](supervised_agent& x) { x.reported = true; });
+    update(self, a, [](supervised_agent& x) {
+      x.reported = true;
+      x.stopping = true;
+    });
     if (a.actor)
       self->send_exit(a.actor, caf::exit_reason::user_shutdown);
     else
@@ -494,7 +542,9 @@ caf::result<tool_result> agent_task_call(self_ptr self, const tool_call& call) {
   w.ids = {id};
   w.any = true;
   w.whole_result = true;
-  bool block = call.input.value("block", true);
+  auto block_input = call.input.find("block");
+  bool block = block_input == call.input.end() || !block_input->is_boolean() ||
+               block_input->get<bool>();
   if (!a.running())
     return wait_answer(self, w, "");
   if (!block)
@@ -570,6 +620,21 @@ caf::result<control_reply> control(self_ptr self, control_command command,
                        std::string{to_string(command)} + "'");
 }
 
+// A wait that ends without giving its results (interrupted, the owner ending): the results it
+// had taken are told as notifications after all (to the owner's queue once it has ended).
+void release_taken(self_ptr self, const agent_wait& w) {
+  auto& st = self->state;
+  for (auto& id : w.taken)
+    if (auto f = st.agents.find(id); f != st.agents.end()) {
+      auto n = end_notice(f->second, f->second.info.reason, f->second.info.result,
+                          f->second.info.error);
+      n.usage = f->second.info.usage;
+      auto counted = f->second.info;
+      counted.cost_usd = 0; // counted when it ended
+      forward(self, counted, std::move(n), false);
+    }
+}
+
 // The owner was interrupted: what waits on agents stops waiting.
 void interrupt(self_ptr self) {
   auto& st = self->state;
@@ -597,18 +662,10 @@ void interrupt(self_ptr self) {
   }
   // Waits end now; the results they had taken are told as notifications after all.
   for (auto& w : std::exchange(st.waits, {})) {
-    auto result = wait_answer(self, w, " (interrupted)");
-    for (auto& id : w.taken)
-      if (auto f = st.agents.find(id); f != st.agents.end()) {
-        auto n = end_notice(f->second, f->second.info.reason, f->second.info.result,
-                            f->second.info.error);
-        n.usage = f->second.info.usage;
-        auto counted = f->second.info;
-        counted.cost_usd = 0; // counted when it ended
-        forward(self, counted, std::move(n), false);
-      }
+    auto result = wait_answer(self, w, " (interrupted)", true);
     result.exit_code = 130;
     w.promise.deliver(std::move(result));
+    release_taken(self, w);
   }
   publish_counts(self);
 }
@@ -618,8 +675,10 @@ agent_list finish(self_ptr self, agents_at_end at_end) {
   agent_list left;
   st.finishing = true;
   st.to_spawn.clear();
-  for (auto& w : std::exchange(st.waits, {}))
+  for (auto& w : std::exchange(st.waits, {})) {
     w.promise.deliver(error_result("[the parent session ended]"));
+    release_taken(self, w);
+  }
   for (auto& [id, a] : st.agents) {
     if (!a.running())
       continue;
@@ -700,11 +759,17 @@ agent_supervisor_actor::behavior_type supervisor(self_ptr self, agent_supervisor
   });
   return {
     [=](execute_atom, const tool_call& call) -> caf::result<tool_result> {
-      if (call.name == "task_wait")
-        return wait_for(self, call);
-      if (call.name == "task_output" || call.name == "task_stop")
-        return agent_task_call(self, call);
-      return launch(self, call);
+      // Input the model wrote is checked, but a call must never take the supervisor (and so
+      // the session) down: anything that slips through is an error result.
+      try {
+        if (call.name == "task_wait")
+          return wait_for(self, call);
+        if (call.name == "task_output" || call.name == "task_stop")
+          return agent_task_call(self, call);
+        return launch(self, call);
+      } catch (const std::exception& e) {
+        return error_result(std::string{"bad input for "} + call.name + ": " + e.what());
+      }
     },
     [=](notify_atom, task_notification& n) {
       auto& s = self->state;

@@ -121,9 +121,16 @@ session_actor::behavior_type session_behavior(session_ptr self, session_config c
     [=](notify_atom, task_notification& n) { return accept_notification(self, std::move(n)); },
     [=](agent_ended& end) { return accept_agent_end(self, std::move(end)); },
     [=](agent_counts counts) {
-      self->state.agents_running = counts;
-      if (self->state.phase == session_phase::idle)
-        publish_status(self, false); // the status line shows the background agents
+      auto& s = self->state;
+      s.agents_running = counts;
+      if (s.phase != session_phase::idle)
+        return;
+      publish_status(self, false); // the status line shows the background agents
+      // A headless run that waited only for its agents, whose last end was answered elsewhere
+      // (a task_wait, a foreground call) before these counts came: nothing is left to wait for.
+      if (!s.config.interactive && !s.config.wait_for_notifications && counts.awaited == 0 &&
+          s.queue.empty() && s.news_serial == 0)
+        next_turn(self);
     },
     [=](notice_event& notice) {
       notice.session_id = self->state.config.session_id;

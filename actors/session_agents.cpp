@@ -28,8 +28,14 @@ void interrupt_agents(session_ptr self) {
 
 bool accept_agent_end(session_ptr self, agent_ended end) {
   auto& st = self->state;
-  if (st.phase == session_phase::ended)
-    return false;
+  if (st.phase == session_phase::ended) {
+    // Too late for this run: the next one reads it from the queue (the supervisor may be gone
+    // by the time it would hear "no", so the session writes it itself).
+    if (!end.answered)
+      self->send(st.config.disk, append_atom::value, queue_path(st).string(),
+                 std::move(end.notification));
+    return true;
+  }
   st.info.cost_usd += end.agent.cost_usd;
   if (end.answered)
     return true;

@@ -92,8 +92,11 @@ bool log_news(session_ptr self, std::vector<message> news) {
   size_t shown = 0;
   for (auto& m : news) {
     auto original = st.untaken_notifications.find(m.id);
+    // Only results task_output can still return: an agent's or a task's of this run, never
+    // one read back from the durable queue (its agent is gone with the run that launched it).
     bool summable = original != st.untaken_notifications.end() &&
-                    (original->second.source == "agent" || original->second.source == "shell");
+                    (original->second.source == "agent" || original->second.source == "shell") &&
+                    st.queued_from_file.count(m.id) == 0;
     if (summable && shown + m.content.size() > st.config.notification_budget && shown > 0) {
       // Many results at once: a line each from here on; the whole result stays with the agent
       // or task (task_output).

@@ -234,9 +234,11 @@ void run_batch(step_ptr self, size_t size) {
     if (for_agents(spec, call) && !st.config.agents)
       on_batch_result(self, i, error_result("subagents are not available in this session"));
     else if (for_agents(spec, call))
-      // High priority: a reply's launches are all answered before the supervisor spawns any.
-      self->request<caf::message_priority::high>(st.config.agents, caf::infinite,
-                                                 execute_atom::value, call)
+      // In order, at normal priority: the supervisor's first spawn (a message to itself) queues
+      // behind the launches already sent, so a reply's launches are answered before it spawns
+      // more than one batch. (High priority would not help: CAF's mailbox weighs its queues, it
+      // does not empty the urgent one first.)
+      self->request(st.config.agents, caf::infinite, execute_atom::value, call)
         .then([=](tool_result& result) { on_batch_result(self, i, std::move(result)); },
               on_error);
     else

@@ -87,6 +87,8 @@ void from_json(const nlohmann::json& j, session_ended_event& x) {
   j.at("duration_ms").get_to(x.duration_ms);
   if (auto denials = j.find("permission_denials"); denials != j.end())
     denials->get_to(x.permission_denials);
+  if (auto left = j.find("agents_left"); left != j.end() && left->is_array())
+    left->get_to(x.agents_left);
 }
 
 void to_json(nlohmann::json& j, const session_status_event& x) {

@@ -85,5 +85,6 @@ enum class agents_at_end : uint8_t {
 };
 
 void to_json(nlohmann::json& j, const agent_descriptor& x);
+void from_json(const nlohmann::json& j, agent_descriptor& x);
 
 } // namespace troupe

@@ -296,3 +296,137 @@ TEST_CASE("task_output reads an agent's whole result, task_stop stops one: throu
   CHECK(ended);
   caf::anon_send_exit(supervisor, caf::exit_reason::user_shutdown);
 }
+
+namespace {
+
+// An owner that keeps every end it is told of.
+struct recorded_ends {
+  std::mutex lock;
+  std::vector<agent_ended> ends;
+  size_t unanswered(const std::string& id) {
+    std::lock_guard<std::mutex> guard{lock};
+    return static_cast<size_t>(std::count_if(ends.begin(), ends.end(), [&](const agent_ended& e) {
+      return e.notification.task_id == id && !e.answered;
+    }));
+  }
+};
+
+agent_owner_actor::behavior_type recording_owner(std::shared_ptr<recorded_ends> out) {
+  return {
+    [out](agent_ended& e) {
+      std::lock_guard<std::mutex> guard{out->lock};
+      out->ends.push_back(e);
+      return true;
+    },
+    [](agent_counts) {},
+    [](notice_event&) {},
+  };
+}
+
+struct supervisor_fixture {
+  agent_fixture f;
+  std::shared_ptr<recorded_ends> ends = std::make_shared<recorded_ends>();
+  agent_supervisor_actor supervisor;
+  std::unique_ptr<caf::scoped_actor> self;
+
+  supervisor_fixture() {
+    f.enable_subagents({{"quick", {text_reply("quick answer")}},
+                        {"slow", {slow_text("slow answer", 5000)}}});
+    agent_supervisor_config config;
+    config.owner_id = "owner";
+    config.agents_dir = f.config.session_dir / "agents";
+    config.owner_queue = f.config.session_dir / "queue.jsonl";
+    config.registry = f.config.registry;
+    config.spawn_subagent = f.config.spawn_subagent;
+    auto& sys = f.actors.sys();
+    supervisor = spawn_agent_supervisor(sys, config, sys.spawn(recording_owner, ends));
+    self = std::make_unique<caf::scoped_actor>(sys);
+  }
+  ~supervisor_fixture() { caf::anon_send_exit(supervisor, caf::exit_reason::user_shutdown); }
+
+  tool_result run(const tool_call& call) {
+    tool_result out;
+    (*self)
+      ->request(supervisor, std::chrono::seconds{10}, execute_atom::value, call)
+      .receive([&](tool_result& r) { out = std::move(r); },
+               [&](caf::error& err) { FAIL(f.actors.sys().render(err)); });
+    return out;
+  }
+
+  std::string launch(const std::string& model) {
+    auto r = run(call_of("task", {{"prompt", model}, {"mode", "background"},
+                                  {"model", "scripted:" + model}}));
+    REQUIRE(r.output.rfind("Started agent agent_", 0) == 0);
+    return r.output.substr(14, r.output.find(' ', 14) - 14);
+  }
+
+  std::string state_of(const std::string& id) {
+    std::string state;
+    (*self)
+      ->request(supervisor, std::chrono::seconds{5}, list_atom::value)
+      .receive(
+        [&](agent_list& list) {
+          for (auto& a : list.agents)
+            if (a.id == id)
+              state = a.state;
+        },
+        [&](caf::error&) {});
+    return state;
+  }
+};
+
+} // namespace
+
+TEST_CASE("agent tools with input of the wrong types are error results, never a crash") {
+  supervisor_fixture s;
+  auto id = s.launch("quick");
+  for (auto& bad : {call_of("task_wait", {{"agent_ids", json::array({1})}}),
+                    call_of("task_wait", {{"agent_ids", json::array({nullptr})}}),
+                    call_of("task_output", {{"task_id", id}, {"block", "yes"}}),
+                    call_of("task_output", {{"task_id", id}, {"timeout", "abc"}}),
+                    call_of("task_stop", {{"task_id", 7}}),
+                    call_of("task", {{"prompt", "p"}, {"tools", json::array({1, 2})}}),
+                    call_of("task", {{"prompt", "p"}, {"resume", ""}})}) {
+    CAPTURE(bad.input.dump());
+    auto r = s.run(bad);
+    CHECK(r.is_error);
+  }
+  // Still there, and still answering.
+  CHECK(!s.state_of(id).empty());
+}
+
+TEST_CASE("an interrupted task_wait gives back the results it took as notifications, once") {
+  supervisor_fixture s;
+  auto quick = s.launch("quick");
+  auto slow = s.launch("slow");
+  std::optional<tool_result> answer;
+  auto waiting = (*s.self)->request(s.supervisor, std::chrono::seconds{10}, execute_atom::value,
+                                    call_of("task_wait", json::object()));
+  // The quick one ends while the wait waits for the slow one: its result is the wait's.
+  REQUIRE(wait_until([&] { return s.state_of(quick) == "completed"; }));
+  CHECK(s.ends->unanswered(quick) == 0);
+  caf::anon_send(s.supervisor, interrupt_atom::value);
+  waiting.receive([&](tool_result& r) { answer = std::move(r); },
+                  [&](caf::error& err) { FAIL(s.f.actors.sys().render(err)); });
+  REQUIRE(answer);
+  CHECK(answer->exit_code == 130);
+  CHECK(answer->output.find("quick answer") == std::string::npos); // not twice
+  CHECK(answer->output.find("its result follows in a <task-notification>") != std::string::npos);
+  REQUIRE(wait_until([&] { return s.ends->unanswered(quick) == 1; }));
+  (void)slow;
+}
+
+TEST_CASE("task_stop twice, and what task_wait says of an agent it stopped") {
+  supervisor_fixture s;
+  auto slow = s.launch("slow");
+  REQUIRE(wait_until([&] { return s.state_of(slow) == "running"; }));
+  CHECK(s.run(call_of("task_stop", {{"task_id", slow}})).output ==
+        "Stopped agent " + slow + "; no notification follows.");
+  CHECK(s.run(call_of("task_stop", {{"task_id", slow}})).output ==
+        "Agent " + slow + " is already stopping.");
+  REQUIRE(wait_until([&] { return s.state_of(slow) == "stopped"; }));
+  auto waited = s.run(call_of("task_wait", {{"agent_ids", json::array({slow})}}));
+  CHECK(waited.output.find("stopped with task_stop: no result") != std::string::npos);
+  CHECK(waited.output.find("task-notification") == std::string::npos);
+  CHECK(s.ends->unanswered(slow) == 0);
+}

@@ -32,8 +32,15 @@ TEST_CASE("every session event round-trips through JSON") {
   ended.state.turn_count = 3;
   ended.usage.input_tokens = 10;
   ended.duration_ms = 42;
+  agent_descriptor left;
+  left.id = "agent_1a2b3c";
+  left.description = "the long job";
+  left.state = "stopped";
+  ended.agents_left.push_back(left);
   auto e2 = json(ended).get<session_ended_event>();
   CHECK(json(e2) == json(ended));
+  REQUIRE(e2.agents_left.size() == 1);
+  CHECK(json(ended)["agents_left"][0]["agent_id"] == "agent_1a2b3c");
   CHECK(e2.state == ended.state);
   CHECK(e2.usage == ended.usage);
 }
