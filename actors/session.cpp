@@ -48,6 +48,7 @@ session_actor::behavior_type session_behavior(session_ptr self, session_config c
     st.agents = spawn_agent_supervisor(self->system(), std::move(agents), self);
     self->link_to(st.agents);
   }
+  st.inbox = session_inbox{config.queue_cap};
   st.config = std::move(config);
   st.step = spawn_step(self->system(), make_step_config(st), self, st.model, st.executor);
   // Linked both ways: a killed session takes its peers (and their children) with it, and a
@@ -138,7 +139,7 @@ session_actor::behavior_type session_behavior(session_ptr self, session_config c
       if (serial != 0 && serial == s.news_serial) {
         // The news gathered while idle starts its turn now (a prompt may have started one).
         s.news_serial = 0;
-        if (s.phase == session_phase::idle && !s.queue.empty())
+        if (s.phase == session_phase::idle && !s.inbox.empty())
           next_turn(self);
         return;
       }

@@ -57,19 +57,8 @@ void finish_agents(session_ptr self, terminal_reason reason, const std::string& 
         [=](caf::error&) { end_wait_done(self); });
   }
   // Notifications taken but not yet logged are written back for the next resume.
-  std::vector<message> undelivered = std::exchange(st.pending_notifications, {});
-  for (auto& input : st.queue)
-    if (input.origin == "task-notification")
-      undelivered.push_back(input);
-  st.queue.clear();
-  for (auto& m : undelivered) {
-    if (st.queued_from_file.count(m.id))
-      continue; // still in queue.jsonl: it is read again on resume
-    auto original = st.untaken_notifications.find(m.id);
-    if (original == st.untaken_notifications.end())
-      continue; // every notification taken is recorded there until it is logged
-    self->send(st.config.disk, append_atom::value, queue_path(st).string(), original->second);
-  }
+  for (auto& n : st.inbox.undelivered())
+    self->send(st.config.disk, append_atom::value, queue_path(st).string(), n);
   if (!st.config.parent && !st.detached)
     return;
   // A subagent reports its end to its parent; a parent that has ended finds it in its

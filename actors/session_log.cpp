@@ -21,19 +21,11 @@ void publish_notice(session_ptr self, std::string kind, std::string text) {
 // Inputs are never dropped silently: each one lost is named in a notice.
 // Notifications are news, not queued work: they stay (and are written back at the end).
 void drop_queue(session_ptr self, const std::string& why) {
-  auto& st = self->state;
-  std::deque<message> kept;
-  for (auto& input : st.queue) {
-    if (input.origin == "task-notification") {
-      kept.push_back(std::move(input));
-      continue;
-    }
+  for (auto& input : self->state.inbox.drop_prompts())
     publish_notice(self, "input_dropped",
                    why + "; dropped a queued input from " +
                        (input.origin.empty() ? "?" : input.origin) + ": " +
                        input.content.substr(0, 80));
-  }
-  st.queue = std::move(kept);
 }
 
 // Every message goes to disk before anyone hears of it; a failed write ends the session.
@@ -71,16 +63,8 @@ void save_state(session_ptr self) {
 }
 
 void enqueue(session_ptr self, message input) {
-  auto& st = self->state;
-  if (st.queue.size() >= st.config.queue_cap) {
-    publish_notice(self, "queue_overflow",
-                   "prompt queue is full (" + std::to_string(st.config.queue_cap) +
-                       " inputs); dropped a message from " +
-                       (input.origin.empty() ? "?" : input.origin) + ": " +
-                       input.content.substr(0, 80));
-    return;
-  }
-  st.queue.push_back(std::move(input));
+  if (auto dropped = self->state.inbox.push(std::move(input)))
+    publish_notice(self, "queue_overflow", std::move(*dropped));
 }
 
 // Hooks run in order; a throwing hook is reported and skipped, never fatal.

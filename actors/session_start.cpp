@@ -97,7 +97,7 @@ void begin_session(session_ptr self) {
   save_state(self); // never an empty state.json, even if the process dies before a step
   for (auto& m : st.log)
     if (m->origin == "task-notification")
-      st.notification_ids.insert(m->id);
+      st.inbox.mark_logged_before(m->id);
   for (auto& m : fire(self, hook_point::session_start))
     if (!append_message(self, std::move(m)))
       return;
@@ -141,7 +141,7 @@ void enter_loop(session_ptr self, bool unanswered) {
     if (s.phase != session_phase::created)
       return; // ended meanwhile
     s.phase = session_phase::idle;
-    bool news_first = !s.queue.empty() && s.queue.front().origin == "task-notification";
+    bool news_first = s.inbox.news_first();
     if (unanswered && !news_first)
       start_turn(self); // the turn the process died in is answered before any new input
     else

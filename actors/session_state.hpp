@@ -12,6 +12,7 @@
 #include <caf/typed_event_based_actor.hpp>
 
 #include "actors/session.hpp"
+#include "actors/session_inbox.hpp"
 #include "actors/step.hpp"
 #include "actors/transcript.hpp"
 #include "context/compaction.hpp"
@@ -31,7 +32,8 @@ enum class session_phase {
 struct session_state {
   session_config config;
   std::vector<message_ptr> log;
-  std::deque<message> queue;
+  /// The prompt queue, news held while busy, and the exactly-once record of notifications.
+  session_inbox inbox;
   loop_state state;
   transcript_writer transcript;
   json_file state_file;
@@ -82,19 +84,9 @@ struct session_state {
   std::vector<agent_descriptor> agents_left;
   /// Ended, and waiting for the supervisor to see the agents it left to finish end.
   bool waiting_for_agents = false;
-  /// Notifications that arrived while busy: logged before the next model call, or the first
-  /// inputs of the next turn.
-  std::vector<message> pending_notifications;
-  /// Ids of the notifications already taken (logged, queued or pending): never twice.
-  std::set<std::string> notification_ids;
-  /// The notifications taken but not yet logged, by id: written back as they came if the
-  /// session ends first.
-  std::map<std::string, task_notification> untaken_notifications;
   /// A subagent whose parent ended and let it finish: its end goes to the parent's durable
   /// queue, and its own terminal event says `backgrounded`.
   bool detached = false;
-  /// The entries read from queue.jsonl not yet in the log (the disk actor keeps the offset).
-  std::set<std::string> queued_from_file;
   /// An urgent notification interrupted the step: the turn it starts must not be dropped.
   bool urgent_pending = false;
   /// When news last started a turn, and the timer (its serial) of news gathered while idle:

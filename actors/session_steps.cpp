@@ -193,7 +193,7 @@ void send_step(session_ptr self, bool may_compact) {
   }
   // Notifications that arrived while the step before ran go in before this model call, and so
   // does what GenerationPost hooks added about its reply.
-  if (!log_news(self, std::exchange(st.pending_notifications, {})))
+  if (!log_news(self, st.inbox.take_held()))
     return;
   for (auto& note : std::exchange(st.pending_hook_context, {}))
     if (!append_message(self, std::move(note)))

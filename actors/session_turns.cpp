@@ -102,18 +102,6 @@ void mark_turn_start(message& input) {
   input.meta["turn_start"] = true;
 }
 
-// Takes every notification waiting in the queue, in order: news is delivered as a whole the
-// moment a turn starts, never one turn at a time.
-std::vector<message> take_queued_notifications(session_state& st) {
-  std::deque<message> rest;
-  std::vector<message> news;
-  for (auto& input : st.queue)
-    (input.origin == "task-notification" ? news.emplace_back(std::move(input))
-                                         : rest.emplace_back(std::move(input)));
-  st.queue = std::move(rest);
-  return news;
-}
-
 // A turn starts with news: all of it is logged (within the budget), then the turn's hooks.
 void start_news_turn(session_ptr self, std::vector<message> news) {
   self->state.last_news_turn = std::chrono::steady_clock::now();
@@ -238,19 +226,21 @@ void next_turn(session_ptr self) {
   st.idle_serial = 0;
   // Notifications that arrived during the turn start the next one, all of them at once — after
   // a moment's wait for more when news started the turn that just ended.
-  if (!st.pending_notifications.empty()) {
-    auto news = std::exchange(st.pending_notifications, {});
+  // News is delivered as a whole the moment a turn starts, never one turn at a time.
+  if (st.inbox.has_held()) {
+    auto news = st.inbox.take_held();
     if (!urgent && gather_news(self, news)) {
       go_idle(self);
       return;
     }
-    for (auto& queued : take_queued_notifications(st))
+    for (auto& queued : st.inbox.take_news())
       news.push_back(std::move(queued));
     start_news_turn(self, std::move(news));
     return;
   }
   while (st.phase != session_phase::ended) {
-    if (st.queue.empty()) {
+    auto next = st.inbox.pop();
+    if (!next) {
       // A person, a notification from outside or a background subagent's news will start the
       // next turn.
       if (st.config.interactive || st.config.wait_for_notifications || waiting_for_children(st)) {
@@ -260,8 +250,7 @@ void next_turn(session_ptr self) {
       end_session(self, terminal_reason::completed);
       return;
     }
-    auto input = std::move(st.queue.front());
-    st.queue.pop_front();
+    auto input = std::move(*next);
     if (run_command(self, input)) {
       if (st.phase == session_phase::compacting)
         return; // the compaction's end resumes the loop
@@ -269,7 +258,7 @@ void next_turn(session_ptr self) {
     }
     if (input.origin == "task-notification") {
       std::vector<message> news{std::move(input)};
-      for (auto& queued : take_queued_notifications(st))
+      for (auto& queued : st.inbox.take_news())
         news.push_back(std::move(queued));
       start_news_turn(self, std::move(news));
     } else {
@@ -283,7 +272,7 @@ void next_turn(session_ptr self) {
 
 void enqueue_first(session_ptr self, message input) {
   auto& st = self->state;
-  st.queue.push_front(std::move(input));
+  st.inbox.push_first(std::move(input));
   if (st.phase == session_phase::idle)
     next_turn(self);
 }
