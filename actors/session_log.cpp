@@ -146,8 +146,8 @@ void end_session(session_ptr self, terminal_reason reason, std::string error,
     ++st.end_waits;
     run_hooks(
       self, hook_event::session_end, {{"reason", to_string(reason)}},
-      [=](const hook_outcome&) { end_wait_done(self); }, true,
-      [=] { end_wait_done(self); }); // an interrupt does not wait for them either
+      [=](const hook_outcome&) { end_wait_done(self); },
+      hook_wait::session_end()); // an interrupt does not wait for them either
   }
   auto elapsed = std::chrono::steady_clock::now() - st.started_at;
   session_ended_event ended;

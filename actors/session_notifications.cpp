@@ -55,10 +55,8 @@ bool accept_notification(session_ptr self, task_notification n) {
       // Busy: in before the next model call, or first in the next turn. Urgent: the step
       // stops now and the turn that follows starts with it.
       st.inbox.hold(std::move(input));
-      if (n.urgent) {
-        st.urgent_pending = true;
-        request_interrupt(self);
-      }
+      if (n.urgent)
+        interrupt_for_news(self);
       break;
   }
   return true;
@@ -83,7 +81,8 @@ bool log_news(session_ptr self, std::vector<message> news) {
   size_t shown = 0;
   for (auto& m : news) {
     const auto* original = st.inbox.original(m.id);
-    bool summable = original != nullptr && (original->source == "agent" || original->source == "shell");
+    bool summable =
+        original != nullptr && (original->source == "agent" || original->source == "shell");
     if (summable && shown + m.content.size() > st.config.notification_budget && shown > 0) {
       // Many results at once: a line each from here on; the whole result stays with the agent
       // or task (task_output).

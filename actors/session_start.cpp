@@ -17,8 +17,6 @@ namespace troupe {
 
 namespace {
 
-void enter_loop(session_ptr self, bool unanswered);
-
 // The calls of the last assistant message that no tool message answers.
 std::vector<tool_call> unanswered_calls(const std::vector<message_ptr>& log) {
   auto last =
@@ -123,35 +121,18 @@ void begin_session(session_ptr self) {
         queue_hook_messages(self, hook);
         enter_loop(self, unanswered);
       },
-      false,
-      [=] {
-        self->state.interrupt_before_start = true; // stops the turn it would start
-        enter_loop(self, unanswered);
-      });
+      hook_wait::session_start(unanswered)); // interrupted: the turn the loop starts stops
 }
-
-namespace {
 
 // Reads what waits in the durable queue, then takes the first input of the session.
 void enter_loop(session_ptr self, bool unanswered) {
   // Notifications that came while the session was not running are inputs like any other, read
   // first.
   read_durable_queue(self, true, [=](size_t) {
-    auto& s = self->state;
-    if (s.phase != session_phase::created)
+    if (self->state.phase != session_phase::created)
       return; // ended meanwhile
-    s.phase = session_phase::idle;
-    bool news_first = s.inbox.news_first();
-    if (unanswered && !news_first)
-      start_turn(self); // the turn the process died in is answered before any new input
-    else
-      next_turn(self); // news starts the turn; an unanswered message is in its context too
-    // An interrupt that came while the session was starting stops what it started.
-    if (std::exchange(s.interrupt_before_start, false) && s.phase != session_phase::ended)
-      request_interrupt(self);
+    first_turn(self, unanswered);
   });
 }
-
-} // namespace
 
 } // namespace troupe

@@ -9,6 +9,7 @@
 #include <set>
 
 #include <caf/stateful_actor.hpp>
+#include <caf/typed_response_promise.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
 #include "actors/session.hpp"
@@ -27,6 +28,95 @@ enum class session_phase {
   compacting, ///< a compaction summary is being written
   hooking,  ///< between inputs and steps, external hooks run (inputs and news queue up)
   ended,    ///< terminal state reached
+};
+
+enum class compaction_status { done, failed, interrupted };
+using compaction_done = std::function<void(compaction_status, const std::string& why)>;
+
+/// What an interrupt does while the session waits for external hooks: one value per place that
+/// waits, with what carrying it out needs (interrupt_hooks does it). PreCompact keeps the one
+/// closure: the compaction's own continuation, which its three callers pass in.
+struct hook_wait {
+  enum class kind {
+    none,            ///< no interruptible hooks run
+    session_start,   ///< SessionStart: the loop is entered, and the turn it starts stops
+    prompt_submit,   ///< UserPromptSubmit: the prompt (if one) is logged, then the turn stops
+    finished_turn,   ///< Stop or LoopContinue after a normal turn: the turn is over
+    final_stop,      ///< Stop of a turn that cannot go on: its end, decided already, follows
+    step_pre,        ///< StepPre: the turn stops before the model call
+    generation_post, ///< GenerationPost: the step is told that no tool runs
+    pre_compact,     ///< PreCompact: the compaction ends `interrupted`
+    session_end,     ///< SessionEnd: the ended session does not wait for them
+  };
+  kind what = kind::none;
+  /// session_start: the transcript ends with a message the first turn answers.
+  bool unanswered = false;
+  /// prompt_submit: the prompt, not logged yet (none for news, logged already).
+  std::optional<message> prompt;
+  /// final_stop: how the session ends; none: it takes the next input.
+  std::optional<terminal_reason> end;
+  /// generation_post: the step's question whether the reply's tools may run.
+  caf::typed_response_promise<bool> may_run_tools;
+  /// pre_compact: the compaction's continuation.
+  compaction_done compaction;
+
+  /// Returns the wait of each place, with what its interrupt needs.
+  static hook_wait session_start(bool answer_first) {
+    auto wait = of(kind::session_start);
+    wait.unanswered = answer_first;
+    return wait;
+  }
+  static hook_wait prompt_submit(std::optional<message> unlogged) {
+    auto wait = of(kind::prompt_submit);
+    wait.prompt = std::move(unlogged);
+    return wait;
+  }
+  static hook_wait finished_turn() { return of(kind::finished_turn); }
+  static hook_wait final_stop(std::optional<terminal_reason> then_end) {
+    auto wait = of(kind::final_stop);
+    wait.end = then_end;
+    return wait;
+  }
+  static hook_wait step_pre() { return of(kind::step_pre); }
+  static hook_wait generation_post(caf::typed_response_promise<bool> answer) {
+    auto wait = of(kind::generation_post);
+    wait.may_run_tools = std::move(answer);
+    return wait;
+  }
+  static hook_wait pre_compact(compaction_done done) {
+    auto wait = of(kind::pre_compact);
+    wait.compaction = std::move(done);
+    return wait;
+  }
+  static hook_wait session_end() { return of(kind::session_end); }
+
+private:
+  static hook_wait of(kind what) {
+    hook_wait wait;
+    wait.what = what;
+    return wait;
+  }
+};
+
+/// What lives for the turn in flight, and the hook waits around it. Written only by the turn
+/// code: session_turns.cpp, session_steps.cpp, and session_hooks.cpp (the hook wait).
+struct turn_context {
+  /// An interrupt is to stop the turn at its next step boundary.
+  bool interrupt_requested = false;
+  /// An interrupt came before the first turn could start: it stops that turn.
+  bool interrupt_before_start = false;
+  /// An urgent notification interrupted the step: the turn it starts must not be dropped.
+  bool urgent_pending = false;
+  /// Context that GenerationPost hooks returned: logged before the next model call (after the
+  /// reply's tool results).
+  std::vector<message> pending_hook_context;
+  /// The last step that ran tools had a call refused: a turn that then ends without another
+  /// tool round made no progress because of permissions.
+  bool last_tool_step_denied = false;
+  /// The external hooks waited for (what an interrupt does meanwhile), and the wait's serial:
+  /// an answer to an older wait is stale. Serials never repeat.
+  hook_wait hooks;
+  uint64_t hook_wait_serial = 0;
 };
 
 struct session_state {
@@ -49,23 +139,16 @@ struct session_state {
   /// The raw token estimate of the request in flight, to calibrate against the reported usage.
   int64_t sent_estimate = 0;
   session_phase phase = session_phase::created;
+  /// The turn in flight.
+  turn_context turn;
   /// start_atom was taken: set-up runs once.
   bool begun = false;
   /// The runner of the external hooks, and the events that have commands.
   hook_runner_actor hooks;
   std::set<hook_event> hook_events;
-  /// What an interrupt does while the session waits for hooks, and the wait's serial.
-  std::function<void()> hook_interrupt;
-  uint64_t hook_wait_serial = 0;
-  /// Context that GenerationPost hooks returned: logged before the next model call (after the
-  /// reply's tool results).
-  std::vector<message> pending_hook_context;
   /// The namer was asked for a name (once per run), and its answer has not come yet.
   bool naming = false;
   bool name_pending = false;
-  bool interrupt_requested = false;
-  /// An interrupt came before the first turn could start: it stops that turn.
-  bool interrupt_before_start = false;
   token_usage usage;
   std::string last_assistant_text;
   /// A subagent's final answer of each turn of this run: a child resumed while it ran reports
@@ -73,9 +156,6 @@ struct session_state {
   std::vector<std::string> turn_answers;
   /// Every call the permission check refused, for the session_ended event.
   std::vector<permission_denial> permission_denials;
-  /// The last step that ran tools had a call refused: a turn that then ends without another
-  /// tool round made no progress because of permissions.
-  bool last_tool_step_denied = false;
   std::chrono::steady_clock::time_point started_at = std::chrono::steady_clock::now();
   /// Owns this session's subagents (null when it cannot launch any), and how many of them run.
   agent_supervisor_actor agents;
@@ -87,8 +167,6 @@ struct session_state {
   /// A subagent whose parent ended and let it finish: its end goes to the parent's durable
   /// queue, and its own terminal event says `backgrounded`.
   bool detached = false;
-  /// An urgent notification interrupted the step: the turn it starts must not be dropped.
-  bool urgent_pending = false;
   /// When news last started a turn, and the timer (its serial) of news gathered while idle:
   /// news that follows news closely waits a moment for more, so a burst is one turn.
   std::chrono::steady_clock::time_point last_news_turn;
@@ -171,8 +249,28 @@ void run_next_step(session_ptr self);
 void end_turn(session_ptr self);
 
 /// TURN_POST of a turn that cannot go on (complete, a run's step cap, permissions): the Stop
-/// hooks are told, then `then`.
-void end_turn_for_good(session_ptr self, std::function<void()> then);
+/// hooks are told, then the session ends with `end`, or takes the next input when none.
+void end_turn_for_good(session_ptr self, std::optional<terminal_reason> end);
+
+/// After a turn that cannot go on: the session ends with `end`, or takes the next input.
+void after_final_turn(session_ptr self, std::optional<terminal_reason> end);
+
+/// An interrupt while a finished turn's hooks run: the turn is over whatever they would say; a
+/// headless run ends `interrupted`, a chat drops what was queued and waits for input.
+void after_interrupted_turn(session_ptr self);
+
+/// The session's first turn, once start-up is done: the turn the process died in is answered
+/// first (`unanswered`) unless news starts it; an interrupt that came meanwhile stops it.
+void first_turn(session_ptr self, bool unanswered);
+
+/// Reads what waits in the durable queue, then takes the first turn.
+void enter_loop(session_ptr self, bool unanswered);
+
+/// An urgent notification arrived while busy: the step stops, and the next turn starts with it.
+void interrupt_for_news(session_ptr self);
+
+/// Takes the interrupt requested for the work in flight: true when one was.
+bool take_interrupt_request(session_ptr self);
 
 /// The turn stops (interrupted, or a declined call): a note, TURN_POST, then control back to
 /// the user (interactive) or the run's end.
@@ -184,9 +282,6 @@ bool run_command(session_ptr self, const message& input);
 
 /// Failed compactions in a row after which auto-compaction stays off for the session.
 inline constexpr int32_t compaction_breaker = 3;
-
-enum class compaction_status { done, failed, interrupted };
-using compaction_done = std::function<void(compaction_status, const std::string& why)>;
 
 /// True once the circuit breaker tripped.
 bool auto_compaction_off(const session_state& st);
@@ -200,14 +295,14 @@ bool compact(session_ptr self, compaction_trigger trigger, compaction_done done)
 bool has_hooks(const session_state& st, hook_event event);
 
 /// Runs the event's external hooks with `input` and calls `then` with what they decided, later,
-/// from a handler; at once with an empty outcome when the event has none. Once the session has
-/// ended `then` is not called, unless `after_end` (SessionEnd).
+/// from a handler; at once with an empty outcome when the event has none. While they run the
+/// session waits in `wait` (what an interrupt does instead). Once the session has ended `then`
+/// is not called, unless for SessionEnd.
 void run_hooks(session_ptr self, hook_event event, nlohmann::json input,
-               std::function<void(const hook_outcome&)> then, bool after_end = false,
-               std::function<void()> on_interrupt = {});
+               std::function<void(const hook_outcome&)> then, hook_wait wait);
 
-/// An interrupt came while hooks ran: their wait is abandoned for its `on_interrupt`. Returns
-/// false when no interruptible hooks were running.
+/// An interrupt came while hooks ran: their wait is abandoned, and what it stands for is carried
+/// out. Returns false when no interruptible hooks were running.
 bool interrupt_hooks(session_ptr self);
 
 /// Logs a hook's additional context for the model: a user message, origin "hook". Returns false
