@@ -9,12 +9,12 @@ namespace troupe {
 
 step_config make_step_config(const session_state& st) {
   step_config config;
-  config.system_prompt = st.config.system_prompt;
-  config.registry = st.config.registry;
-  config.format = st.config.format;
-  config.max_parallel_calls = st.config.max_parallel_tools;
-  config.permissions = st.config.permissions;
-  config.asker = st.config.asker;
+  config.system_prompt = st.current_model.system_prompt;
+  config.registry = st.config().registry;
+  config.format = st.current_model.format;
+  config.max_parallel_calls = st.config().max_parallel_tools;
+  config.permissions = st.config().permissions;
+  config.asker = st.config().asker;
   config.hooks = st.hooks;
   config.pre_tool_hooks = has_hooks(st, hook_event::pre_tool_use);
   config.post_tool_hooks = has_hooks(st, hook_event::post_tool_use);

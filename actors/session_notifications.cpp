@@ -40,7 +40,7 @@ bool accept_notification(session_ptr self, task_notification n) {
     return true; // delivered before (a queue entry read again after a resume)
   auto input = notification_message(n);
   spdlog::debug("session {}: notification {} from {} ({} us after it was sent)",
-                st.config.session_id, n.id, n.source,
+                st.config().session_id, n.id, n.source,
                 n.sent_at_us > 0 ? now_us() - n.sent_at_us : 0);
   switch (st.phase) {
     case session_phase::created:
@@ -65,13 +65,13 @@ bool accept_notification(session_ptr self, task_notification n) {
 bool gather_news(session_ptr self, std::vector<message> news) {
   auto& st = self->state;
   auto since = std::chrono::steady_clock::now() - st.last_news_turn;
-  if (st.config.news_window.count() == 0 || since >= st.config.news_window)
+  if (st.config().news_window.count() == 0 || since >= st.config().news_window)
     return false;
   // News goes ahead of the prompts queued, after earlier news.
   st.inbox.queue_news(std::move(news));
   if (st.news_serial == 0) {
     st.news_serial = ++st.idle_timers;
-    self->delayed_send(self, st.config.news_window, due_atom::value, st.news_serial);
+    self->delayed_send(self, st.config().news_window, due_atom::value, st.news_serial);
   }
   return true;
 }
@@ -83,7 +83,7 @@ bool log_news(session_ptr self, std::vector<message> news) {
     const auto* original = st.inbox.original(m.id);
     bool summable =
         original != nullptr && (original->source == "agent" || original->source == "shell");
-    if (summable && shown + m.content.size() > st.config.notification_budget && shown > 0) {
+    if (summable && shown + m.content.size() > st.config().notification_budget && shown > 0) {
       // Many results at once: a line each from here on; the whole result stays with the agent
       // or task (task_output).
       m.content = notification_summary(*original);
@@ -99,7 +99,7 @@ bool log_news(session_ptr self, std::vector<message> news) {
 void read_durable_queue(session_ptr self, bool from_start, std::function<void(size_t)> done) {
   auto& st = self->state;
   auto path = queue_path(st).string();
-  self->request(st.config.disk, caf::infinite, read_atom::value, path, from_start)
+  self->request(st.config().disk, caf::infinite, read_atom::value, path, from_start)
     .then(
       [=](queue_read& read) {
         auto& s = self->state;
@@ -132,7 +132,7 @@ void read_durable_queue(session_ptr self, bool from_start, std::function<void(si
           for (auto& id : known)
             s.inbox.forget_from_file(id);
         if (!known.empty())
-          self->send(s.config.disk, release_atom::value, path, known);
+          self->send(s.config().disk, release_atom::value, path, known);
         if (done)
           done(taken);
       },
@@ -147,7 +147,7 @@ void read_durable_queue(session_ptr self, bool from_start, std::function<void(si
 void note_logged(session_ptr self, const message& m) {
   auto& st = self->state;
   if (st.inbox.logged(m.id))
-    self->send(st.config.disk, release_atom::value, queue_path(st).string(),
+    self->send(st.config().disk, release_atom::value, queue_path(st).string(),
                std::vector<std::string>{m.id});
 }
 
@@ -165,9 +165,9 @@ caf::result<control_reply> run_control(session_ptr self, control_command command
     return control_ok(request_interrupt(self));
   if (command == control_command::detach) {
     // The parent has ended and lets this agent finish: its end goes to the parent's queue.
-    if (st.config.parent) {
-      self->demonitor(st.config.parent.address());
-      st.config.parent = session_actor{};
+    if (st.parent) {
+      self->demonitor(st.parent.address());
+      st.parent = agent_parent_actor{};
     }
     if (!st.detached) {
       st.detached = true;
@@ -189,7 +189,7 @@ caf::result<control_reply> run_control(session_ptr self, control_command command
       command == control_command::notify_agent) {
     // Its subagents belong to its supervisor, which routes the command down the tree.
     if (!st.agents)
-      return control_error("no agent '" + arg + "' in session " + st.config.session_id);
+      return control_error("no agent '" + arg + "' in session " + st.config().session_id);
     auto promise = self->make_response_promise<control_reply>();
     self->request(st.agents, std::chrono::seconds{10}, control_atom::value, command, arg)
       .then([=](const control_reply& answer) mutable { promise.deliver(answer); },

@@ -39,21 +39,20 @@ void begin_session(session_ptr self) {
   if (st.begun)
     return;
   st.begun = true;
-  auto transcript_path = st.config.session_dir / "transcript.jsonl";
+  auto transcript_path = st.config().session_dir / "transcript.jsonl";
   auto writer = transcript_writer::open(transcript_path);
-  st.window = context_window{st.config.budget};
-  auto fixed = estimate_tokens(st.config.system_prompt);
-  if (st.config.format == tool_format::tool)
-    fixed += estimate_tokens(st.config.registry->descriptors());
+  st.window = context_window{st.current_model.budget};
+  auto fixed = estimate_tokens(st.current_model.system_prompt);
+  if (st.current_model.format == tool_format::tool)
+    fixed += estimate_tokens(st.config().registry->descriptors());
   st.window.set_fixed_tokens(fixed);
   // The whole transcript is kept; the model is sent what follows its last boundary.
-  for (auto& m : st.config.history) {
+  for (auto& m : std::exchange(st.history, {})) {
     st.log.push_back(std::make_shared<const message>(std::move(m)));
     st.window.append(st.log.back());
   }
-  st.config.history.clear();
-  if (st.config.resumed_state) {
-    st.state = *st.config.resumed_state;
+  if (st.config().resumed_state) {
+    st.state = *st.config().resumed_state;
     st.state.step_count = 0;
   }
   st.state.messages_count = static_cast<int64_t>(st.log.size());
@@ -63,11 +62,11 @@ void begin_session(session_ptr self) {
       break;
     }
   publish(self,
-          session_started_event{st.config.session_id, st.config.cwd.string(), st.config.model_name,
-                                st.config.registry->names(), transcript_path.string(),
+          session_started_event{st.config().session_id, st.config().cwd.string(), st.current_model.name,
+                                st.config().registry->names(), transcript_path.string(),
                                 static_cast<int64_t>(st.log.size())});
-  auto state_file = json_file::open(st.config.session_dir / "state.json");
-  auto info_file = json_file::open(st.config.session_dir / "session.json");
+  auto state_file = json_file::open(st.config().session_dir / "state.json");
+  auto info_file = json_file::open(st.config().session_dir / "session.json");
   if (!writer || !state_file || !info_file) {
     end_session(self, terminal_reason::error,
                 !writer       ? writer.error()
@@ -78,9 +77,9 @@ void begin_session(session_ptr self) {
   st.transcript = std::move(*writer);
   st.state_file = std::move(*state_file);
   st.info_file = std::move(*info_file);
-  st.info = st.config.info;
-  st.info.id = st.config.session_id;
-  st.info.cwd = st.config.cwd.string();
+  st.info = st.config().info;
+  st.info.id = st.config().session_id;
+  st.info.cwd = st.config().cwd.string();
   st.info.state = "running";
   if (st.info.created_ms == 0)
     st.info.created_ms = now_ms();

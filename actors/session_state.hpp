@@ -1,19 +1,35 @@
 #pragma once
 // Private to the session's sources: its state and the loop functions its handlers call.
+//
+// The state is split by lifetime and owner:
+// - config(): what the session was set up with, read-only once the behaviour is built
+//   (session.cpp sets it). What the session changes later is state of its own: current_model
+//   (/model, session_commands.cpp) and parent (dropped on detach: session.cpp,
+//   session_notifications.cpp).
+// - inbox (session_inbox): the prompt queue, news held while busy and the exactly-once record of
+//   notifications. Its containers are reached only through its methods.
+// - turn (turn_context, session_turn.hpp): the turn in flight and the hook wait. Written only by session_turns.cpp,
+//   session_steps.cpp and session_hooks.cpp (the wait, and what an interrupt of it does); the
+//   other files call their functions (interrupt_for_news, take_interrupt_request, first_turn).
+// - The rest lives as long as the session. The log, the context window and the files are
+//   written by session_log.cpp (append_message, the end) and session_start.cpp (the start); the
+//   window's budget also by /model, its calibration by session_steps.cpp. The subagents' counts
+//   and what they left: session_agents.cpp and session.cpp. The name: the namer's answer
+//   (session_steps.cpp), /rename, and the end's fallback. phase, info, usage and
+//   last_assistant_text are the loop's shared record.
 
 #include <chrono>
-#include <deque>
 #include <functional>
-#include <map>
+#include <memory>
 #include <optional>
 #include <set>
 
 #include <caf/stateful_actor.hpp>
-#include <caf/typed_response_promise.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
 #include "actors/session.hpp"
 #include "actors/session_inbox.hpp"
+#include "actors/session_turn.hpp"
 #include "actors/step.hpp"
 #include "actors/transcript.hpp"
 #include "context/compaction.hpp"
@@ -30,97 +46,28 @@ enum class session_phase {
   ended,    ///< terminal state reached
 };
 
-enum class compaction_status { done, failed, interrupted };
-using compaction_done = std::function<void(compaction_status, const std::string& why)>;
-
-/// What an interrupt does while the session waits for external hooks: one value per place that
-/// waits, with what carrying it out needs (interrupt_hooks does it). PreCompact keeps the one
-/// closure: the compaction's own continuation, which its three callers pass in.
-struct hook_wait {
-  enum class kind {
-    none,            ///< no interruptible hooks run
-    session_start,   ///< SessionStart: the loop is entered, and the turn it starts stops
-    prompt_submit,   ///< UserPromptSubmit: the prompt (if one) is logged, then the turn stops
-    finished_turn,   ///< Stop or LoopContinue after a normal turn: the turn is over
-    final_stop,      ///< Stop of a turn that cannot go on: its end, decided already, follows
-    step_pre,        ///< StepPre: the turn stops before the model call
-    generation_post, ///< GenerationPost: the step is told that no tool runs
-    pre_compact,     ///< PreCompact: the compaction ends `interrupted`
-    session_end,     ///< SessionEnd: the ended session does not wait for them
-  };
-  kind what = kind::none;
-  /// session_start: the transcript ends with a message the first turn answers.
-  bool unanswered = false;
-  /// prompt_submit: the prompt, not logged yet (none for news, logged already).
-  std::optional<message> prompt;
-  /// final_stop: how the session ends; none: it takes the next input.
-  std::optional<terminal_reason> end;
-  /// generation_post: the step's question whether the reply's tools may run.
-  caf::typed_response_promise<bool> may_run_tools;
-  /// pre_compact: the compaction's continuation.
-  compaction_done compaction;
-
-  /// Returns the wait of each place, with what its interrupt needs.
-  static hook_wait session_start(bool answer_first) {
-    auto wait = of(kind::session_start);
-    wait.unanswered = answer_first;
-    return wait;
-  }
-  static hook_wait prompt_submit(std::optional<message> unlogged) {
-    auto wait = of(kind::prompt_submit);
-    wait.prompt = std::move(unlogged);
-    return wait;
-  }
-  static hook_wait finished_turn() { return of(kind::finished_turn); }
-  static hook_wait final_stop(std::optional<terminal_reason> then_end) {
-    auto wait = of(kind::final_stop);
-    wait.end = then_end;
-    return wait;
-  }
-  static hook_wait step_pre() { return of(kind::step_pre); }
-  static hook_wait generation_post(caf::typed_response_promise<bool> answer) {
-    auto wait = of(kind::generation_post);
-    wait.may_run_tools = std::move(answer);
-    return wait;
-  }
-  static hook_wait pre_compact(compaction_done done) {
-    auto wait = of(kind::pre_compact);
-    wait.compaction = std::move(done);
-    return wait;
-  }
-  static hook_wait session_end() { return of(kind::session_end); }
-
-private:
-  static hook_wait of(kind what) {
-    hook_wait wait;
-    wait.what = what;
-    return wait;
-  }
-};
-
-/// What lives for the turn in flight, and the hook waits around it. Written only by the turn
-/// code: session_turns.cpp, session_steps.cpp, and session_hooks.cpp (the hook wait).
-struct turn_context {
-  /// An interrupt is to stop the turn at its next step boundary.
-  bool interrupt_requested = false;
-  /// An interrupt came before the first turn could start: it stops that turn.
-  bool interrupt_before_start = false;
-  /// An urgent notification interrupted the step: the turn it starts must not be dropped.
-  bool urgent_pending = false;
-  /// Context that GenerationPost hooks returned: logged before the next model call (after the
-  /// reply's tool results).
-  std::vector<message> pending_hook_context;
-  /// The last step that ran tools had a call refused: a turn that then ends without another
-  /// tool round made no progress because of permissions.
-  bool last_tool_step_denied = false;
-  /// The external hooks waited for (what an interrupt does meanwhile), and the wait's serial:
-  /// an answer to an older wait is stale. Serials never repeat.
-  hook_wait hooks;
-  uint64_t hook_wait_serial = 0;
+/// The model the session uses now: the configured one until /model switches it.
+struct session_model {
+  std::string name;
+  tool_format format = tool_format::markdown;
+  std::string system_prompt;
+  context_budget budget;
 };
 
 struct session_state {
-  session_config config;
+  /// What the session was set up with: set once, when its behaviour is built, then read-only.
+  const session_config& config() const { return *config_; }
+  void set_config(session_config config) {
+    config_ = std::make_shared<const session_config>(std::move(config));
+  }
+
+  /// The model in use (/model changes it).
+  session_model current_model;
+  /// A subagent's parent, told when this session ends; unset once the parent has ended and let
+  /// this agent finish (detached).
+  agent_parent_actor parent;
+  /// The earlier run's messages, until the start replays them into the log.
+  std::vector<message> history;
   std::vector<message_ptr> log;
   /// The prompt queue, news held while busy, and the exactly-once record of notifications.
   session_inbox inbox;
@@ -179,6 +126,9 @@ struct session_state {
   int end_waits = 0;
   /// The terminal event, held until nothing is waited for.
   std::optional<session_ended_event> ended_event;
+
+private:
+  std::shared_ptr<const session_config> config_;
 };
 
 using session_ptr = session_actor::stateful_pointer<session_state>;

@@ -26,7 +26,7 @@ std::optional<std::string> apply_loop_effects(session_ptr self, const step_outco
   auto& st = self->state;
   std::optional<std::string> summary;
   for (auto& result : outcome.tool_messages) {
-    const auto* spec = st.config.registry->find(result.tool_name);
+    const auto* spec = st.config().registry->find(result.tool_name);
     if (spec == nullptr || result.is_error || spec->effect == loop_effect::none)
       continue;
     if (spec->effect == loop_effect::complete) {
@@ -49,7 +49,7 @@ std::optional<std::string> apply_loop_effects(session_ptr self, const step_outco
 // help).
 void fail_turn(session_ptr self, std::string error, model_error_kind kind) {
   auto& st = self->state;
-  if (!st.config.interactive) {
+  if (!st.config().interactive) {
     end_session(self, terminal_reason::error, std::move(error), kind);
     return;
   }
@@ -159,7 +159,7 @@ void on_step_done(session_ptr self, step_outcome& outcome) {
     st.last_assistant_text = std::move(*summary);
     st.state.transition = transition_reason::completed;
     save_state(self);
-    bool goes_on = st.config.interactive || st.config.wait_for_notifications;
+    bool goes_on = st.config().interactive || st.config().wait_for_notifications;
     end_turn_for_good(self, goes_on ? std::nullopt
                                     : std::optional<terminal_reason>{terminal_reason::completed});
     return;
@@ -168,7 +168,7 @@ void on_step_done(session_ptr self, step_outcome& outcome) {
                                                          : transition_reason::tool_round;
   save_state(self);
   if (st.state.transition == transition_reason::structural_stop && st.turn.last_tool_step_denied &&
-      !st.config.interactive) {
+      !st.config().interactive) {
     // The model gave up after calls were refused: the run is blocked, not done.
     end_turn_for_good(self, terminal_reason::permission_blocked);
   } else if (st.state.transition == transition_reason::structural_stop) {
@@ -209,7 +209,7 @@ void send_step(session_ptr self, bool may_compact) {
   st.sent_estimate = st.window.estimated_tokens();
   spdlog::debug("session {}: step {}: ~{} tokens projected ({} messages, {} results elided; "
                 "compaction at {})",
-                st.config.session_id, st.state.step_count, st.window.projected_tokens(),
+                st.config().session_id, st.state.step_count, st.window.projected_tokens(),
                 st.window.size(), st.window.elided_count(), st.window.budget().compact_threshold());
   step_request request{st.window.snapshot(), st.state.step_count};
   self->request(st.step, caf::infinite, step_atom::value, std::move(request))
@@ -224,7 +224,7 @@ void send_step(session_ptr self, bool may_compact) {
 // waiting for its answer.
 void ask_for_name(session_ptr self, const std::string& reply) {
   auto& st = self->state;
-  if (!st.config.namer || st.naming || !st.info.name.empty() || st.info.first_prompt.empty())
+  if (!st.config().namer || st.naming || !st.info.name.empty() || st.info.first_prompt.empty())
     return;
   st.naming = true;
   st.name_pending = true;
@@ -236,13 +236,13 @@ void ask_for_name(session_ptr self, const std::string& reply) {
     // It may replace the end's fallback from the prompt, never a name the user gave.
     if (!name.empty() && (s.info.name.empty() || s.info.name_source == "prompt")) {
       s.info.name = name;
-      s.info.name_source = s.config.namer_uses_model ? "model" : "prompt";
+      s.info.name_source = s.config().namer_uses_model ? "model" : "prompt";
       save_info(self); // no notice: the next status line (and troupe ls) shows it
     }
     if (waited_for)
       end_wait_done(self);
   };
-  self->request(st.config.namer, std::chrono::seconds{90}, name_atom::value, st.info.first_prompt,
+  self->request(st.config().namer, std::chrono::seconds{90}, name_atom::value, st.info.first_prompt,
                 reply)
       .then(done, [=](caf::error&) { done({}, {}); });
 }
@@ -251,17 +251,17 @@ void ask_for_name(session_ptr self, const std::string& reply) {
 
 void run_next_step(session_ptr self) {
   auto& st = self->state;
-  if (st.config.max_steps > 0 && st.state.step_count >= st.config.max_steps) {
+  if (st.config().max_steps > 0 && st.state.step_count >= st.config().max_steps) {
     st.state.transition = transition_reason::max_steps;
     message cap;
     cap.role = role::system;
     cap.origin = "max_steps";
-    cap.content = "Stopped: reached the maximum of " + std::to_string(st.config.max_steps) +
+    cap.content = "Stopped: reached the maximum of " + std::to_string(st.config().max_steps) +
                   " steps for this turn (raise it with --max-steps or TROUPE_MAX_STEPS).";
     if (!append_message(self, std::move(cap)))
       return;
     save_state(self);
-    if (st.config.interactive) {
+    if (st.config().interactive) {
       end_turn(self); // control goes back to the user
       return;
     }
@@ -348,7 +348,7 @@ std::string request_interrupt(session_ptr self) {
   if (interrupt_hooks(self) && st.phase != session_phase::stepping)
     return "interrupted";
   if (st.phase == session_phase::idle) {
-    if (st.config.interactive) {
+    if (st.config().interactive) {
       // At the prompt an interrupt takes back what was queued, never the session.
       drop_queue(self, "interrupted while idle");
       return "cleared the queue: the session is idle";

@@ -128,7 +128,7 @@ void end_turn(session_ptr self) {
                          "turn ends: " +
                              stop.reason);
         queue_hook_messages(self, stop);
-        if (s.config.depth > 0 && !s.last_assistant_text.empty())
+        if (s.config().depth > 0 && !s.last_assistant_text.empty())
           s.turn_answers.push_back(s.last_assistant_text);
         fire_and_enqueue(self, hook_point::loop_continue);
         run_hooks(
@@ -172,7 +172,7 @@ void after_interrupted_turn(session_ptr self) {
   note.content = "Interrupted by the user.";
   if (!append_message(self, std::move(note)))
     return;
-  if (!st.config.interactive) {
+  if (!st.config().interactive) {
     end_session(self, terminal_reason::interrupted);
     return;
   }
@@ -199,7 +199,7 @@ void stop_turn_interrupted(session_ptr self, bool declined) {
     next_turn(self); // an urgent notification interrupted the step: it starts the next turn
     return;
   }
-  if (!st.config.interactive) {
+  if (!st.config().interactive) {
     end_session(self,
                 declined ? terminal_reason::permission_blocked : terminal_reason::interrupted);
     return;
@@ -213,9 +213,9 @@ void go_idle(session_ptr self) {
   st.phase = session_phase::idle;
   save_info(self);
   publish_status(self, false);
-  if (st.config.idle_timeout.count() > 0) {
+  if (st.config().idle_timeout.count() > 0) {
     st.idle_serial = ++st.idle_timers;
-    self->delayed_send(self, st.config.idle_timeout, due_atom::value, st.idle_serial);
+    self->delayed_send(self, st.config().idle_timeout, due_atom::value, st.idle_serial);
   }
 }
 
@@ -242,7 +242,7 @@ void next_turn(session_ptr self) {
     if (!next) {
       // A person, a notification from outside or a background subagent's news will start the
       // next turn.
-      if (st.config.interactive || st.config.wait_for_notifications || waiting_for_children(st)) {
+      if (st.config().interactive || st.config().wait_for_notifications || waiting_for_children(st)) {
         go_idle(self);
         return;
       }
