@@ -48,7 +48,13 @@ session_actor::behavior_type session_behavior(session_ptr self, session_config c
     st.agents = spawn_agent_supervisor(self->system(), std::move(agents), self);
     self->link_to(st.agents);
   }
-  st.config = std::move(config);
+  st.inbox = session_inbox{config.queue_cap};
+  // What the session changes later starts from the configuration, which stays as it was given.
+  st.current_model = {config.model_name, config.format, config.system_prompt, config.budget};
+  st.parent = config.parent;
+  st.history = std::exchange(config.history, {});
+  auto initial_inputs = std::exchange(config.initial_inputs, {});
+  st.set_config(std::move(config));
   st.step = spawn_step(self->system(), make_step_config(st), self, st.model, st.executor);
   // Linked both ways: a killed session takes its peers (and their children) with it, and a
   // peer that dies unexpectedly ends the session with an error instead of a silent hang.
@@ -56,19 +62,19 @@ session_actor::behavior_type session_behavior(session_ptr self, session_config c
                     caf::actor_cast<caf::actor>(st.executor)})
     self->link_to(peer);
   // Initial prompts take the same path as every other input, queue cap included.
-  for (auto& input : std::exchange(st.config.initial_inputs, {}))
+  for (auto& input : initial_inputs)
     accept_input(self, std::move(input));
   // A subagent watches its parent: a parent that stops, however it stops, stops it too.
-  if (st.config.parent)
-    self->monitor(st.config.parent);
+  if (st.parent)
+    self->monitor(st.parent);
   self->set_down_handler([=](caf::down_msg& msg) {
     auto& s = self->state;
-    if (s.config.parent && msg.source == s.config.parent.address()) {
+    if (s.parent && msg.source == s.parent.address()) {
       // A parent that ends cleanly has already said what becomes of us: a stop would have
       // come before this (messages from one sender keep their order), so it let us finish.
       // A parent that crashed or was killed takes us down.
       if (msg.reason == caf::exit_reason::normal) {
-        s.config.parent = session_actor{};
+        s.parent = agent_parent_actor{};
         s.detached = true;
         publish_notice(self, "detached",
                        "the parent session ended; this agent finishes on its own and leaves its "
@@ -94,7 +100,7 @@ session_actor::behavior_type session_behavior(session_ptr self, session_config c
     if (s.phase == session_phase::ended)
       return; // our own peers, stopped by end_session
     auto why = plain_words(self->system(), msg.reason);
-    bool from_parent = s.config.parent && msg.source == s.config.parent.address();
+    bool from_parent = s.parent && msg.source == s.parent.address();
     bool from_peer = msg.source == s.step.address() || msg.source == s.model.address() ||
                      msg.source == s.executor.address() ||
                      (s.agents && msg.source == s.agents.address());
@@ -114,7 +120,7 @@ session_actor::behavior_type session_behavior(session_ptr self, session_config c
       self->state.subscribers.push_back(std::move(sink));
     },
     [=](generation_progress& progress) {
-      progress.session_id = self->state.config.session_id;
+      progress.session_id = self->state.config().session_id;
       for (auto& sink : self->state.subscribers)
         self->send(sink, progress);
     },
@@ -128,12 +134,12 @@ session_actor::behavior_type session_behavior(session_ptr self, session_config c
       publish_status(self, false); // the status line shows the background agents
       // A headless run that waited only for its agents, whose last end was answered elsewhere
       // (a task_wait, a foreground call) before these counts came: nothing is left to wait for.
-      if (!s.config.interactive && !s.config.wait_for_notifications && counts.awaited == 0 &&
-          s.queue.empty() && s.news_serial == 0)
+      if (!s.config().interactive && !s.config().wait_for_notifications && counts.awaited == 0 &&
+          s.inbox.empty() && s.news_serial == 0)
         next_turn(self);
     },
     [=](notice_event& notice) {
-      notice.session_id = self->state.config.session_id;
+      notice.session_id = self->state.config().session_id;
       publish(self, notice);
     },
     [=](control_atom, control_command command, const std::string& arg) {
@@ -145,7 +151,7 @@ session_actor::behavior_type session_behavior(session_ptr self, session_config c
       if (serial != 0 && serial == s.news_serial) {
         // The news gathered while idle starts its turn now (a prompt may have started one).
         s.news_serial = 0;
-        if (s.phase == session_phase::idle && !s.queue.empty())
+        if (s.phase == session_phase::idle && !s.inbox.empty())
           next_turn(self);
         return;
       }

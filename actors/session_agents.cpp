@@ -16,7 +16,7 @@
 namespace troupe {
 
 std::filesystem::path queue_path(const session_state& st) {
-  return st.config.session_dir / "queue.jsonl";
+  return st.config().session_dir / "queue.jsonl";
 }
 
 bool waiting_for_children(const session_state& st) { return st.agents_running.awaited > 0; }
@@ -32,7 +32,7 @@ bool accept_agent_end(session_ptr self, agent_ended end) {
     // Too late for this run: the next one reads it from the queue (the supervisor may be gone
     // by the time it would hear "no", so the session writes it itself).
     if (!end.answered)
-      self->send(st.config.disk, append_atom::value, queue_path(st).string(),
+      self->send(st.config().disk, append_atom::value, queue_path(st).string(),
                  std::move(end.notification));
     return true;
   }
@@ -48,7 +48,7 @@ void finish_agents(session_ptr self, terminal_reason reason, const std::string& 
   // this process lives on until they are done (and an interrupt can still stop them).
   if (st.agents) {
     ++st.end_waits;
-    auto at_end = st.config.stop_children_on_end ? agents_at_end::stop : agents_at_end::finish;
+    auto at_end = st.config().stop_children_on_end ? agents_at_end::stop : agents_at_end::finish;
     self->request(st.agents, std::chrono::seconds{10}, finish_atom::value, at_end)
       .then(
         [=](agent_list& left) {
@@ -63,32 +63,21 @@ void finish_agents(session_ptr self, terminal_reason reason, const std::string& 
         [=](caf::error&) { end_wait_done(self); });
   }
   // Notifications taken but not yet logged are written back for the next resume.
-  std::vector<message> undelivered = std::exchange(st.pending_notifications, {});
-  for (auto& input : st.queue)
-    if (input.origin == "task-notification")
-      undelivered.push_back(input);
-  st.queue.clear();
-  for (auto& m : undelivered) {
-    if (st.queued_from_file.count(m.id))
-      continue; // still in queue.jsonl: it is read again on resume
-    auto original = st.untaken_notifications.find(m.id);
-    if (original == st.untaken_notifications.end())
-      continue; // every notification taken is recorded there until it is logged
-    self->send(st.config.disk, append_atom::value, queue_path(st).string(), original->second);
-  }
-  if (!st.config.parent && !st.detached)
+  for (auto& n : st.inbox.undelivered())
+    self->send(st.config().disk, append_atom::value, queue_path(st).string(), n);
+  if (!st.parent && !st.detached)
     return;
   // A subagent reports its end to its parent; a parent that has ended finds it in its
   // durable queue when it is resumed.
   task_notification n;
   n.id = new_message_id();
   n.source = "agent";
-  n.task_id = st.config.session_id;
+  n.task_id = st.config().session_id;
   bool done = reason == terminal_reason::completed || reason == terminal_reason::backgrounded;
   n.reason = to_string(reason);
   n.status = done ? "completed" : reason == terminal_reason::interrupted ? "stopped" : "failed";
   n.error = error;
-  n.description = st.config.description;
+  n.description = st.config().description;
   // The answers of earlier jobs first (a prompt sent while it ran), then the last one.
   auto earlier = st.turn_answers;
   if (!earlier.empty() && earlier.back() == st.last_assistant_text)
@@ -108,7 +97,7 @@ void finish_agents(session_ptr self, terminal_reason reason, const std::string& 
   n.cost_usd = st.info.cost_usd;
   n.sent_at_us = now_us();
   auto write_to_queue = [=] {
-    self->send(self->state.config.disk, append_atom::value, self->state.config.parent_queue.string(),
+    self->send(self->state.config().disk, append_atom::value, self->state.config().parent_queue.string(),
                n);
   };
   if (st.detached) {
@@ -116,7 +105,7 @@ void finish_agents(session_ptr self, terminal_reason reason, const std::string& 
     return;
   }
   ++st.end_waits;
-  self->request(st.config.parent, std::chrono::seconds{10}, notify_atom::value, n)
+  self->request(st.parent, std::chrono::seconds{10}, notify_atom::value, n)
     .then(
       [=](bool delivered) {
         if (!delivered)

@@ -135,14 +135,14 @@ void rename(session_ptr self, const std::string& name) {
 void switch_model(session_ptr self, const std::string& spec) {
   auto& st = self->state;
   if (spec.empty()) {
-    answer(self, "model: " + st.config.model_name);
+    answer(self, "model: " + st.current_model.name);
     return;
   }
-  if (!st.config.switch_model) {
+  if (!st.config().switch_model) {
     publish_notice(self, "model", "this session cannot switch models");
     return;
   }
-  auto next = st.config.switch_model(self->system(), spec);
+  auto next = st.config().switch_model(self->system(), spec);
   if (!next) {
     publish_notice(self, "model", "cannot switch to " + spec + ": " + next.error());
     return;
@@ -153,14 +153,11 @@ void switch_model(session_ptr self, const std::string& spec) {
     self->send_exit(old, caf::exit_reason::user_shutdown);
   }
   st.model = next->client;
-  st.config.model_name = next->model_name;
-  st.config.format = next->format;
-  st.config.system_prompt = next->system_prompt;
-  st.config.budget = next->budget;
+  st.current_model = {next->model_name, next->format, next->system_prompt, next->budget};
   st.window.set_budget(next->budget);
-  auto fixed = estimate_tokens(st.config.system_prompt);
-  if (st.config.format == tool_format::tool)
-    fixed += estimate_tokens(st.config.registry->descriptors());
+  auto fixed = estimate_tokens(st.current_model.system_prompt);
+  if (st.current_model.format == tool_format::tool)
+    fixed += estimate_tokens(st.config().registry->descriptors());
   st.window.set_fixed_tokens(fixed);
   st.step = spawn_step(self->system(), make_step_config(st), session_actor{self}, st.model,
                        st.executor);
@@ -169,7 +166,7 @@ void switch_model(session_ptr self, const std::string& spec) {
   message note;
   note.role = role::system;
   note.origin = "model";
-  note.content = "The model is now " + st.config.model_name + ".";
+  note.content = "The model is now " + st.current_model.name + ".";
   append_message(self, note); // the system note is the answer; the next status has the model
   save_info(self);
 }
@@ -199,7 +196,7 @@ bool run_command(session_ptr self, const message& input) {
                 return;
               st.phase = session_phase::idle;
               if (status == compaction_status::interrupted) {
-                if (!st.config.interactive) {
+                if (!st.config().interactive) {
                   end_session(self, terminal_reason::interrupted);
                   return;
                 }

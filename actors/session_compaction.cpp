@@ -48,8 +48,8 @@ void request_summary(session_ptr self, const compaction_plan& plan,
     if (s.phase == session_phase::ended)
       return;
     count_usage(self, reply.usage);
-    bool interrupted = reply.error == model_error_kind::interrupted || s.interrupt_requested;
-    s.interrupt_requested = false;
+    bool requested = take_interrupt_request(self);
+    bool interrupted = reply.error == model_error_kind::interrupted || requested;
     if (interrupted) {
       done(compaction_status::interrupted, "interrupted");
       return;
@@ -116,7 +116,7 @@ bool compact(session_ptr self, compaction_trigger trigger, compaction_done done)
                 trigger.instructions += (trigger.instructions.empty() ? "" : "\n") + text;
               request_summary(self, plan, trigger, done);
             },
-            false, [=] { done(compaction_status::interrupted, "interrupted"); });
+            hook_wait::pre_compact(done)); // interrupted: the compaction ends so
   return true;
 }
 

@@ -9,12 +9,12 @@ namespace troupe {
 
 step_config make_step_config(const session_state& st) {
   step_config config;
-  config.system_prompt = st.config.system_prompt;
-  config.registry = st.config.registry;
-  config.format = st.config.format;
-  config.max_parallel_calls = st.config.max_parallel_tools;
-  config.permissions = st.config.permissions;
-  config.asker = st.config.asker;
+  config.system_prompt = st.current_model.system_prompt;
+  config.registry = st.config().registry;
+  config.format = st.current_model.format;
+  config.max_parallel_calls = st.config().max_parallel_tools;
+  config.permissions = st.config().permissions;
+  config.asker = st.config().asker;
   config.hooks = st.hooks;
   config.pre_tool_hooks = has_hooks(st, hook_event::pre_tool_use);
   config.post_tool_hooks = has_hooks(st, hook_event::post_tool_use);
@@ -27,22 +27,22 @@ bool has_hooks(const session_state& st, hook_event event) {
 }
 
 void run_hooks(session_ptr self, hook_event event, nlohmann::json input,
-               std::function<void(const hook_outcome&)> then, bool after_end,
-               std::function<void()> on_interrupt) {
+               std::function<void(const hook_outcome&)> then, hook_wait wait) {
   auto& st = self->state;
   if (!has_hooks(st, event)) {
     then(hook_outcome{});
     return;
   }
-  // An interrupt does not wait for the hooks: it takes `on_interrupt` instead, and their answer,
+  // An interrupt does not wait for the hooks: it carries out `wait` instead, and their answer,
   // when it comes, is dropped (the serial says it is stale).
-  auto serial = ++st.hook_wait_serial;
-  st.hook_interrupt = std::move(on_interrupt);
+  bool after_end = wait.what == hook_wait::kind::session_end;
+  auto serial = ++st.turn.hook_wait_serial;
+  st.turn.hooks = std::move(wait);
   auto current = [=] {
     auto& s = self->state;
-    if (s.hook_wait_serial != serial)
+    if (s.turn.hook_wait_serial != serial)
       return false;
-    s.hook_interrupt = nullptr;
+    s.turn.hooks = hook_wait{};
     return s.phase != session_phase::ended || after_end;
   };
   self->request(st.hooks, caf::infinite, hook_atom::value, hook_request{event, "", std::move(input)})
@@ -62,12 +62,43 @@ void run_hooks(session_ptr self, hook_event event, nlohmann::json input,
 }
 
 bool interrupt_hooks(session_ptr self) {
-  auto& st = self->state;
-  if (!st.hook_interrupt)
+  auto& turn = self->state.turn;
+  if (turn.hooks.what == hook_wait::kind::none)
     return false;
-  auto taken = std::exchange(st.hook_interrupt, nullptr);
-  ++st.hook_wait_serial; // the hooks' answer is stale now
-  taken();
+  auto wait = std::exchange(turn.hooks, hook_wait{});
+  ++turn.hook_wait_serial; // the hooks' answer is stale now
+  switch (wait.what) {
+    case hook_wait::kind::none:
+      break;
+    case hook_wait::kind::session_start:
+      turn.interrupt_before_start = true; // stops the turn it would start
+      enter_loop(self, wait.unanswered);
+      break;
+    case hook_wait::kind::prompt_submit:
+      // The prompt was given, so it is logged, and the turn stops there.
+      if (wait.prompt && !append_message(self, std::move(*wait.prompt)))
+        break;
+      stop_turn_interrupted(self, false);
+      break;
+    case hook_wait::kind::finished_turn:
+      after_interrupted_turn(self);
+      break;
+    case hook_wait::kind::final_stop:
+      after_final_turn(self, wait.end); // the turn's end was decided already
+      break;
+    case hook_wait::kind::step_pre:
+      stop_turn_interrupted(self, false);
+      break;
+    case hook_wait::kind::generation_post:
+      wait.may_run_tools.deliver(false); // no tool runs
+      break;
+    case hook_wait::kind::pre_compact:
+      wait.compaction(compaction_status::interrupted, "interrupted");
+      break;
+    case hook_wait::kind::session_end:
+      end_wait_done(self); // an interrupt does not wait for them either
+      break;
+  }
   return true;
 }
 

@@ -14,26 +14,18 @@
 namespace troupe {
 
 void publish_notice(session_ptr self, std::string kind, std::string text) {
-  spdlog::debug("session {}: {}: {}", self->state.config.session_id, kind, text);
-  publish(self, notice_event{self->state.config.session_id, std::move(kind), std::move(text)});
+  spdlog::debug("session {}: {}: {}", self->state.config().session_id, kind, text);
+  publish(self, notice_event{self->state.config().session_id, std::move(kind), std::move(text)});
 }
 
 // Inputs are never dropped silently: each one lost is named in a notice.
 // Notifications are news, not queued work: they stay (and are written back at the end).
 void drop_queue(session_ptr self, const std::string& why) {
-  auto& st = self->state;
-  std::deque<message> kept;
-  for (auto& input : st.queue) {
-    if (input.origin == "task-notification") {
-      kept.push_back(std::move(input));
-      continue;
-    }
+  for (auto& input : self->state.inbox.drop_prompts())
     publish_notice(self, "input_dropped",
                    why + "; dropped a queued input from " +
                        (input.origin.empty() ? "?" : input.origin) + ": " +
                        input.content.substr(0, 80));
-  }
-  st.queue = std::move(kept);
 }
 
 // Every message goes to disk before anyone hears of it; a failed write ends the session.
@@ -56,7 +48,7 @@ bool append_message(session_ptr self, message msg) {
   st.log.push_back(ptr);
   st.window.append(ptr);
   st.state.messages_count = static_cast<int64_t>(st.log.size());
-  publish(self, message_event{st.config.session_id, *ptr});
+  publish(self, message_event{st.config().session_id, *ptr});
   if (ptr->origin == "task-notification")
     note_logged(self, *ptr);
   if (first_prompt)
@@ -71,27 +63,19 @@ void save_state(session_ptr self) {
 }
 
 void enqueue(session_ptr self, message input) {
-  auto& st = self->state;
-  if (st.queue.size() >= st.config.queue_cap) {
-    publish_notice(self, "queue_overflow",
-                   "prompt queue is full (" + std::to_string(st.config.queue_cap) +
-                       " inputs); dropped a message from " +
-                       (input.origin.empty() ? "?" : input.origin) + ": " +
-                       input.content.substr(0, 80));
-    return;
-  }
-  st.queue.push_back(std::move(input));
+  if (auto dropped = self->state.inbox.push(std::move(input)))
+    publish_notice(self, "queue_overflow", std::move(*dropped));
 }
 
 // Hooks run in order; a throwing hook is reported and skipped, never fatal.
 std::vector<message> fire(session_ptr self, hook_point point) {
   auto& st = self->state;
   std::vector<message> produced;
-  for (auto& [at, hook] : st.config.hooks) {
+  for (auto& [at, hook] : st.config().hooks) {
     if (at != point)
       continue;
     try {
-      hook_context ctx{point, st.config.session_id, st.state, st.log};
+      hook_context ctx{point, st.config().session_id, st.state, st.log};
       for (auto& m : hook(ctx))
         produced.push_back(std::move(m));
     } catch (const std::exception& e) {
@@ -154,7 +138,7 @@ void end_session(session_ptr self, terminal_reason reason, std::string error,
   // The terminal state is made durable off this thread: an fsync takes milliseconds, and a
   // scheduler thread blocked in one holds up every actor queued behind it.
   if (auto fd = st.transcript.duplicate_descriptor(); fd >= 0)
-    self->send(st.config.disk, sync_atom::value, static_cast<int32_t>(fd));
+    self->send(st.config().disk, sync_atom::value, static_cast<int32_t>(fd));
   fire(self, hook_point::session_end);
   // External SessionEnd hooks finish before the terminal event: a front end that sees it may
   // tear everything down.
@@ -162,12 +146,12 @@ void end_session(session_ptr self, terminal_reason reason, std::string error,
     ++st.end_waits;
     run_hooks(
       self, hook_event::session_end, {{"reason", to_string(reason)}},
-      [=](const hook_outcome&) { end_wait_done(self); }, true,
-      [=] { end_wait_done(self); }); // an interrupt does not wait for them either
+      [=](const hook_outcome&) { end_wait_done(self); },
+      hook_wait::session_end()); // an interrupt does not wait for them either
   }
   auto elapsed = std::chrono::steady_clock::now() - st.started_at;
   session_ended_event ended;
-  ended.session_id = st.config.session_id;
+  ended.session_id = st.config().session_id;
   ended.reason = reason;
   ended.error_message = std::move(error);
   ended.error_kind = kind;
@@ -177,7 +161,7 @@ void end_session(session_ptr self, terminal_reason reason, std::string error,
   ended.duration_ms = std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count();
   ended.permission_denials = st.permission_denials;
   if (reason == terminal_reason::error)
-    spdlog::error("session {} ended with an error: {}", st.config.session_id, ended.error_message);
+    spdlog::error("session {} ended with an error: {}", st.config().session_id, ended.error_message);
   // Published once nothing is waited for any more: a front end that sees it tears down (the
   // HTTP engine included), so what is still on its way must have arrived.
   st.ended_event = std::move(ended);
@@ -189,8 +173,8 @@ void end_session(session_ptr self, terminal_reason reason, std::string error,
   if (st.name_pending) {
     ++st.end_waits;
     self->delayed_send(self, std::chrono::seconds{3}, due_atom::value, uint64_t{0});
-  } else if (st.config.namer) {
-    self->send_exit(st.config.namer, caf::exit_reason::user_shutdown);
+  } else if (st.config().namer) {
+    self->send_exit(st.config().namer, caf::exit_reason::user_shutdown);
   }
   if (st.end_waits == 0)
     finish_end(self);
@@ -200,8 +184,8 @@ void end_wait_done(session_ptr self) {
   auto& st = self->state;
   if (--st.end_waits > 0)
     return;
-  if (st.config.namer)
-    self->send_exit(st.config.namer, caf::exit_reason::user_shutdown);
+  if (st.config().namer)
+    self->send_exit(st.config().namer, caf::exit_reason::user_shutdown);
   finish_end(self);
 }
 
@@ -210,7 +194,7 @@ void count_usage(session_ptr self, const token_usage& usage) {
   st.usage += usage;      // this run's (the result line)
   st.info.usage += usage; // the session's, over every run (session.json, the status line)
   // Priced per call: a /model switch changes the price from then on.
-  if (auto cost = cost_usd(st.config.model_name, usage))
+  if (auto cost = cost_usd(st.current_model.name, usage))
     st.info.cost_usd += *cost;
   else
     st.info.cost_known = false;
@@ -219,19 +203,19 @@ void count_usage(session_ptr self, const token_usage& usage) {
 void save_info(session_ptr self) {
   auto& st = self->state;
   st.info.updated_ms = now_ms();
-  st.info.model = st.config.model_name;
+  st.info.model = st.current_model.name;
   st.info.turns = st.state.turn_count;
   st.info.steps = st.state.total_steps;
   if (auto written = st.info_file.write(nlohmann::json(st.info)); !written)
-    spdlog::warn("session {}: {}", st.config.session_id, written.error());
+    spdlog::warn("session {}: {}", st.config().session_id, written.error());
 }
 
 void publish_status(session_ptr self, bool busy) {
   auto& st = self->state;
   session_status_event status;
-  status.session_id = st.config.session_id;
+  status.session_id = st.config().session_id;
   status.busy = busy;
-  status.model = st.config.model_name;
+  status.model = st.current_model.name;
   status.name = st.info.name;
   status.turn_count = st.state.turn_count;
   status.usage = st.info.usage;

@@ -36,22 +36,17 @@ bool accept_notification(session_ptr self, task_notification n) {
     return false;
   if (n.id.empty())
     n.id = new_message_id();
-  if (!st.notification_ids.insert(n.id).second)
+  if (!st.inbox.take_notification(n))
     return true; // delivered before (a queue entry read again after a resume)
   auto input = notification_message(n);
-  st.untaken_notifications[n.id] = n;
   spdlog::debug("session {}: notification {} from {} ({} us after it was sent)",
-                st.config.session_id, n.id, n.source,
+                st.config().session_id, n.id, n.source,
                 n.sent_at_us > 0 ? now_us() - n.sent_at_us : 0);
   switch (st.phase) {
-    case session_phase::created: {
+    case session_phase::created:
       // News goes ahead of the prompts queued before the start, after earlier news.
-      auto first_prompt = std::find_if(st.queue.begin(), st.queue.end(), [](const message& m) {
-        return m.origin != "task-notification";
-      });
-      st.queue.insert(first_prompt, std::move(input));
+      st.inbox.queue_news(std::move(input));
       break;
-    }
     case session_phase::idle:
       if (n.urgent || !gather_news(self, {input}))
         enqueue_first(self, std::move(input));
@@ -59,11 +54,9 @@ bool accept_notification(session_ptr self, task_notification n) {
     default:
       // Busy: in before the next model call, or first in the next turn. Urgent: the step
       // stops now and the turn that follows starts with it.
-      st.pending_notifications.push_back(std::move(input));
-      if (n.urgent) {
-        st.urgent_pending = true;
-        request_interrupt(self);
-      }
+      st.inbox.hold(std::move(input));
+      if (n.urgent)
+        interrupt_for_news(self);
       break;
   }
   return true;
@@ -72,17 +65,13 @@ bool accept_notification(session_ptr self, task_notification n) {
 bool gather_news(session_ptr self, std::vector<message> news) {
   auto& st = self->state;
   auto since = std::chrono::steady_clock::now() - st.last_news_turn;
-  if (st.config.news_window.count() == 0 || since >= st.config.news_window)
+  if (st.config().news_window.count() == 0 || since >= st.config().news_window)
     return false;
   // News goes ahead of the prompts queued, after earlier news.
-  auto first_prompt = std::find_if(st.queue.begin(), st.queue.end(), [](const message& m) {
-    return m.origin != "task-notification";
-  });
-  st.queue.insert(first_prompt, std::make_move_iterator(news.begin()),
-                  std::make_move_iterator(news.end()));
+  st.inbox.queue_news(std::move(news));
   if (st.news_serial == 0) {
     st.news_serial = ++st.idle_timers;
-    self->delayed_send(self, st.config.news_window, due_atom::value, st.news_serial);
+    self->delayed_send(self, st.config().news_window, due_atom::value, st.news_serial);
   }
   return true;
 }
@@ -91,16 +80,16 @@ bool log_news(session_ptr self, std::vector<message> news) {
   auto& st = self->state;
   size_t shown = 0;
   for (auto& m : news) {
-    auto original = st.untaken_notifications.find(m.id);
+    const auto* original = st.inbox.original(m.id);
     // Only results task_output can still return: an agent's or a task's of this run, never
     // one read back from the durable queue (its agent is gone with the run that launched it).
-    bool summable = original != st.untaken_notifications.end() &&
-                    (original->second.source == "agent" || original->second.source == "shell") &&
-                    st.queued_from_file.count(m.id) == 0;
-    if (summable && shown + m.content.size() > st.config.notification_budget && shown > 0) {
+    bool summable = original != nullptr &&
+                    (original->source == "agent" || original->source == "shell") &&
+                    !st.inbox.from_file(m.id);
+    if (summable && shown + m.content.size() > st.config().notification_budget && shown > 0) {
       // Many results at once: a line each from here on; the whole result stays with the agent
       // or task (task_output).
-      m.content = notification_summary(original->second);
+      m.content = notification_summary(*original);
       m.meta["summarized"] = true;
     }
     shown += m.content.size();
@@ -113,7 +102,7 @@ bool log_news(session_ptr self, std::vector<message> news) {
 void read_durable_queue(session_ptr self, bool from_start, std::function<void(size_t)> done) {
   auto& st = self->state;
   auto path = queue_path(st).string();
-  self->request(st.config.disk, caf::infinite, read_atom::value, path, from_start)
+  self->request(st.config().disk, caf::infinite, read_atom::value, path, from_start)
     .then(
       [=](queue_read& read) {
         auto& s = self->state;
@@ -130,13 +119,13 @@ void read_durable_queue(session_ptr self, bool from_start, std::function<void(si
         for (auto& n : read.entries) {
           if (n.id.empty())
             n.id = new_message_id();
-          if (s.untaken_notifications.count(n.id) && s.phase != session_phase::ended)
+          if (s.inbox.awaiting_log(n.id) && s.phase != session_phase::ended)
             continue; // taken by an earlier read, not logged yet: it stays in the file
-          if (s.notification_ids.count(n.id) || s.phase == session_phase::ended) {
+          if (s.inbox.taken(n.id) || s.phase == session_phase::ended) {
             known.push_back(n.id); // delivered before; an ended session leaves the rest
             continue;
           }
-          s.queued_from_file.insert(n.id);
+          s.inbox.read_from_file(n.id);
           accept_notification(self, std::move(n));
           ++taken;
         }
@@ -144,9 +133,9 @@ void read_durable_queue(session_ptr self, bool from_start, std::function<void(si
           known.clear(); // undelivered: they stay for the next resume
         else
           for (auto& id : known)
-            s.queued_from_file.erase(id);
+            s.inbox.forget_from_file(id);
         if (!known.empty())
-          self->send(s.config.disk, release_atom::value, path, known);
+          self->send(s.config().disk, release_atom::value, path, known);
         if (done)
           done(taken);
       },
@@ -160,9 +149,8 @@ void read_durable_queue(session_ptr self, bool from_start, std::function<void(si
 
 void note_logged(session_ptr self, const message& m) {
   auto& st = self->state;
-  st.untaken_notifications.erase(m.id);
-  if (st.queued_from_file.erase(m.id) > 0)
-    self->send(st.config.disk, release_atom::value, queue_path(st).string(),
+  if (st.inbox.logged(m.id))
+    self->send(st.config().disk, release_atom::value, queue_path(st).string(),
                std::vector<std::string>{m.id});
 }
 
@@ -180,9 +168,9 @@ caf::result<control_reply> run_control(session_ptr self, control_command command
     return control_ok(request_interrupt(self));
   if (command == control_command::detach) {
     // The parent has ended and lets this agent finish: its end goes to the parent's queue.
-    if (st.config.parent) {
-      self->demonitor(st.config.parent.address());
-      st.config.parent = session_actor{};
+    if (st.parent) {
+      self->demonitor(st.parent.address());
+      st.parent = agent_parent_actor{};
     }
     if (!st.detached) {
       st.detached = true;
@@ -204,7 +192,7 @@ caf::result<control_reply> run_control(session_ptr self, control_command command
       command == control_command::notify_agent) {
     // Its subagents belong to its supervisor, which routes the command down the tree.
     if (!st.agents)
-      return control_error("no agent '" + arg + "' in session " + st.config.session_id);
+      return control_error("no agent '" + arg + "' in session " + st.config().session_id);
     auto promise = self->make_response_promise<control_reply>();
     self->request(st.agents, std::chrono::seconds{10}, control_atom::value, command, arg)
       .then([=](const control_reply& answer) mutable { promise.deliver(answer); },

@@ -17,8 +17,6 @@ namespace troupe {
 
 namespace {
 
-void enter_loop(session_ptr self, bool unanswered);
-
 // The calls of the last assistant message that no tool message answers.
 std::vector<tool_call> unanswered_calls(const std::vector<message_ptr>& log) {
   auto last =
@@ -41,21 +39,20 @@ void begin_session(session_ptr self) {
   if (st.begun)
     return;
   st.begun = true;
-  auto transcript_path = st.config.session_dir / "transcript.jsonl";
+  auto transcript_path = st.config().session_dir / "transcript.jsonl";
   auto writer = transcript_writer::open(transcript_path);
-  st.window = context_window{st.config.budget};
-  auto fixed = estimate_tokens(st.config.system_prompt);
-  if (st.config.format == tool_format::tool)
-    fixed += estimate_tokens(st.config.registry->descriptors());
+  st.window = context_window{st.current_model.budget};
+  auto fixed = estimate_tokens(st.current_model.system_prompt);
+  if (st.current_model.format == tool_format::tool)
+    fixed += estimate_tokens(st.config().registry->descriptors());
   st.window.set_fixed_tokens(fixed);
   // The whole transcript is kept; the model is sent what follows its last boundary.
-  for (auto& m : st.config.history) {
+  for (auto& m : std::exchange(st.history, {})) {
     st.log.push_back(std::make_shared<const message>(std::move(m)));
     st.window.append(st.log.back());
   }
-  st.config.history.clear();
-  if (st.config.resumed_state) {
-    st.state = *st.config.resumed_state;
+  if (st.config().resumed_state) {
+    st.state = *st.config().resumed_state;
     st.state.step_count = 0;
   }
   st.state.messages_count = static_cast<int64_t>(st.log.size());
@@ -65,11 +62,11 @@ void begin_session(session_ptr self) {
       break;
     }
   publish(self,
-          session_started_event{st.config.session_id, st.config.cwd.string(), st.config.model_name,
-                                st.config.registry->names(), transcript_path.string(),
+          session_started_event{st.config().session_id, st.config().cwd.string(), st.current_model.name,
+                                st.config().registry->names(), transcript_path.string(),
                                 static_cast<int64_t>(st.log.size())});
-  auto state_file = json_file::open(st.config.session_dir / "state.json");
-  auto info_file = json_file::open(st.config.session_dir / "session.json");
+  auto state_file = json_file::open(st.config().session_dir / "state.json");
+  auto info_file = json_file::open(st.config().session_dir / "session.json");
   if (!writer || !state_file || !info_file) {
     end_session(self, terminal_reason::error,
                 !writer       ? writer.error()
@@ -80,9 +77,9 @@ void begin_session(session_ptr self) {
   st.transcript = std::move(*writer);
   st.state_file = std::move(*state_file);
   st.info_file = std::move(*info_file);
-  st.info = st.config.info;
-  st.info.id = st.config.session_id;
-  st.info.cwd = st.config.cwd.string();
+  st.info = st.config().info;
+  st.info.id = st.config().session_id;
+  st.info.cwd = st.config().cwd.string();
   st.info.state = "running";
   if (st.info.created_ms == 0)
     st.info.created_ms = now_ms();
@@ -97,7 +94,7 @@ void begin_session(session_ptr self) {
   save_state(self); // never an empty state.json, even if the process dies before a step
   for (auto& m : st.log)
     if (m->origin == "task-notification")
-      st.notification_ids.insert(m->id);
+      st.inbox.mark_logged_before(m->id);
   for (auto& m : fire(self, hook_point::session_start))
     if (!append_message(self, std::move(m)))
       return;
@@ -123,35 +120,18 @@ void begin_session(session_ptr self) {
         queue_hook_messages(self, hook);
         enter_loop(self, unanswered);
       },
-      false,
-      [=] {
-        self->state.interrupt_before_start = true; // stops the turn it would start
-        enter_loop(self, unanswered);
-      });
+      hook_wait::session_start(unanswered)); // interrupted: the turn the loop starts stops
 }
-
-namespace {
 
 // Reads what waits in the durable queue, then takes the first input of the session.
 void enter_loop(session_ptr self, bool unanswered) {
   // Notifications that came while the session was not running are inputs like any other, read
   // first.
   read_durable_queue(self, true, [=](size_t) {
-    auto& s = self->state;
-    if (s.phase != session_phase::created)
+    if (self->state.phase != session_phase::created)
       return; // ended meanwhile
-    s.phase = session_phase::idle;
-    bool news_first = !s.queue.empty() && s.queue.front().origin == "task-notification";
-    if (unanswered && !news_first)
-      start_turn(self); // the turn the process died in is answered before any new input
-    else
-      next_turn(self); // news starts the turn; an unanswered message is in its context too
-    // An interrupt that came while the session was starting stops what it started.
-    if (std::exchange(s.interrupt_before_start, false) && s.phase != session_phase::ended)
-      request_interrupt(self);
+    first_turn(self, unanswered);
   });
 }
-
-} // namespace
 
 } // namespace troupe

@@ -1,10 +1,26 @@
 #pragma once
 // Private to the session's sources: its state and the loop functions its handlers call.
+//
+// The state is split by lifetime and owner:
+// - config(): what the session was set up with, read-only once the behaviour is built
+//   (session.cpp sets it). What the session changes later is state of its own: current_model
+//   (/model, session_commands.cpp) and parent (dropped on detach: session.cpp,
+//   session_notifications.cpp).
+// - inbox (session_inbox): the prompt queue, news held while busy and the exactly-once record of
+//   notifications. Its containers are reached only through its methods.
+// - turn (turn_context, session_turn.hpp): the turn in flight and the hook wait. Written only by session_turns.cpp,
+//   session_steps.cpp and session_hooks.cpp (the wait, and what an interrupt of it does); the
+//   other files call their functions (interrupt_for_news, take_interrupt_request, first_turn).
+// - The rest lives as long as the session. The log, the context window and the files are
+//   written by session_log.cpp (append_message, the end) and session_start.cpp (the start); the
+//   window's budget also by /model, its calibration by session_steps.cpp. The subagents' counts
+//   and what they left: session_agents.cpp and session.cpp. The name: the namer's answer
+//   (session_steps.cpp), /rename, and the end's fallback. phase, info, usage and
+//   last_assistant_text are the loop's shared record.
 
 #include <chrono>
-#include <deque>
 #include <functional>
-#include <map>
+#include <memory>
 #include <optional>
 #include <set>
 
@@ -12,6 +28,8 @@
 #include <caf/typed_event_based_actor.hpp>
 
 #include "actors/session.hpp"
+#include "actors/session_inbox.hpp"
+#include "actors/session_turn.hpp"
 #include "actors/step.hpp"
 #include "actors/transcript.hpp"
 #include "context/compaction.hpp"
@@ -28,10 +46,31 @@ enum class session_phase {
   ended,    ///< terminal state reached
 };
 
+/// The model the session uses now: the configured one until /model switches it.
+struct session_model {
+  std::string name;
+  tool_format format = tool_format::markdown;
+  std::string system_prompt;
+  context_budget budget;
+};
+
 struct session_state {
-  session_config config;
+  /// What the session was set up with: set once, when its behaviour is built, then read-only.
+  const session_config& config() const { return *config_; }
+  void set_config(session_config config) {
+    config_ = std::make_shared<const session_config>(std::move(config));
+  }
+
+  /// The model in use (/model changes it).
+  session_model current_model;
+  /// A subagent's parent, told when this session ends; unset once the parent has ended and let
+  /// this agent finish (detached).
+  agent_parent_actor parent;
+  /// The earlier run's messages, until the start replays them into the log.
+  std::vector<message> history;
   std::vector<message_ptr> log;
-  std::deque<message> queue;
+  /// The prompt queue, news held while busy, and the exactly-once record of notifications.
+  session_inbox inbox;
   loop_state state;
   transcript_writer transcript;
   json_file state_file;
@@ -47,23 +86,16 @@ struct session_state {
   /// The raw token estimate of the request in flight, to calibrate against the reported usage.
   int64_t sent_estimate = 0;
   session_phase phase = session_phase::created;
+  /// The turn in flight.
+  turn_context turn;
   /// start_atom was taken: set-up runs once.
   bool begun = false;
   /// The runner of the external hooks, and the events that have commands.
   hook_runner_actor hooks;
   std::set<hook_event> hook_events;
-  /// What an interrupt does while the session waits for hooks, and the wait's serial.
-  std::function<void()> hook_interrupt;
-  uint64_t hook_wait_serial = 0;
-  /// Context that GenerationPost hooks returned: logged before the next model call (after the
-  /// reply's tool results).
-  std::vector<message> pending_hook_context;
   /// The namer was asked for a name (once per run), and its answer has not come yet.
   bool naming = false;
   bool name_pending = false;
-  bool interrupt_requested = false;
-  /// An interrupt came before the first turn could start: it stops that turn.
-  bool interrupt_before_start = false;
   token_usage usage;
   std::string last_assistant_text;
   /// A subagent's final answer of each turn of this run: a child resumed while it ran reports
@@ -71,9 +103,6 @@ struct session_state {
   std::vector<std::string> turn_answers;
   /// Every call the permission check refused, for the session_ended event.
   std::vector<permission_denial> permission_denials;
-  /// The last step that ran tools had a call refused: a turn that then ends without another
-  /// tool round made no progress because of permissions.
-  bool last_tool_step_denied = false;
   std::chrono::steady_clock::time_point started_at = std::chrono::steady_clock::now();
   /// Owns this session's subagents (null when it cannot launch any), and how many of them run.
   agent_supervisor_actor agents;
@@ -82,21 +111,9 @@ struct session_state {
   std::vector<agent_descriptor> agents_left;
   /// Ended, and waiting for the supervisor to see the agents it left to finish end.
   bool waiting_for_agents = false;
-  /// Notifications that arrived while busy: logged before the next model call, or the first
-  /// inputs of the next turn.
-  std::vector<message> pending_notifications;
-  /// Ids of the notifications already taken (logged, queued or pending): never twice.
-  std::set<std::string> notification_ids;
-  /// The notifications taken but not yet logged, by id: written back as they came if the
-  /// session ends first.
-  std::map<std::string, task_notification> untaken_notifications;
   /// A subagent whose parent ended and let it finish: its end goes to the parent's durable
   /// queue, and its own terminal event says `backgrounded`.
   bool detached = false;
-  /// The entries read from queue.jsonl not yet in the log (the disk actor keeps the offset).
-  std::set<std::string> queued_from_file;
-  /// An urgent notification interrupted the step: the turn it starts must not be dropped.
-  bool urgent_pending = false;
   /// When news last started a turn, and the timer (its serial) of news gathered while idle:
   /// news that follows news closely waits a moment for more, so a burst is one turn.
   std::chrono::steady_clock::time_point last_news_turn;
@@ -109,6 +126,9 @@ struct session_state {
   int end_waits = 0;
   /// The terminal event, held until nothing is waited for.
   std::optional<session_ended_event> ended_event;
+
+private:
+  std::shared_ptr<const session_config> config_;
 };
 
 using session_ptr = session_actor::stateful_pointer<session_state>;
@@ -179,8 +199,28 @@ void run_next_step(session_ptr self);
 void end_turn(session_ptr self);
 
 /// TURN_POST of a turn that cannot go on (complete, a run's step cap, permissions): the Stop
-/// hooks are told, then `then`.
-void end_turn_for_good(session_ptr self, std::function<void()> then);
+/// hooks are told, then the session ends with `end`, or takes the next input when none.
+void end_turn_for_good(session_ptr self, std::optional<terminal_reason> end);
+
+/// After a turn that cannot go on: the session ends with `end`, or takes the next input.
+void after_final_turn(session_ptr self, std::optional<terminal_reason> end);
+
+/// An interrupt while a finished turn's hooks run: the turn is over whatever they would say; a
+/// headless run ends `interrupted`, a chat drops what was queued and waits for input.
+void after_interrupted_turn(session_ptr self);
+
+/// The session's first turn, once start-up is done: the turn the process died in is answered
+/// first (`unanswered`) unless news starts it; an interrupt that came meanwhile stops it.
+void first_turn(session_ptr self, bool unanswered);
+
+/// Reads what waits in the durable queue, then takes the first turn.
+void enter_loop(session_ptr self, bool unanswered);
+
+/// An urgent notification arrived while busy: the step stops, and the next turn starts with it.
+void interrupt_for_news(session_ptr self);
+
+/// Takes the interrupt requested for the work in flight: true when one was.
+bool take_interrupt_request(session_ptr self);
 
 /// The turn stops (interrupted, or a declined call): a note, TURN_POST, then control back to
 /// the user (interactive) or the run's end.
@@ -192,9 +232,6 @@ bool run_command(session_ptr self, const message& input);
 
 /// Failed compactions in a row after which auto-compaction stays off for the session.
 inline constexpr int32_t compaction_breaker = 3;
-
-enum class compaction_status { done, failed, interrupted };
-using compaction_done = std::function<void(compaction_status, const std::string& why)>;
 
 /// True once the circuit breaker tripped.
 bool auto_compaction_off(const session_state& st);
@@ -208,14 +245,14 @@ bool compact(session_ptr self, compaction_trigger trigger, compaction_done done)
 bool has_hooks(const session_state& st, hook_event event);
 
 /// Runs the event's external hooks with `input` and calls `then` with what they decided, later,
-/// from a handler; at once with an empty outcome when the event has none. Once the session has
-/// ended `then` is not called, unless `after_end` (SessionEnd).
+/// from a handler; at once with an empty outcome when the event has none. While they run the
+/// session waits in `wait` (what an interrupt does instead). Once the session has ended `then`
+/// is not called, unless for SessionEnd.
 void run_hooks(session_ptr self, hook_event event, nlohmann::json input,
-               std::function<void(const hook_outcome&)> then, bool after_end = false,
-               std::function<void()> on_interrupt = {});
+               std::function<void(const hook_outcome&)> then, hook_wait wait);
 
-/// An interrupt came while hooks ran: their wait is abandoned for its `on_interrupt`. Returns
-/// false when no interruptible hooks were running.
+/// An interrupt came while hooks ran: their wait is abandoned, and what it stands for is carried
+/// out. Returns false when no interruptible hooks were running.
 bool interrupt_hooks(session_ptr self);
 
 /// Logs a hook's additional context for the model: a user message, origin "hook". Returns false

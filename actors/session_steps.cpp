@@ -26,7 +26,7 @@ std::optional<std::string> apply_loop_effects(session_ptr self, const step_outco
   auto& st = self->state;
   std::optional<std::string> summary;
   for (auto& result : outcome.tool_messages) {
-    const auto* spec = st.config.registry->find(result.tool_name);
+    const auto* spec = st.config().registry->find(result.tool_name);
     if (spec == nullptr || result.is_error || spec->effect == loop_effect::none)
       continue;
     if (spec->effect == loop_effect::complete) {
@@ -49,7 +49,7 @@ std::optional<std::string> apply_loop_effects(session_ptr self, const step_outco
 // help).
 void fail_turn(session_ptr self, std::string error, model_error_kind kind) {
   auto& st = self->state;
-  if (!st.config.interactive) {
+  if (!st.config().interactive) {
     end_session(self, terminal_reason::error, std::move(error), kind);
     return;
   }
@@ -126,10 +126,10 @@ void on_step_done(session_ptr self, step_outcome& outcome) {
   st.permission_denials.insert(st.permission_denials.end(), outcome.denials.begin(),
                                outcome.denials.end());
   if (!outcome.reply.tool_calls.empty())
-    st.last_tool_step_denied = !outcome.denials.empty();
+    st.turn.last_tool_step_denied = !outcome.denials.empty();
   // An interrupt that raced with the step's end still stops the loop here.
-  bool interrupted = outcome.status == step_status::interrupted || st.interrupt_requested;
-  st.interrupt_requested = false;
+  bool requested = take_interrupt_request(self);
+  bool interrupted = outcome.status == step_status::interrupted || requested;
   if (outcome.status == step_status::failed) {
     on_step_failed(self, outcome);
     return;
@@ -159,22 +159,18 @@ void on_step_done(session_ptr self, step_outcome& outcome) {
     st.last_assistant_text = std::move(*summary);
     st.state.transition = transition_reason::completed;
     save_state(self);
-    end_turn_for_good(self, [=] {
-      auto& s = self->state;
-      if (s.config.interactive || s.config.wait_for_notifications)
-        next_turn(self);
-      else
-        end_session(self, terminal_reason::completed);
-    });
+    bool goes_on = st.config().interactive || st.config().wait_for_notifications;
+    end_turn_for_good(self, goes_on ? std::nullopt
+                                    : std::optional<terminal_reason>{terminal_reason::completed});
     return;
   }
   st.state.transition = outcome.reply.tool_calls.empty() ? transition_reason::structural_stop
                                                          : transition_reason::tool_round;
   save_state(self);
-  if (st.state.transition == transition_reason::structural_stop && st.last_tool_step_denied &&
-      !st.config.interactive) {
+  if (st.state.transition == transition_reason::structural_stop && st.turn.last_tool_step_denied &&
+      !st.config().interactive) {
     // The model gave up after calls were refused: the run is blocked, not done.
-    end_turn_for_good(self, [=] { end_session(self, terminal_reason::permission_blocked); });
+    end_turn_for_good(self, terminal_reason::permission_blocked);
   } else if (st.state.transition == transition_reason::structural_stop) {
     end_turn(self);
   } else {
@@ -187,15 +183,15 @@ void on_step_done(session_ptr self, step_outcome& outcome) {
 void send_step(session_ptr self, bool may_compact) {
   auto& st = self->state;
   // An interrupt that came while hooks ran between steps stops the turn before the model call.
-  if (std::exchange(st.interrupt_requested, false)) {
+  if (take_interrupt_request(self)) {
     stop_turn_interrupted(self, false);
     return;
   }
   // Notifications that arrived while the step before ran go in before this model call, and so
   // does what GenerationPost hooks added about its reply.
-  if (!log_news(self, std::exchange(st.pending_notifications, {})))
+  if (!log_news(self, st.inbox.take_held()))
     return;
-  for (auto& note : std::exchange(st.pending_hook_context, {}))
+  for (auto& note : std::exchange(st.turn.pending_hook_context, {}))
     if (!append_message(self, std::move(note)))
       return;
   if (may_compact && st.window.over_threshold() && !auto_compaction_off(st) &&
@@ -213,7 +209,7 @@ void send_step(session_ptr self, bool may_compact) {
   st.sent_estimate = st.window.estimated_tokens();
   spdlog::debug("session {}: step {}: ~{} tokens projected ({} messages, {} results elided; "
                 "compaction at {})",
-                st.config.session_id, st.state.step_count, st.window.projected_tokens(),
+                st.config().session_id, st.state.step_count, st.window.projected_tokens(),
                 st.window.size(), st.window.elided_count(), st.window.budget().compact_threshold());
   step_request request{st.window.snapshot(), st.state.step_count};
   self->request(st.step, caf::infinite, step_atom::value, std::move(request))
@@ -228,7 +224,7 @@ void send_step(session_ptr self, bool may_compact) {
 // waiting for its answer.
 void ask_for_name(session_ptr self, const std::string& reply) {
   auto& st = self->state;
-  if (!st.config.namer || st.naming || !st.info.name.empty() || st.info.first_prompt.empty())
+  if (!st.config().namer || st.naming || !st.info.name.empty() || st.info.first_prompt.empty())
     return;
   st.naming = true;
   st.name_pending = true;
@@ -240,13 +236,13 @@ void ask_for_name(session_ptr self, const std::string& reply) {
     // It may replace the end's fallback from the prompt, never a name the user gave.
     if (!name.empty() && (s.info.name.empty() || s.info.name_source == "prompt")) {
       s.info.name = name;
-      s.info.name_source = s.config.namer_uses_model ? "model" : "prompt";
+      s.info.name_source = s.config().namer_uses_model ? "model" : "prompt";
       save_info(self); // no notice: the next status line (and troupe ls) shows it
     }
     if (waited_for)
       end_wait_done(self);
   };
-  self->request(st.config.namer, std::chrono::seconds{90}, name_atom::value, st.info.first_prompt,
+  self->request(st.config().namer, std::chrono::seconds{90}, name_atom::value, st.info.first_prompt,
                 reply)
       .then(done, [=](caf::error&) { done({}, {}); });
 }
@@ -255,21 +251,21 @@ void ask_for_name(session_ptr self, const std::string& reply) {
 
 void run_next_step(session_ptr self) {
   auto& st = self->state;
-  if (st.config.max_steps > 0 && st.state.step_count >= st.config.max_steps) {
+  if (st.config().max_steps > 0 && st.state.step_count >= st.config().max_steps) {
     st.state.transition = transition_reason::max_steps;
     message cap;
     cap.role = role::system;
     cap.origin = "max_steps";
-    cap.content = "Stopped: reached the maximum of " + std::to_string(st.config.max_steps) +
+    cap.content = "Stopped: reached the maximum of " + std::to_string(st.config().max_steps) +
                   " steps for this turn (raise it with --max-steps or TROUPE_MAX_STEPS).";
     if (!append_message(self, std::move(cap)))
       return;
     save_state(self);
-    if (st.config.interactive) {
+    if (st.config().interactive) {
       end_turn(self); // control goes back to the user
       return;
     }
-    end_turn_for_good(self, [=] { end_session(self, terminal_reason::max_turns); });
+    end_turn_for_good(self, terminal_reason::max_turns);
     return;
   }
   fire_and_enqueue(self, hook_point::step_pre);
@@ -300,7 +296,7 @@ void run_next_step(session_ptr self) {
         s.state.total_steps++;
         send_step(self, true);
       },
-      false, [=] { stop_turn_interrupted(self, false); });
+      hook_wait::step_pre());
 }
 
 caf::result<bool> accept_reply(session_ptr self, message reply) {
@@ -316,9 +312,10 @@ caf::result<bool> accept_reply(session_ptr self, message reply) {
   ask_for_name(self, text);
   fire_and_enqueue(self, hook_point::generation_post);
   if (!has_hooks(st, hook_event::generation_post))
-    return st.phase == session_phase::stepping && !st.interrupt_requested;
+    return st.phase == session_phase::stepping && !st.turn.interrupt_requested;
   // The step waits for this answer before any tool runs: the hooks see the reply first.
   auto promise = self->make_response_promise<bool>();
+  auto wait = hook_wait::generation_post(promise); // interrupted: no tool runs
   run_hooks(
       self, hook_event::generation_post, {{"reply", text}, {"tool_calls", calls}},
       [=](const hook_outcome& hook) mutable {
@@ -326,13 +323,22 @@ caf::result<bool> accept_reply(session_ptr self, message reply) {
         if (!hook.additional_context.empty()) {
           auto context = make_input(hook.additional_context, "hook");
           context.meta = {{"hook_event", hook_event::generation_post}};
-          s.pending_hook_context.push_back(std::move(context));
+          s.turn.pending_hook_context.push_back(std::move(context));
         }
         queue_hook_messages(self, hook);
-        promise.deliver(s.phase == session_phase::stepping && !s.interrupt_requested);
+        promise.deliver(s.phase == session_phase::stepping && !s.turn.interrupt_requested);
       },
-      false, [=]() mutable { promise.deliver(false); }); // interrupted: no tool runs
+      std::move(wait));
   return promise;
+}
+
+bool take_interrupt_request(session_ptr self) {
+  return std::exchange(self->state.turn.interrupt_requested, false);
+}
+
+void interrupt_for_news(session_ptr self) {
+  self->state.turn.urgent_pending = true;
+  request_interrupt(self);
 }
 
 std::string request_interrupt(session_ptr self) {
@@ -342,7 +348,7 @@ std::string request_interrupt(session_ptr self) {
   if (interrupt_hooks(self) && st.phase != session_phase::stepping)
     return "interrupted";
   if (st.phase == session_phase::idle) {
-    if (st.config.interactive) {
+    if (st.config().interactive) {
       // At the prompt an interrupt takes back what was queued, never the session.
       drop_queue(self, "interrupted while idle");
       return "cleared the queue: the session is idle";
@@ -352,13 +358,13 @@ std::string request_interrupt(session_ptr self) {
     return "interrupted: the run ended";
   }
   if (st.phase == session_phase::created) {
-    st.interrupt_before_start = true;
+    st.turn.interrupt_before_start = true;
     return "interrupted: the session is starting";
   }
   if (st.phase == session_phase::hooking) {
     // Hooks that cannot be abandoned (none so far): the model is not asked after them.
     interrupt_agents(self);
-    st.interrupt_requested = true;
+    st.turn.interrupt_requested = true;
     return "interrupted";
   }
   if (st.phase == session_phase::ended && st.waiting_for_agents) {
@@ -368,10 +374,10 @@ std::string request_interrupt(session_ptr self) {
   }
   if (st.phase != session_phase::stepping && st.phase != session_phase::compacting)
     return "nothing to interrupt: the session has ended";
-  if (st.interrupt_requested)
+  if (st.turn.interrupt_requested)
     return "interrupted";
   interrupt_agents(self);
-  st.interrupt_requested = true;
+  st.turn.interrupt_requested = true;
   // Normal priority: a high-priority interrupt could overtake the step request it is meant
   // to stop and reach an idle step, which would then run the whole step.
   self->send(st.step, interrupt_atom::value);

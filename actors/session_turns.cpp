@@ -19,7 +19,7 @@ namespace {
 
 // TURN_POST: the in-process turn.post hooks, then the external Stop hooks.
 void run_stop_hooks(session_ptr self, std::function<void(const hook_outcome&)> then,
-                    std::function<void()> on_interrupt) {
+                    hook_wait wait) {
   auto& st = self->state;
   fire_and_enqueue(self, hook_point::turn_post);
   if (has_hooks(st, hook_event::stop))
@@ -27,25 +27,7 @@ void run_stop_hooks(session_ptr self, std::function<void(const hook_outcome&)> t
   run_hooks(self, hook_event::stop,
             {{"stop_hook_active", st.state.stop_hook_active},
              {"last_assistant_message", st.last_assistant_text}},
-            std::move(then), false, std::move(on_interrupt));
-}
-
-// An interrupt while a finished turn's hooks run: the turn is over whatever they would say; a
-// headless run ends `interrupted`, a chat drops what was queued and waits for input.
-void after_interrupted_turn(session_ptr self) {
-  auto& st = self->state;
-  message note;
-  note.role = role::system;
-  note.origin = "interrupt";
-  note.content = "Interrupted by the user.";
-  if (!append_message(self, std::move(note)))
-    return;
-  if (!st.config.interactive) {
-    end_session(self, terminal_reason::interrupted);
-    return;
-  }
-  drop_queue(self, "interrupted");
-  next_turn(self);
+            std::move(then), std::move(wait));
 }
 
 // The input starts a turn, after the external UserPromptSubmit hooks (TURN_PRE). `input` is a
@@ -56,13 +38,8 @@ void submit_turn(session_ptr self, std::optional<message> input, const std::stri
   if (has_hooks(st, hook_event::user_prompt_submit))
     st.phase = session_phase::hooking;
   auto origin = input ? input->origin : std::string{"task-notification"};
-  // Interrupted while the hooks decide: the prompt was given, so it is logged, and the turn
-  // stops there.
-  auto interrupted = [=]() mutable {
-    if (input && !append_message(self, *input))
-      return;
-    stop_turn_interrupted(self, false);
-  };
+  // Interrupted while the hooks decide: the prompt is logged, and the turn stops there.
+  auto wait = hook_wait::prompt_submit(input);
   run_hooks(
       self, hook_event::user_prompt_submit, {{"prompt", prompt}, {"origin", origin}},
       [=, input = std::move(input)](const hook_outcome& hook) mutable {
@@ -92,7 +69,7 @@ void submit_turn(session_ptr self, std::optional<message> input, const std::stri
         queue_hook_messages(self, hook);
         start_turn(self);
       },
-      false, interrupted);
+      std::move(wait));
 }
 
 // The first message of a turn says so: /undo takes the last turn out from there.
@@ -100,18 +77,6 @@ void mark_turn_start(message& input) {
   if (!input.meta.is_object())
     input.meta = nlohmann::json::object();
   input.meta["turn_start"] = true;
-}
-
-// Takes every notification waiting in the queue, in order: news is delivered as a whole the
-// moment a turn starts, never one turn at a time.
-std::vector<message> take_queued_notifications(session_state& st) {
-  std::deque<message> rest;
-  std::vector<message> news;
-  for (auto& input : st.queue)
-    (input.origin == "task-notification" ? news.emplace_back(std::move(input))
-                                         : rest.emplace_back(std::move(input)));
-  st.queue = std::move(rest);
-  return news;
 }
 
 // A turn starts with news: all of it is logged (within the budget), then the turn's hooks.
@@ -146,7 +111,6 @@ void start_turn(session_ptr self) {
 // External Stop hooks (TURN_POST) may block: the reason becomes the input and the turn goes on,
 // once — while stop_hook_active is set a second block is not honoured.
 void end_turn(session_ptr self) {
-  auto interrupted = [=] { after_interrupted_turn(self); };
   run_stop_hooks(
       self,
       [=](const hook_outcome& stop) {
@@ -164,7 +128,7 @@ void end_turn(session_ptr self) {
                          "turn ends: " +
                              stop.reason);
         queue_hook_messages(self, stop);
-        if (s.config.depth > 0 && !s.last_assistant_text.empty())
+        if (s.config().depth > 0 && !s.last_assistant_text.empty())
           s.turn_answers.push_back(s.last_assistant_text);
         fire_and_enqueue(self, hook_point::loop_continue);
         run_hooks(
@@ -173,14 +137,14 @@ void end_turn(session_ptr self) {
               queue_hook_messages(self, more);
               next_turn(self);
             },
-            false, interrupted);
+            hook_wait::finished_turn());
       },
-      interrupted);
+      hook_wait::finished_turn());
 }
 
 // TURN_POST of a turn that cannot go on (the model called complete, the step cap of a run, a
 // run blocked by permissions): Stop hooks run and are told, a block is not honoured.
-void end_turn_for_good(session_ptr self, std::function<void()> then) {
+void end_turn_for_good(session_ptr self, std::optional<terminal_reason> end) {
   run_stop_hooks(
       self,
       [=](const hook_outcome& stop) {
@@ -188,9 +152,32 @@ void end_turn_for_good(session_ptr self, std::function<void()> then) {
           publish_notice(self, "hook_blocked",
                          "a Stop hook blocked a turn that cannot go on: " + stop.reason);
         queue_hook_messages(self, stop);
-        then();
+        after_final_turn(self, end);
       },
-      then); // interrupted: the turn's end was decided already
+      hook_wait::final_stop(end)); // interrupted: the turn's end was decided already
+}
+
+void after_final_turn(session_ptr self, std::optional<terminal_reason> end) {
+  if (end)
+    end_session(self, *end);
+  else
+    next_turn(self);
+}
+
+void after_interrupted_turn(session_ptr self) {
+  auto& st = self->state;
+  message note;
+  note.role = role::system;
+  note.origin = "interrupt";
+  note.content = "Interrupted by the user.";
+  if (!append_message(self, std::move(note)))
+    return;
+  if (!st.config().interactive) {
+    end_session(self, terminal_reason::interrupted);
+    return;
+  }
+  drop_queue(self, "interrupted");
+  next_turn(self);
 }
 
 // The turn stops here: a system note says why, turn.post fires, and control goes back to the
@@ -200,19 +187,19 @@ void stop_turn_interrupted(session_ptr self, bool declined) {
   st.state.transition = transition_reason::interrupted;
   message note;
   note.role = role::system;
-  note.content = declined            ? "Stopped: the user declined a tool call."
-                 : st.urgent_pending ? "Interrupted by an urgent notification."
-                                     : "Interrupted by the user.";
+  note.content = declined                 ? "Stopped: the user declined a tool call."
+                 : st.turn.urgent_pending ? "Interrupted by an urgent notification."
+                                          : "Interrupted by the user.";
   note.origin = declined ? "declined" : "interrupt";
   if (!append_message(self, std::move(note)))
     return;
   save_state(self);
   fire_and_enqueue(self, hook_point::turn_post);
-  if (st.urgent_pending && !declined) {
+  if (st.turn.urgent_pending && !declined) {
     next_turn(self); // an urgent notification interrupted the step: it starts the next turn
     return;
   }
-  if (!st.config.interactive) {
+  if (!st.config().interactive) {
     end_session(self,
                 declined ? terminal_reason::permission_blocked : terminal_reason::interrupted);
     return;
@@ -226,42 +213,43 @@ void go_idle(session_ptr self) {
   st.phase = session_phase::idle;
   save_info(self);
   publish_status(self, false);
-  if (st.config.idle_timeout.count() > 0) {
+  if (st.config().idle_timeout.count() > 0) {
     st.idle_serial = ++st.idle_timers;
-    self->delayed_send(self, st.config.idle_timeout, due_atom::value, st.idle_serial);
+    self->delayed_send(self, st.config().idle_timeout, due_atom::value, st.idle_serial);
   }
 }
 
 void next_turn(session_ptr self) {
   auto& st = self->state;
-  bool urgent = std::exchange(st.urgent_pending, false);
+  bool urgent = std::exchange(st.turn.urgent_pending, false);
   st.idle_serial = 0;
   // Notifications that arrived during the turn start the next one, all of them at once — after
   // a moment's wait for more when news started the turn that just ended.
-  if (!st.pending_notifications.empty()) {
-    auto news = std::exchange(st.pending_notifications, {});
+  // News is delivered as a whole the moment a turn starts, never one turn at a time.
+  if (st.inbox.has_held()) {
+    auto news = st.inbox.take_held();
     if (!urgent && gather_news(self, news)) {
       go_idle(self);
       return;
     }
-    for (auto& queued : take_queued_notifications(st))
+    for (auto& queued : st.inbox.take_news())
       news.push_back(std::move(queued));
     start_news_turn(self, std::move(news));
     return;
   }
   while (st.phase != session_phase::ended) {
-    if (st.queue.empty()) {
+    auto next = st.inbox.pop();
+    if (!next) {
       // A person, a notification from outside or a background subagent's news will start the
       // next turn.
-      if (st.config.interactive || st.config.wait_for_notifications || waiting_for_children(st)) {
+      if (st.config().interactive || st.config().wait_for_notifications || waiting_for_children(st)) {
         go_idle(self);
         return;
       }
       end_session(self, terminal_reason::completed);
       return;
     }
-    auto input = std::move(st.queue.front());
-    st.queue.pop_front();
+    auto input = std::move(*next);
     if (run_command(self, input)) {
       if (st.phase == session_phase::compacting)
         return; // the compaction's end resumes the loop
@@ -269,7 +257,7 @@ void next_turn(session_ptr self) {
     }
     if (input.origin == "task-notification") {
       std::vector<message> news{std::move(input)};
-      for (auto& queued : take_queued_notifications(st))
+      for (auto& queued : st.inbox.take_news())
         news.push_back(std::move(queued));
       start_news_turn(self, std::move(news));
     } else {
@@ -281,9 +269,21 @@ void next_turn(session_ptr self) {
   }
 }
 
+void first_turn(session_ptr self, bool unanswered) {
+  auto& st = self->state;
+  st.phase = session_phase::idle;
+  if (unanswered && !st.inbox.news_first())
+    start_turn(self); // the turn the process died in is answered before any new input
+  else
+    next_turn(self); // news starts the turn; an unanswered message is in its context too
+  // An interrupt that came while the session was starting stops what it started.
+  if (std::exchange(st.turn.interrupt_before_start, false) && st.phase != session_phase::ended)
+    request_interrupt(self);
+}
+
 void enqueue_first(session_ptr self, message input) {
   auto& st = self->state;
-  st.queue.push_front(std::move(input));
+  st.inbox.push_first(std::move(input));
   if (st.phase == session_phase::idle)
     next_turn(self);
 }
