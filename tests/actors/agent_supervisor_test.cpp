@@ -221,14 +221,6 @@ TEST_CASE("news that follows news closely is one turn, not one turn each") {
 
 namespace {
 
-agent_owner_actor::behavior_type quiet_owner() {
-  return {
-    [](agent_ended&) { return true; },
-    [](agent_counts) {},
-    [](notice_event&) {},
-  };
-}
-
 tool_call call_of(const std::string& name, json input) {
   tool_call c;
   c.id = "call_1";
@@ -237,67 +229,6 @@ tool_call call_of(const std::string& name, json input) {
   return c;
 }
 
-} // namespace
-
-TEST_CASE("task_output reads an agent's whole result, task_stop stops one: through its messages") {
-  agent_fixture f;
-  f.enable_subagents({{"quick", {text_reply("the whole answer")}},
-                      {"slow", {slow_text("never", 5000)}}});
-  agent_supervisor_config config;
-  config.owner_id = "owner";
-  config.agents_dir = f.config.session_dir / "agents";
-  config.owner_queue = f.config.session_dir / "queue.jsonl";
-  config.registry = f.config.registry;
-  config.spawn_subagent = f.config.spawn_subagent;
-  auto& sys = f.actors.sys();
-  auto supervisor = spawn_agent_supervisor(sys, config, sys.spawn(quiet_owner));
-  caf::scoped_actor self{sys};
-  auto run = [&](const tool_call& call) {
-    tool_result out;
-    self->request(supervisor, std::chrono::seconds{10}, execute_atom::value, call)
-      .receive([&](tool_result& r) { out = std::move(r); },
-               [&](caf::error& err) { FAIL(sys.render(err)); });
-    return out;
-  };
-  auto started = run(call_of("task", {{"prompt", "p"}, {"mode", "background"},
-                                      {"model", "scripted:quick"}}));
-  REQUIRE(started.output.rfind("Started agent agent_", 0) == 0);
-  auto id = started.output.substr(14, started.output.find(' ', 14) - 14);
-  auto output = run(call_of("task_output", {{"task_id", id}}));
-  CHECK(output.output.find("the whole answer") != std::string::npos);
-  CHECK(output.output.find(id + " (p): completed") == 0);
-  auto again = run(call_of("task_stop", {{"task_id", id}}));
-  CHECK(again.is_error);
-  CHECK(again.output.find("has already ended (completed)") != std::string::npos);
-  auto slow = run(call_of("task", {{"prompt", "s"}, {"mode", "background"},
-                                   {"model", "scripted:slow"}}));
-  auto slow_id = slow.output.substr(14, slow.output.find(' ', 14) - 14);
-  auto early = run(call_of("task_output", {{"task_id", slow_id}, {"block", false}}));
-  CHECK(early.output.find(": running") != std::string::npos);
-  auto stopped = run(call_of("task_stop", {{"task_id", slow_id}}));
-  CHECK(stopped.output == "Stopped agent " + slow_id + "; no notification follows.");
-  auto unknown = run(call_of("task_output", {{"task_id", "agent_000000"}}));
-  CHECK(unknown.is_error);
-  CHECK(unknown.output.find("no agent 'agent_000000'") != std::string::npos);
-  // The stopped agent ends `stopped`, as its list entry says.
-  bool ended = false;
-  for (int i = 0; i < 100 && !ended; ++i) {
-    self->request(supervisor, std::chrono::seconds{5}, list_atom::value)
-      .receive(
-        [&](agent_list& list) {
-          for (auto& a : list.agents)
-            if (a.id == slow_id && a.state == "stopped")
-              ended = true;
-        },
-        [&](caf::error&) {});
-    if (!ended)
-      std::this_thread::sleep_for(std::chrono::milliseconds{20});
-  }
-  CHECK(ended);
-  caf::anon_send_exit(supervisor, caf::exit_reason::user_shutdown);
-}
-
-namespace {
 
 // An owner that keeps every end it is told of.
 struct recorded_ends {
@@ -429,4 +360,25 @@ TEST_CASE("task_stop twice, and what task_wait says of an agent it stopped") {
   CHECK(waited.output.find("stopped with task_stop: no result") != std::string::npos);
   CHECK(waited.output.find("task-notification") == std::string::npos);
   CHECK(s.ends->unanswered(slow) == 0);
+}
+
+TEST_CASE("task_output reads an agent's whole result, task_stop stops one: through its messages") {
+  supervisor_fixture s;
+  auto id = s.launch("quick");
+  auto output = s.run(call_of("task_output", {{"task_id", id}}));
+  CHECK(output.output.find("quick answer") != std::string::npos);
+  CHECK(output.output.find(id + " (quick): completed") == 0);
+  auto again = s.run(call_of("task_stop", {{"task_id", id}}));
+  CHECK(again.is_error);
+  CHECK(again.output.find("has already ended (completed)") != std::string::npos);
+  auto slow = s.launch("slow");
+  auto early = s.run(call_of("task_output", {{"task_id", slow}, {"block", false}}));
+  CHECK(early.output.find(": running") != std::string::npos);
+  CHECK(s.run(call_of("task_stop", {{"task_id", slow}})).output ==
+        "Stopped agent " + slow + "; no notification follows.");
+  auto unknown = s.run(call_of("task_output", {{"task_id", "agent_000000"}}));
+  CHECK(unknown.is_error);
+  CHECK(unknown.output.find("no agent 'agent_000000'") != std::string::npos);
+  // The stopped agent ends `stopped`, as its list entry says.
+  CHECK(wait_until([&] { return s.state_of(slow) == "stopped"; }));
 }
