@@ -236,7 +236,10 @@ class Interrupts(unittest.TestCase):
 class ShippedList(unittest.TestCase):
     def test_every_line_of_the_shipped_list_finds_its_text_once(self):
         # A refactoring that moves or rewords the code a mutation names makes its line stale;
-        # `make test` says so at once instead of the next `make mutants`.
+        # `make test` says so at once instead of the next `make mutants`. In the scratch copy a
+        # mutation runs in, the mutated line is meant to be missing: no verdict there.
+        if any((p / ".troupe-mutants").exists() for p in SCRIPT.parents):
+            self.skipTest("inside a mutation run's scratch copy")
         import importlib.util
         spec = importlib.util.spec_from_file_location("mutants", SCRIPT)
         mutants = importlib.util.module_from_spec(spec)
