@@ -244,7 +244,11 @@ class ShippedList(unittest.TestCase):
         spec = importlib.util.spec_from_file_location("mutants", SCRIPT)
         mutants = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(mutants)
-        listed = mutants.load_mutants(SCRIPT.parent / "mutants.jsonl", set(mutants.sources()))
+        try:
+            known = set(mutants.sources())
+        except mutants.Problem as e:  # not a git checkout: the list cannot be checked here
+            self.skipTest(str(e))
+        listed = mutants.load_mutants(SCRIPT.parent / "mutants.jsonl", known)
         self.assertGreater(len(listed), 30)
 
 
