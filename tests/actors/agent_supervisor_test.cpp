@@ -262,6 +262,7 @@ struct supervisor_fixture {
 
   supervisor_fixture() {
     f.enable_subagents({{"quick", {text_reply("quick answer")}},
+                        {"medium", {slow_text("medium answer", 300)}},
                         {"slow", {slow_text("slow answer", 5000)}}});
     agent_supervisor_config config;
     config.owner_id = "owner";
@@ -328,7 +329,8 @@ TEST_CASE("agent tools with input of the wrong types are error results, never a 
 
 TEST_CASE("an interrupted task_wait gives back the results it took as notifications, once") {
   supervisor_fixture s;
-  auto quick = s.launch("quick");
+  // Still running when the wait starts (a quick one could end before it).
+  auto quick = s.launch("medium");
   auto slow = s.launch("slow");
   std::optional<tool_result> answer;
   auto waiting = (*s.self)->request(s.supervisor, std::chrono::seconds{10}, execute_atom::value,
@@ -341,7 +343,7 @@ TEST_CASE("an interrupted task_wait gives back the results it took as notificati
                   [&](caf::error& err) { FAIL(s.f.actors.sys().render(err)); });
   REQUIRE(answer);
   CHECK(answer->exit_code == 130);
-  CHECK(answer->output.find("quick answer") == std::string::npos); // not twice
+  CHECK(answer->output.find("medium answer") == std::string::npos); // not twice
   CHECK(answer->output.find("its result follows in a <task-notification>") != std::string::npos);
   REQUIRE(wait_until([&] { return s.ends->unanswered(quick) == 1; }));
   (void)slow;
