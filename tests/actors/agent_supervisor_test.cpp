@@ -108,8 +108,8 @@ TEST_CASE("ids of agents launched together never collide") {
 
 TEST_CASE("task_wait waits for every agent and returns their results: no notification follows") {
   agent_fixture f;
-  f.enable_subagents({{"slow", {slow_text("slow result", 300)}},
-                      {"fast", {slow_text("fast result", 50)}}});
+  f.enable_subagents({{"slow", {slow_text("slow result", 800)}},
+                      {"fast", {slow_text("fast result", 250)}}});
   auto ended = f.run({json{{"text", ""},
                            {"tool_calls", json::array({background("a", "scripted:slow"),
                                                        background("b", "scripted:fast")})}},
@@ -128,8 +128,8 @@ TEST_CASE("task_wait waits for every agent and returns their results: no notific
 
 TEST_CASE("task_wait any returns at the first end, and the others still notify") {
   agent_fixture f;
-  f.enable_subagents({{"slow", {slow_text("slow result", 400)}},
-                      {"fast", {slow_text("fast result", 50)}}});
+  f.enable_subagents({{"slow", {slow_text("slow result", 1500)}},
+                      {"fast", {slow_text("fast result", 250)}}});
   auto ended = f.run({json{{"text", ""},
                            {"tool_calls", json::array({background("a", "scripted:slow"),
                                                        background("b", "scripted:fast")})}},
