@@ -3,107 +3,19 @@
 
 #include "actors/agent_supervisor.hpp"
 
+#include <algorithm>
 #include <chrono>
-#include <deque>
-#include <map>
-#include <optional>
-#include <set>
 
 #include <caf/actor_system.hpp>
 #include <caf/send.hpp>
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
+#include "actors/agent_supervisor_state.hpp"
 #include "actors/ids.hpp"
-#include "tools/task_wait.hpp"
 #include "tools/tool_spec.hpp"
 
-namespace troupe {
-
-namespace {
-
-/// One agent the supervisor owns (or knows from an earlier run).
-struct supervised_agent {
-  agent_descriptor info;
-  /// Null until it is spawned (launches are spawned after their call was answered).
-  session_actor actor;
-  /// Set while a foreground launch waits for the agent's answer.
-  std::optional<caf::typed_response_promise<tool_result>> waiting;
-  /// Its end was answered already (foreground result, task_wait, task_stop, the notification
-  /// sent): nothing more is told about it.
-  bool reported = false;
-  /// Left to finish after the owner ended: it writes its end to the owner's queue itself.
-  bool detached = false;
-  /// task_stop stopped it: no notification follows, whatever comes after.
-  bool stopping = false;
-  /// Which launch this record is (a resume makes a new one): a stale queued launch is skipped.
-  uint64_t launch_serial = 0;
-  bool running() const { return info.state == "running"; }
-};
-
-/// A task_wait (or a blocking task_output) in progress.
-struct agent_wait {
-  uint64_t serial = 0;
-  std::vector<std::string> ids;
-  bool any = false;
-  /// task_output: one agent, its whole result.
-  bool whole_result = false;
-  /// The agents that ended while it waited: their results are its answer (no notification).
-  std::vector<std::string> taken;
-  std::chrono::steady_clock::time_point since;
-  caf::typed_response_promise<tool_result> promise;
-};
-
-struct supervisor_state {
-  agent_supervisor_config config;
-  agent_owner_actor owner;
-  std::map<std::string, supervised_agent> agents;
-  std::map<caf::actor_addr, std::string> by_address;
-  /// Launches answered but not spawned yet, in order, with their serials.
-  std::deque<std::pair<uint64_t, subagent_launch>> to_spawn;
-  uint64_t launch_serials = 0;
-  bool spawn_scheduled = false;
-  size_t running = 0;
-  agent_counts counts;
-  agent_counts counts_sent;
-  std::vector<agent_wait> waits;
-  uint64_t wait_serials = 0;
-  /// The owner ended: no launch is taken, and the supervisor quits once no agent runs.
-  bool finishing = false;
-  /// Agents stopped or detached at the owner's end that have not stopped yet.
-  std::set<caf::actor_addr> leaving;
-  static inline const char* name = "agent_supervisor";
-};
-
-using self_ptr = agent_supervisor_actor::stateful_pointer<supervisor_state>;
-
-// Spawned per tick, so that launches and ends queued behind are answered in between.
-constexpr size_t spawns_per_tick = 16;
-
-agent_counts contribution(const supervised_agent& a) {
-  agent_counts c;
-  if (a.running()) {
-    c.background = a.waiting ? 0 : 1;
-    c.awaited = a.reported ? 0 : 1;
-  }
-  return c;
-}
-
-// Changes an agent and keeps the counts right (O(1) per change, however many agents there are).
-template <class Change>
-void update(self_ptr self, supervised_agent& a, Change change) {
-  auto& st = self->state;
-  auto before = contribution(a);
-  bool was_running = a.running();
-  change(a);
-  auto after = contribution(a);
-  st.counts.background += after.background - before.background;
-  st.counts.awaited += after.awaited - before.awaited;
-  if (!was_running && a.running())
-    ++st.running;
-  else if (was_running && !a.running())
-    --st.running;
-}
+namespace troupe::agent_supervision {
 
 // Called last in a handler: the owner hears counts after the ends that changed them.
 void publish_counts(self_ptr self) {
@@ -128,16 +40,20 @@ std::string agent_ids(const supervisor_state& st) {
   return ids.empty() ? "none" : ids;
 }
 
-const char* status_for(const std::string& reason) {
-  if (reason == "completed" || reason == "backgrounded")
-    return "completed";
-  if (reason == "interrupted")
-    return "stopped";
-  return "failed";
+task_notification end_notice(const supervised_agent& a, std::string reason, std::string text,
+                             std::string error) {
+  task_notification n;
+  n.id = new_message_id();
+  n.source = "agent";
+  n.task_id = a.info.id;
+  n.reason = std::move(reason);
+  n.status = agent_status(n.reason);
+  n.error = std::move(error);
+  n.description = a.info.description;
+  n.text = std::move(text);
+  n.sent_at_us = now_us();
+  return n;
 }
-
-void check_waits(self_ptr self);
-void quit_when_done(self_ptr self);
 
 // Tells the owner; what it cannot take any more goes to its durable queue.
 void forward(self_ptr self, const agent_descriptor& info, task_notification n, bool answered) {
@@ -202,20 +118,12 @@ void record_end(self_ptr self, supervised_agent& a, task_notification n) {
   check_waits(self);
 }
 
-task_notification end_notice(const supervised_agent& a, std::string reason, std::string text,
-                             std::string error = {}) {
-  task_notification n;
-  n.id = new_message_id();
-  n.source = "agent";
-  n.task_id = a.info.id;
-  n.reason = std::move(reason);
-  n.status = status_for(n.reason);
-  n.error = std::move(error);
-  n.description = a.info.description;
-  n.text = std::move(text);
-  n.sent_at_us = now_us();
-  return n;
-}
+namespace {
+
+// Spawned per tick, so that launches and ends queued behind are answered in between.
+constexpr size_t spawns_per_tick = 16;
+
+void quit_when_done(self_ptr self);
 
 // The next launches: spawned a few per message, so that the step's calls were all answered
 // first and nothing waits long behind a burst.
@@ -383,175 +291,6 @@ caf::result<tool_result> launch(self_ptr self, const tool_call& call) {
   return promise;
 }
 
-// The answer of a wait: each agent's state and, for those that ended while it waited, the
-// result; past the budget, a line each.
-tool_result wait_answer(self_ptr self, const agent_wait& w, const std::string& why,
-                        bool results_follow = false) {
-  auto& st = self->state;
-  std::string out;
-  size_t ended = 0;
-  size_t shown = 0;
-  for (auto& id : w.ids) {
-    auto found = st.agents.find(id);
-    if (found == st.agents.end())
-      continue;
-    const auto& info = found->second.info;
-    bool taken = std::find(w.taken.begin(), w.taken.end(), id) != w.taken.end();
-    if (!found->second.running())
-      ++ended;
-    out += (out.empty() ? "" : "\n\n") + id + " (" + info.description + "): " + info.state;
-    if (!info.reason.empty() && info.reason != "completed" && info.reason != "backgrounded")
-      out += " (" + info.reason + (info.error.empty() ? "" : ": " + info.error) + ")";
-    if (found->second.running()) {
-      if (found->second.stopping)
-        out += " (stopping: task_stop)";
-      continue;
-    }
-    if (found->second.stopping) {
-      out += "\n(stopped with task_stop: no result)";
-      continue;
-    }
-    if (taken && results_follow) {
-      out += "\n(its result follows in a <task-notification>)";
-      continue;
-    }
-    if (!taken && !w.whole_result) {
-      out += "\n(its result came in a <task-notification>; task_output " + id + " reads it)";
-      continue;
-    }
-    if (!w.whole_result && shown + info.result.size() > default_notification_budget) {
-      out += "\n(result: " + std::to_string(info.result.size()) +
-             " bytes, not shown: read it with task_output " + id + ")";
-      continue;
-    }
-    shown += info.result.size();
-    out += "\n" + (info.result.empty() ? std::string{"(no final answer)"} : info.result);
-  }
-  if (!w.whole_result)
-    out += "\n\n" + std::to_string(ended) + " of " + std::to_string(w.ids.size()) +
-           " agent(s) ended" + why;
-  else if (!why.empty())
-    out += why;
-  tool_result r;
-  r.output = out;
-  return r;
-}
-
-bool wait_done(const supervisor_state& st, const agent_wait& w) {
-  size_t ended = 0;
-  for (auto& id : w.ids)
-    if (auto f = st.agents.find(id); f == st.agents.end() || !f->second.running())
-      ++ended;
-  return w.any ? ended > 0 : ended == w.ids.size();
-}
-
-void check_waits(self_ptr self) {
-  auto& st = self->state;
-  for (size_t i = 0; i < st.waits.size();) {
-    if (!wait_done(st, st.waits[i])) {
-      ++i;
-      continue;
-    }
-    auto w = std::move(st.waits[i]);
-    st.waits.erase(st.waits.begin() + static_cast<std::ptrdiff_t>(i));
-    w.promise.deliver(wait_answer(self, w, ""));
-  }
-}
-
-// Parses the timeout of task_wait / task_output (seconds; 30 by default, 600 at most).
-std::chrono::milliseconds wait_timeout(const nlohmann::json& input) {
-  double seconds = default_task_wait_seconds;
-  if (auto t = input.find("timeout"); t != input.end() && t->is_number())
-    seconds = t->get<double>();
-  seconds = std::max(0.0, std::min(seconds, max_task_wait_seconds));
-  return std::chrono::milliseconds{static_cast<int64_t>(seconds * 1000)};
-}
-
-caf::result<tool_result> start_wait(self_ptr self, agent_wait w,
-                                    std::chrono::milliseconds timeout) {
-  auto& st = self->state;
-  if (wait_done(st, w) || timeout.count() == 0)
-    return wait_answer(self, w, wait_done(st, w) ? "" : " (not waiting: timeout 0)");
-  w.serial = ++st.wait_serials;
-  w.since = std::chrono::steady_clock::now();
-  w.promise = self->make_response_promise<tool_result>();
-  auto promise = w.promise;
-  self->delayed_send(self, timeout, due_atom::value, w.serial);
-  st.waits.push_back(std::move(w));
-  return promise;
-}
-
-caf::result<tool_result> wait_for(self_ptr self, const tool_call& call) {
-  auto& st = self->state;
-  if (const auto* spec = st.config.registry->find(call.name))
-    if (auto problem = validate_input(*spec, call.input))
-      return error_result(*problem);
-  agent_wait w;
-  w.any = call.input.value("mode", std::string{"all"}) == "any";
-  if (auto ids = call.input.find("agent_ids"); ids != call.input.end() && !ids->empty()) {
-    for (auto& id : *ids) {
-      if (!id.is_string())
-        return error_result("agent_ids must be agent ids, strings; got " + id.dump());
-      auto name = id.get<std::string>();
-      if (!st.agents.count(name))
-        return error_result("no agent '" + name + "' in this session (agents: " +
-                            agent_ids(st) + ")");
-      w.ids.push_back(name);
-    }
-  } else {
-    for (auto& [id, a] : st.agents)
-      if (a.running())
-        w.ids.push_back(id);
-    if (w.ids.empty())
-      return tool_result{"No agent is running: nothing to wait for.", false, 0, false};
-  }
-  return start_wait(self, std::move(w), wait_timeout(call.input));
-}
-
-// task_output and task_stop on an agent id.
-caf::result<tool_result> agent_task_call(self_ptr self, const tool_call& call) {
-  auto& st = self->state;
-  if (const auto* spec = st.config.registry->find(call.name))
-    if (auto problem = validate_input(*spec, call.input))
-      return error_result(*problem);
-  if (!call.input.is_object() || !call.input.contains("task_id") ||
-      !call.input["task_id"].is_string())
-    return error_result("task_id must be the agent's id, a string");
-  auto id = call.input["task_id"].get<std::string>();
-  auto found = st.agents.find(id);
-  if (found == st.agents.end())
-    return error_result("no agent '" + id + "' in this session (agents: " + agent_ids(st) + ")");
-  auto& a = found->second;
-  if (call.name == "task_stop") {
-    if (a.stopping)
-      return tool_result{"Agent " + id + " is already stopping.", false, 0, false};
-    if (!a.running())
-      return error_result("agent " + id + " has already ended (" + a.info.state + ")");
-    update(self, a, [](supervised_agent& x) {
-      x.reported = true;
-      x.stopping = true;
-    });
-    if (a.actor)
-      self->send_exit(a.actor, caf::exit_reason::user_shutdown);
-    else
-      record_end(self, a, end_notice(a, "interrupted", "[stopped before it started]"));
-    publish_counts(self);
-    return tool_result{"Stopped agent " + id + "; no notification follows.", false, 0, false};
-  }
-  agent_wait w;
-  w.ids = {id};
-  w.any = true;
-  w.whole_result = true;
-  auto block_input = call.input.find("block");
-  bool block = block_input == call.input.end() || !block_input->is_boolean() ||
-               block_input->get<bool>();
-  if (!a.running())
-    return wait_answer(self, w, "");
-  if (!block)
-    return wait_answer(self, w, "\n(still running)");
-  return start_wait(self, std::move(w), wait_timeout(call.input));
-}
-
 // Moves a foreground launch to the background, or routes a command to an agent below.
 caf::result<control_reply> control(self_ptr self, control_command command,
                                    const std::string& arg) {
@@ -618,21 +357,6 @@ caf::result<control_reply> control(self_ptr self, control_command command,
   }
   return control_error("the agent supervisor does not take the control command '" +
                        std::string{to_string(command)} + "'");
-}
-
-// A wait that ends without giving its results (interrupted, the owner ending): the results it
-// had taken are told as notifications after all (to the owner's queue once it has ended).
-void release_taken(self_ptr self, const agent_wait& w) {
-  auto& st = self->state;
-  for (auto& id : w.taken)
-    if (auto f = st.agents.find(id); f != st.agents.end()) {
-      auto n = end_notice(f->second, f->second.info.reason, f->second.info.result,
-                          f->second.info.error);
-      n.usage = f->second.info.usage;
-      auto counted = f->second.info;
-      counted.cost_usd = 0; // counted when it ended
-      forward(self, counted, std::move(n), false);
-    }
 }
 
 // The owner was interrupted: what waits on agents stops waiting.
@@ -776,7 +500,7 @@ agent_supervisor_actor::behavior_type supervisor(self_ptr self, agent_supervisor
       auto found = s.agents.find(n.task_id);
       if (found != s.agents.end() && found->second.running()) {
         if (n.status.empty())
-          n.status = status_for(n.reason);
+          n.status = agent_status(n.reason);
         record_end(self, found->second, std::move(n));
       } else {
         forward(self, agent_descriptor{}, std::move(n), false); // not one of ours: pass it on
@@ -816,6 +540,10 @@ agent_supervisor_actor::behavior_type supervisor(self_ptr self, agent_supervisor
 
 } // namespace
 
+} // namespace troupe::agent_supervision
+
+namespace troupe {
+
 std::string plain_words(const caf::actor_system& sys, const caf::error& reason) {
   if (reason == caf::exit_reason::kill)
     return "it was killed";
@@ -833,7 +561,7 @@ std::string plain_words(const caf::actor_system& sys, const caf::error& reason) 
 agent_supervisor_actor spawn_agent_supervisor(caf::actor_system& sys,
                                               agent_supervisor_config config,
                                               agent_owner_actor owner) {
-  return sys.spawn(supervisor, std::move(config), std::move(owner));
+  return sys.spawn(agent_supervision::supervisor, std::move(config), std::move(owner));
 }
 
 } // namespace troupe

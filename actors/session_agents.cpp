@@ -75,7 +75,7 @@ void finish_agents(session_ptr self, terminal_reason reason, const std::string& 
   n.task_id = st.config().session_id;
   bool done = reason == terminal_reason::completed || reason == terminal_reason::backgrounded;
   n.reason = to_string(reason);
-  n.status = done ? "completed" : reason == terminal_reason::interrupted ? "stopped" : "failed";
+  n.status = agent_status(n.reason);
   n.error = error;
   n.description = st.config().description;
   // The answers of earlier jobs first (a prompt sent while it ran), then the last one.

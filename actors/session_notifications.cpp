@@ -48,8 +48,13 @@ bool accept_notification(session_ptr self, task_notification n) {
       st.inbox.queue_news(std::move(input));
       break;
     case session_phase::idle:
-      if (n.urgent || !gather_news(self, {input}))
+      if (!n.urgent && news_waits(st)) {
+        std::vector<message> news;
+        news.push_back(std::move(input)); // moved, not copied: it may be a MiB
+        wait_for_more_news(self, std::move(news));
+      } else {
         enqueue_first(self, std::move(input));
+      }
       break;
     default:
       // Busy: in before the next model call, or first in the next turn. Urgent: the step
@@ -62,18 +67,19 @@ bool accept_notification(session_ptr self, task_notification n) {
   return true;
 }
 
-bool gather_news(session_ptr self, std::vector<message> news) {
-  auto& st = self->state;
+bool news_waits(const session_state& st) {
   auto since = std::chrono::steady_clock::now() - st.last_news_turn;
-  if (st.config().news_window.count() == 0 || since >= st.config().news_window)
-    return false;
+  return st.config().news_window.count() > 0 && since < st.config().news_window;
+}
+
+void wait_for_more_news(session_ptr self, std::vector<message> news) {
+  auto& st = self->state;
   // News goes ahead of the prompts queued, after earlier news.
   st.inbox.queue_news(std::move(news));
   if (st.news_serial == 0) {
     st.news_serial = ++st.idle_timers;
     self->delayed_send(self, st.config().news_window, due_atom::value, st.news_serial);
   }
-  return true;
 }
 
 bool log_news(session_ptr self, std::vector<message> news) {

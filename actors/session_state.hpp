@@ -291,9 +291,12 @@ message notification_message(const task_notification& n);
 bool accept_notification(session_ptr self, task_notification n);
 
 /// News close behind the last turn news started (within the news window) is queued to wait a
-/// moment for more, so that a burst is one turn: returns true when it waits (a timer starts
-/// the turn), false when it should start its turn now.
-bool gather_news(session_ptr self, std::vector<message> news);
+/// moment for more, so that a burst is one turn: true when news now waits rather than starting
+/// its turn at once.
+bool news_waits(const session_state& st);
+
+/// Queues news (ahead of the prompts) and starts the timer whose end starts its turn.
+void wait_for_more_news(session_ptr self, std::vector<message> news);
 
 /// Logs notifications taken together, in order. Past the session's notification budget (bytes)
 /// each further agent or task result is logged as a summary line (task_output reads it whole).

@@ -228,7 +228,8 @@ void next_turn(session_ptr self) {
   // News is delivered as a whole the moment a turn starts, never one turn at a time.
   if (st.inbox.has_held()) {
     auto news = st.inbox.take_held();
-    if (!urgent && gather_news(self, news)) {
+    if (!urgent && news_waits(st)) {
+      wait_for_more_news(self, std::move(news));
       go_idle(self);
       return;
     }

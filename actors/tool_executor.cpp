@@ -24,6 +24,7 @@
 #include "tools/process_reaper.hpp"
 #include "tools/shell.hpp"
 #include "tools/task_output.hpp"
+#include "tools/task_wait.hpp"
 
 namespace troupe {
 
@@ -260,9 +261,7 @@ caf::result<tool_result> run_task_tool(self_ptr self, const tool_call& call) {
   bool block = call.input.value("block", true);
   if (task.exit_code || !block)
     return task_report(st, id, task, call.id);
-  double seconds = call.input.value("timeout", 30.0);
-  auto wait = std::chrono::milliseconds{
-    static_cast<int64_t>(std::clamp(seconds, 0.0, 600.0) * 1000)};
+  auto wait = task_wait_timeout(call.input);
   auto waiter = st.next_waiter++;
   auto promise = self->make_response_promise<tool_result>();
   task.waiters.emplace(waiter, std::make_pair(promise, call.id));

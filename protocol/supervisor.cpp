@@ -4,6 +4,14 @@
 
 namespace troupe {
 
+const char* agent_status(const std::string& reason) {
+  if (reason == "completed" || reason == "backgrounded")
+    return "completed";
+  if (reason == "interrupted")
+    return "stopped";
+  return "failed";
+}
+
 void to_json(nlohmann::json& j, const agent_descriptor& x) {
   j = {{"agent_id", x.id},         {"description", x.description}, {"state", x.state},
        {"reason", x.reason}, {"error", x.error},             {"foreground", x.foreground},

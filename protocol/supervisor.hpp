@@ -84,6 +84,10 @@ enum class agents_at_end : uint8_t {
   finish, ///< let them finish, detached (the supervisor lives until the last one ends)
 };
 
+/// The status an agent's notification carries for how it ended (`reason` as its session.json
+/// says): "completed" (completed, backgrounded), "stopped" (interrupted) or "failed".
+const char* agent_status(const std::string& reason);
+
 void to_json(nlohmann::json& j, const agent_descriptor& x);
 void from_json(const nlohmann::json& j, agent_descriptor& x);
 

@@ -1,6 +1,16 @@
 #include "tools/task_wait.hpp"
 
+#include <algorithm>
+
 namespace troupe {
+
+std::chrono::milliseconds task_wait_timeout(const nlohmann::json& input) {
+  double seconds = default_task_wait_seconds;
+  if (auto t = input.find("timeout"); t != input.end() && t->is_number())
+    seconds = t->get<double>();
+  seconds = std::clamp(seconds, 0.0, max_task_wait_seconds);
+  return std::chrono::milliseconds{static_cast<int64_t>(seconds * 1000)};
+}
 
 // Carried out by the agent supervisor, which owns the agents (actors/agent_supervisor.cpp).
 tool_spec task_wait_tool() {
