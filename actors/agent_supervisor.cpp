@@ -152,7 +152,7 @@ void spawn_some(self_ptr self) {
   }
   if (!st.to_spawn.empty()) {
     st.spawn_scheduled = true;
-    self->send(self, spawn_atom::value);
+    self->delayed_send(self, std::chrono::microseconds{0}, spawn_atom::value);
   }
   publish_counts(self);
 }
@@ -276,7 +276,7 @@ caf::result<tool_result> launch(self_ptr self, const tool_call& call) {
   st.to_spawn.emplace_back(serial, l);
   if (!st.spawn_scheduled) {
     st.spawn_scheduled = true;
-    self->send(self, spawn_atom::value);
+    self->delayed_send(self, std::chrono::microseconds{0}, spawn_atom::value);
   }
   if (background) {
     publish_counts(self);

@@ -83,7 +83,7 @@ namer_actor::behavior_type namer(namer_actor::stateful_pointer<namer_state> self
       ask->content = "The user's first message:\n" + prompt.substr(0, 2000) +
                      "\n\nThe assistant's first reply:\n" + reply.substr(0, 1000);
       model_request request;
-      request.system_prompt = namer_instruction;
+      request.system_prompt = std::string{namer_instruction};
       request.context.messages.push_back(std::move(ask));
       auto promise = self->make_response_promise<std::string, token_usage>();
       self->request(self->state.model, std::chrono::seconds{60}, generate_atom::value,

@@ -36,7 +36,7 @@ struct model_switch {
   model_client_actor client;
   std::string model_name;
   tool_format format = tool_format::markdown;
-  std::string system_prompt;
+  shared_value<std::string> system_prompt;
   context_budget budget;
 };
 
@@ -50,7 +50,8 @@ struct session_config {
   /// $TROUPE_HOME/sessions/<id>: transcript.jsonl and state.json live here.
   std::filesystem::path session_dir;
   std::string model_name;
-  std::string system_prompt;
+  /// Shared: the thousand subagents of one fan-out hold one prompt.
+  shared_value<std::string> system_prompt;
   std::filesystem::path cwd;
   std::shared_ptr<const tool_registry> registry;
   /// How tools are offered to the model and read back (markdown blocks are parsed only then).

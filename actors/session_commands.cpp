@@ -155,7 +155,7 @@ void switch_model(session_ptr self, const std::string& spec) {
   st.model = next->client;
   st.current_model = {next->model_name, next->format, next->system_prompt, next->budget};
   st.window.set_budget(next->budget);
-  auto fixed = estimate_tokens(st.current_model.system_prompt);
+  auto fixed = estimate_tokens(*st.current_model.system_prompt);
   if (st.current_model.format == tool_format::tool)
     fixed += estimate_tokens(st.config().registry->descriptors());
   st.window.set_fixed_tokens(fixed);

@@ -42,7 +42,7 @@ void begin_session(session_ptr self) {
   auto transcript_path = st.config().session_dir / "transcript.jsonl";
   auto writer = transcript_writer::open(transcript_path);
   st.window = context_window{st.current_model.budget};
-  auto fixed = estimate_tokens(st.current_model.system_prompt);
+  auto fixed = estimate_tokens(*st.current_model.system_prompt);
   if (st.current_model.format == tool_format::tool)
     fixed += estimate_tokens(st.config().registry->descriptors());
   st.window.set_fixed_tokens(fixed);

@@ -50,7 +50,7 @@ enum class session_phase {
 struct session_model {
   std::string name;
   tool_format format = tool_format::markdown;
-  std::string system_prompt;
+  shared_value<std::string> system_prompt;
   context_budget budget;
 };
 

@@ -18,7 +18,7 @@ namespace troupe {
 
 /// What a step actor needs besides its peers.
 struct step_config {
-  std::string system_prompt;
+  shared_value<std::string> system_prompt;
   std::shared_ptr<const tool_registry> registry;
   /// Native calls always run; calls written in the text run only in the markdown/xml formats.
   tool_format format = tool_format::markdown;

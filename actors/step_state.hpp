@@ -24,7 +24,7 @@ struct step_state {
   session_actor session;
   model_client_actor model;
   tool_executor_actor executor;
-  std::vector<tool_descriptor> tools;
+  shared_value<std::vector<tool_descriptor>> tools;
 
   step_phase phase = step_phase::idle;
   bool interrupted = false;

@@ -100,7 +100,7 @@ model_request compaction_request(const compaction_plan& plan, const compaction_t
   ask.content = "Here is the conversation so far:\n\n<conversation>\n" + transcript +
                 "</conversation>\n\n" + instructions;
   model_request request;
-  request.system_prompt = compaction_system_prompt;
+  request.system_prompt = std::string{compaction_system_prompt};
   request.context.messages.push_back(std::make_shared<const message>(std::move(ask)));
   return request;
 }

@@ -1,6 +1,7 @@
 #include "orchestrator/run_command.hpp"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstdlib>
 #include <chrono>
@@ -50,6 +51,9 @@ struct subagent_setup {
   std::optional<http_engine> engine;
   disk_io_actor disk;
   subagent_factory factory; // itself: subagents launch subagents
+  /// A subagent's system prompt for the shared registry, one per tool format, made before any
+  /// launch (read from every supervisor's thread, never written after): children share it.
+  std::array<shared_value<std::string>, 3> child_prompts;
 };
 
 // What a session's processes get over troupe's own environment: the session's own id (a
@@ -82,9 +86,10 @@ expected<session_actor> spawn_subagent(caf::actor_system& sys,
                                        const std::shared_ptr<subagent_setup>& setup,
                                        const subagent_launch& launch, agent_parent_actor parent) {
   const auto& parent_settings = setup->settings;
-  // The model: the parent's, or one of its own.
-  model_choice model{parent_settings.model_script, parent_settings.http_model,
-                     parent_settings.format};
+  // The model: the parent's, or one of its own. Never a copy of the parent's script: a child of
+  // a scripted run names its own, and a parent's script that launches a thousand agents holds
+  // a thousand calls (copying it per launch made a fan-out quadratic).
+  model_choice model{std::nullopt, parent_settings.http_model, parent_settings.format};
   std::string model_name = parent_settings.model_name;
   if (!launch.model.empty() || parent_settings.model_script) {
     if (launch.model.empty())
@@ -122,7 +127,10 @@ expected<session_actor> spawn_subagent(caf::actor_system& sys,
   child.session_dir = launch.session_dir;
   child.model_name = model_name;
   child.format = model.format;
-  child.system_prompt = build_system_prompt(*registry, model.format) + subagent_note;
+  if (registry == setup->registry)
+    child.system_prompt = setup->child_prompts.at(static_cast<size_t>(model.format));
+  else
+    child.system_prompt = build_system_prompt(*registry, model.format) + subagent_note;
   child.cwd = parent_settings.cwd;
   child.registry = registry;
   child.budget = parent_settings.budget;
@@ -261,6 +269,9 @@ expected<launched_agent> launch_agent(caf::actor_system& sys, run_settings& sett
   setup->permissions = session.permissions;
   setup->engine = engine;
   setup->disk = session.disk;
+  for (auto format : {tool_format::tool, tool_format::markdown, tool_format::xml})
+    setup->child_prompts.at(static_cast<size_t>(format)) =
+      build_system_prompt(*registry, format) + subagent_note;
   {
     run_settings shared = settings;
     shared.history.clear();

@@ -10,6 +10,7 @@
 
 #include "protocol/json_inspect.hpp"
 #include "protocol/message.hpp"
+#include "protocol/shared_value.hpp"
 
 namespace troupe {
 
@@ -48,10 +49,11 @@ typename Inspector::result_type inspect(Inspector& f, tool_descriptor& x) {
 }
 
 /// One generation request: the context since the last boundary plus the tools on offer.
+/// The system prompt and the tools are shared: a thousand agents' requests hold one copy.
 struct model_request {
-  std::string system_prompt;
+  shared_value<std::string> system_prompt;
   context_snapshot context;
-  std::vector<tool_descriptor> tools;
+  shared_value<std::vector<tool_descriptor>> tools;
 };
 
 template <class Inspector>

@@ -192,11 +192,11 @@ http_call build_anthropic_request(const provider_config& config, const model_req
   json body = {{"model", config.model},
                {"max_tokens", config.max_tokens},
                {"messages", to_anthropic_messages(request, native_tools(config, request))}};
-  if (!request.system_prompt.empty())
-    body["system"] = request.system_prompt;
+  if (!request.system_prompt->empty())
+    body["system"] = *request.system_prompt;
   if (native_tools(config, request)) {
     auto tools = json::array();
-    for (auto& t : request.tools)
+    for (auto& t : *request.tools)
       tools.push_back(
         {{"name", t.name}, {"description", t.description}, {"input_schema", t.input_schema}});
     body["tools"] = std::move(tools);

@@ -70,7 +70,7 @@ bool is_native_call(const tool_call& call);
 /// Returns true when the request offers tools natively; only then may the conversation hold
 /// native calls and results (the APIs refuse them otherwise), else they travel as text.
 inline bool native_tools(const provider_config& config, const model_request& request) {
-  return config.format == tool_format::tool && !request.tools.empty();
+  return config.format == tool_format::tool && !request.tools->empty();
 }
 
 /// Normalises stop reasons: "end_turn", "tool_use", "max_tokens", "refusal", …

@@ -15,8 +15,8 @@ using nlohmann::json;
 
 json to_openai_messages(const model_request& request, bool native_tools) {
   auto out = json::array();
-  if (!request.system_prompt.empty())
-    out.push_back({{"role", "system"}, {"content", request.system_prompt}});
+  if (!request.system_prompt->empty())
+    out.push_back({{"role", "system"}, {"content", *request.system_prompt}});
   std::set<std::string> native_ids;
   for (auto& ptr : request.context.messages) {
     const auto& m = *ptr;
@@ -176,7 +176,7 @@ http_call build_openai_request(const provider_config& config, const model_reques
                {"messages", to_openai_messages(request, native_tools(config, request))}};
   if (native_tools(config, request)) {
     auto tools = json::array();
-    for (auto& t : request.tools)
+    for (auto& t : *request.tools)
       tools.push_back({{"type", "function"},
                        {"function",
                         {{"name", t.name},

@@ -32,11 +32,11 @@ const tool_spec* tool_registry::find_block(std::string_view language) const {
   return nullptr;
 }
 
-std::vector<tool_descriptor> tool_registry::descriptors() const {
-  std::vector<tool_descriptor> result;
+tool_registry::tool_registry(std::vector<tool_spec> tools) : tools_(std::move(tools)) {
+  std::vector<tool_descriptor> described;
   for (auto& tool : tools_)
-    result.push_back(describe(tool));
-  return result;
+    described.push_back(describe(tool));
+  descriptors_ = std::move(described);
 }
 
 std::vector<std::string> tool_registry::names() const {

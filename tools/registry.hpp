@@ -12,7 +12,7 @@ namespace troupe {
 class tool_registry {
 public:
   tool_registry() = default;
-  explicit tool_registry(std::vector<tool_spec> tools) : tools_(std::move(tools)) {}
+  explicit tool_registry(std::vector<tool_spec> tools);
 
   /// Returns the tool with this name, or null.
   const tool_spec* find(std::string_view name) const;
@@ -20,8 +20,8 @@ public:
   /// Returns the tool a markdown fence language invokes, or null (the block is not runnable).
   const tool_spec* find_block(std::string_view language) const;
 
-  /// Returns the tools as the model sees them.
-  std::vector<tool_descriptor> descriptors() const;
+  /// Returns the tools as the model sees them: made once, shared by every request.
+  const shared_value<std::vector<tool_descriptor>>& descriptors() const { return descriptors_; }
 
   /// Returns the tool names in order.
   std::vector<std::string> names() const;
@@ -30,6 +30,7 @@ public:
 
 private:
   std::vector<tool_spec> tools_;
+  shared_value<std::vector<tool_descriptor>> descriptors_;
 };
 
 /// Returns the built-in tools: shell, read, write, edit, patch, glob, grep, ls, todo, complete.

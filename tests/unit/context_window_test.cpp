@@ -173,8 +173,8 @@ TEST_CASE("the compaction request holds the old summary, clipped results and the
   auto plan = w.plan_compaction();
   compaction_trigger trigger{"manual", false, "keep the file names"};
   auto request = compaction_request(plan, trigger, w.budget());
-  CHECK(request.tools.empty());
-  CHECK(request.system_prompt.find("summarise") != std::string::npos);
+  CHECK(request.tools->empty());
+  CHECK(request.system_prompt->find("summarise") != std::string::npos);
   REQUIRE(request.context.messages.size() == 1);
   const auto& text = request.context.messages[0]->content;
   CHECK(text.find("EARLIER-SUMMARY") < text.find("fix the bug"));

@@ -5,6 +5,7 @@
 #include <caf/deep_to_string.hpp>
 
 #include "protocol/message.hpp"
+#include "protocol/model.hpp"
 #include "support/test_support.hpp"
 
 using namespace troupe;
@@ -70,4 +71,27 @@ TEST_CASE("messages and snapshots survive CAF's binary serialisation") {
   REQUIRE(copy.messages.size() == 2);
   CHECK(*copy.messages[1] == m);
   CHECK(caf::deep_to_string(m).find("running") != std::string::npos);
+}
+
+TEST_CASE("a model request shares its system prompt and tools, and serialises them by value") {
+  troupe::test::actor_system_fixture actors;
+  shared_value<std::string> prompt{std::string(3000, 'p')};
+  shared_value<std::vector<tool_descriptor>> tools{
+    std::vector<tool_descriptor>{{"shell", "runs a command", {{"type", "object"}}}}};
+  model_request first{prompt, {}, tools};
+  model_request second{prompt, {}, tools};
+  // A thousand agents' requests hold one prompt and one tool list, not a thousand copies.
+  CHECK(&first.system_prompt.get() == &second.system_prompt.get());
+  CHECK(&first.tools.get() == &second.tools.get());
+  std::vector<char> buffer;
+  caf::binary_serializer sink{actors.sys(), buffer};
+  REQUIRE(!sink(first));
+  model_request copy;
+  caf::binary_deserializer source{actors.sys(), buffer};
+  REQUIRE(!source(copy));
+  CHECK(*copy.system_prompt == std::string(3000, 'p'));
+  REQUIRE(copy.tools->size() == 1);
+  CHECK(copy.tools->front().name == "shell");
+  CHECK(&copy.system_prompt.get() != &first.system_prompt.get()); // a remote node's own copy
+  CHECK(shared_value<std::string>{}->empty());
 }

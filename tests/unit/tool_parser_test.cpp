@@ -130,3 +130,13 @@ TEST_CASE("an xml body may hold an example of a tool-use element") {
   CHECK(calls[0].name == "write");
   CHECK(calls[0].input["content"] == "Use <tool-use><shell>ls</shell></tool-use> to list.\n");
 }
+
+TEST_CASE("a registry describes its tools once, and every request shares the description") {
+  auto registry = make_builtin_registry();
+  const auto& described = registry.descriptors().get();
+  REQUIRE(described.size() == registry.tools().size());
+  for (size_t i = 0; i < described.size(); ++i)
+    CHECK(described[i].name == registry.tools()[i].name);
+  auto copy = registry.descriptors();
+  CHECK(&copy.get() == &described);
+}
