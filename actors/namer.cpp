@@ -79,7 +79,7 @@ namer_actor::behavior_type namer(namer_actor::stateful_pointer<namer_state> self
       auto ask = std::make_shared<message>();
       ask->id = new_message_id();
       ask->role = role::user;
-      ask->origin = "namer";
+      ask->origin = message_origin::namer;
       ask->content = "The user's first message:\n" + prompt.substr(0, 2000) +
                      "\n\nThe assistant's first reply:\n" + reply.substr(0, 1000);
       model_request request;

@@ -178,12 +178,12 @@ session_actor spawn_session(caf::actor_system& sys, session_config config,
   return sys.spawn(session_behavior, std::move(config), std::move(model), std::move(executor));
 }
 
-message make_input(std::string text, std::string origin) {
+message make_input(std::string text, message_origin origin) {
   message m;
   m.id = new_message_id();
   m.role = role::user;
   m.content = std::move(text);
-  m.origin = std::move(origin);
+  m.origin = origin;
   m.timestamp_ms = now_ms();
   return m;
 }

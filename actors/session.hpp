@@ -139,6 +139,6 @@ session_actor spawn_session(caf::actor_system& sys, session_config config,
                             model_client_actor model, tool_executor_actor executor);
 
 /// Returns a user message with the given text and origin, ready to submit.
-message make_input(std::string text, std::string origin = "prompt");
+message make_input(std::string text, message_origin origin = message_origin::prompt);
 
 } // namespace troupe

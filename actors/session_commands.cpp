@@ -46,7 +46,7 @@ void undo(session_ptr self) {
   auto removed = st.window.count_from(from);
   message marker;
   marker.role = role::system;
-  marker.origin = undo_origin;
+  marker.origin = message_origin::undo;
   marker.content = "Undid the last turn: " + std::to_string(removed) +
                    " message(s) left the context (the transcript keeps them).";
   marker.meta = {{"from", from}, {"removed", removed}};
@@ -65,7 +65,7 @@ void undo(session_ptr self) {
 void clear(session_ptr self) {
   message marker;
   marker.role = role::system;
-  marker.origin = clear_origin;
+  marker.origin = message_origin::clear;
   marker.content = "Cleared the conversation: the model starts afresh (the transcript keeps "
                    "everything before).";
   if (!append_message(self, marker))
@@ -165,7 +165,7 @@ void switch_model(session_ptr self, const std::string& spec) {
   self->link_to(st.model);
   message note;
   note.role = role::system;
-  note.origin = "model";
+  note.origin = message_origin::model;
   note.content = "The model is now " + st.current_model.name + ".";
   append_message(self, note); // the system note is the answer; the next status has the model
   save_info(self);

@@ -107,7 +107,7 @@ bool log_hook_context(session_ptr self, hook_event event, const std::string& tex
     return true;
   message m;
   m.role = role::user;
-  m.origin = "hook";
+  m.origin = message_origin::hook;
   m.content = text;
   m.meta = {{"hook_event", event}};
   return append_message(self, std::move(m));
@@ -115,7 +115,7 @@ bool log_hook_context(session_ptr self, hook_event event, const std::string& tex
 
 void queue_hook_messages(session_ptr self, const hook_outcome& outcome) {
   for (auto& text : outcome.messages)
-    enqueue(self, make_input(text, "hook"));
+    enqueue(self, make_input(text, message_origin::hook));
 }
 
 } // namespace troupe

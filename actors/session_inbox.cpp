@@ -9,7 +9,7 @@ namespace troupe {
 namespace {
 
 bool is_news(const message& m) {
-  return m.origin == "task-notification";
+  return m.origin == message_origin::task_notification;
 }
 
 } // namespace
@@ -17,7 +17,7 @@ bool is_news(const message& m) {
 std::optional<std::string> session_inbox::push(message input) {
   if (queue_.size() >= cap_)
     return "prompt queue is full (" + std::to_string(cap_) + " inputs); dropped a message from " +
-           (input.origin.empty() ? "?" : input.origin) + ": " + input.content.substr(0, 80);
+           (input.origin == message_origin::none ? "?" : to_string(input.origin)) + ": " + input.content.substr(0, 80);
   queue_.push_back(std::move(input));
   return std::nullopt;
 }

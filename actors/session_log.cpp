@@ -24,7 +24,7 @@ void drop_queue(session_ptr self, const std::string& why) {
   for (auto& input : self->state.inbox.drop_prompts())
     publish_notice(self, "input_dropped",
                    why + "; dropped a queued input from " +
-                       (input.origin.empty() ? "?" : input.origin) + ": " +
+                       (input.origin == message_origin::none ? "?" : to_string(input.origin)) + ": " +
                        input.content.substr(0, 80));
 }
 
@@ -41,7 +41,7 @@ bool append_message(session_ptr self, message msg) {
   }
   if (msg.role == role::assistant)
     st.last_assistant_text = msg.content;
-  bool first_prompt = msg.role == role::user && msg.origin == "prompt" && st.info.first_prompt.empty();
+  bool first_prompt = msg.role == role::user && msg.origin == message_origin::prompt && st.info.first_prompt.empty();
   if (first_prompt)
     st.info.first_prompt = msg.content.substr(0, 200);
   auto ptr = std::make_shared<const message>(std::move(msg));
@@ -49,7 +49,7 @@ bool append_message(session_ptr self, message msg) {
   st.window.append(ptr);
   st.state.messages_count = static_cast<int64_t>(st.log.size());
   publish(self, message_event{st.config().session_id, *ptr});
-  if (ptr->origin == "task-notification")
+  if (ptr->origin == message_origin::task_notification)
     note_logged(self, *ptr);
   if (first_prompt)
     save_info(self); // troupe ls names the session by it even if the process dies in this turn
@@ -84,8 +84,8 @@ std::vector<message> fire(session_ptr self, hook_point point) {
     }
   }
   for (auto& m : produced) {
-    if (m.origin.empty())
-      m.origin = "hook";
+    if (m.origin == message_origin::none)
+      m.origin = message_origin::hook;
     if (m.id.empty())
       m.id = new_message_id();
   }

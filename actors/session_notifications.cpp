@@ -19,7 +19,7 @@ message notification_message(const task_notification& n) {
   message m;
   m.id = n.id.empty() ? new_message_id() : n.id;
   m.role = role::user;
-  m.origin = "task-notification";
+  m.origin = message_origin::task_notification;
   m.content = notification_text(n);
   m.timestamp_ms = now_ms();
   m.meta = {{"source", n.source},       {"task_id", n.task_id},   {"status", n.status},
@@ -191,7 +191,7 @@ caf::result<control_reply> run_control(session_ptr self, control_command command
     // agent has just ended (the parent then continues it from its transcript).
     if (st.phase == session_phase::ended)
       return control_error("the agent has ended");
-    accept_input(self, make_input(arg, "parent"));
+    accept_input(self, make_input(arg, message_origin::parent));
     return control_ok("queued");
   }
   if (command == control_command::background || command == control_command::interrupt_agent ||

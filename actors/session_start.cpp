@@ -86,14 +86,14 @@ void begin_session(session_ptr self) {
   // A session that died in its first turn never had its info written: its transcript tells.
   if (st.info.first_prompt.empty())
     for (auto& m : st.log)
-      if (m->role == role::user && m->origin == "prompt") {
+      if (m->role == role::user && m->origin == message_origin::prompt) {
         st.info.first_prompt = m->content.substr(0, 200);
         break;
       }
   save_info(self);
   save_state(self); // never an empty state.json, even if the process dies before a step
   for (auto& m : st.log)
-    if (m->origin == "task-notification")
+    if (m->origin == message_origin::task_notification)
       st.inbox.mark_logged_before(m->id);
   for (auto& m : fire(self, hook_point::session_start))
     if (!append_message(self, std::move(m)))

@@ -55,7 +55,7 @@ void fail_turn(session_ptr self, std::string error, model_error_kind kind) {
   }
   message note;
   note.role = role::system;
-  note.origin = "error";
+  note.origin = message_origin::error;
   note.content = "The turn stopped: " + error;
   if (!append_message(self, std::move(note)))
     return;
@@ -147,7 +147,7 @@ void on_step_done(session_ptr self, step_outcome& outcome) {
   if (!outcome.unfinished_call.empty()) {
     message note;
     note.role = role::system;
-    note.origin = "max_output";
+    note.origin = message_origin::max_output;
     note.content =
         "The reply was cut at the output token limit " + std::to_string(outcome.continuations + 1) +
         " times; its unfinished call to the " + outcome.unfinished_call + " tool was not run.";
@@ -255,7 +255,7 @@ void run_next_step(session_ptr self) {
     st.state.transition = transition_reason::max_steps;
     message cap;
     cap.role = role::system;
-    cap.origin = "max_steps";
+    cap.origin = message_origin::max_steps;
     cap.content = "Stopped: reached the maximum of " + std::to_string(st.config().max_steps) +
                   " steps for this turn (raise it with --max-steps or TROUPE_MAX_STEPS).";
     if (!append_message(self, std::move(cap)))
@@ -279,7 +279,7 @@ void run_next_step(session_ptr self) {
         if (hook.blocked) {
           message note;
           note.role = role::system;
-          note.origin = "hook_blocked";
+          note.origin = message_origin::hook_blocked;
           note.content = "A StepPre hook stopped the turn: " + hook.reason;
           if (!append_message(self, std::move(note)))
             return;
@@ -321,7 +321,7 @@ caf::result<bool> accept_reply(session_ptr self, message reply) {
       [=](const hook_outcome& hook) mutable {
         auto& s = self->state;
         if (!hook.additional_context.empty()) {
-          auto context = make_input(hook.additional_context, "hook");
+          auto context = make_input(hook.additional_context, message_origin::hook);
           context.meta = {{"hook_event", hook_event::generation_post}};
           s.turn.pending_hook_context.push_back(std::move(context));
         }

@@ -37,7 +37,7 @@ void submit_turn(session_ptr self, std::optional<message> input, const std::stri
   auto& st = self->state;
   if (has_hooks(st, hook_event::user_prompt_submit))
     st.phase = session_phase::hooking;
-  auto origin = input ? input->origin : std::string{"task-notification"};
+  auto origin = to_string(input ? input->origin : message_origin::task_notification);
   // Interrupted while the hooks decide: the prompt is logged, and the turn stops there.
   auto wait = hook_wait::prompt_submit(input);
   run_hooks(
@@ -47,7 +47,7 @@ void submit_turn(session_ptr self, std::optional<message> input, const std::stri
         if (hook.blocked && input) {
           message note;
           note.role = role::system;
-          note.origin = "hook_blocked";
+          note.origin = message_origin::hook_blocked;
           note.content = "A UserPromptSubmit hook blocked the prompt: " + hook.reason;
           note.meta = {{"prompt", prompt}};
           if (!append_message(self, std::move(note)))
@@ -168,7 +168,7 @@ void after_interrupted_turn(session_ptr self) {
   auto& st = self->state;
   message note;
   note.role = role::system;
-  note.origin = "interrupt";
+  note.origin = message_origin::interrupt;
   note.content = "Interrupted by the user.";
   if (!append_message(self, std::move(note)))
     return;
@@ -190,7 +190,7 @@ void stop_turn_interrupted(session_ptr self, bool declined) {
   note.content = declined                 ? "Stopped: the user declined a tool call."
                  : st.turn.urgent_pending ? "Interrupted by an urgent notification."
                                           : "Interrupted by the user.";
-  note.origin = declined ? "declined" : "interrupt";
+  note.origin = declined ? message_origin::declined : message_origin::interrupt;
   if (!append_message(self, std::move(note)))
     return;
   save_state(self);
@@ -256,7 +256,7 @@ void next_turn(session_ptr self) {
         return; // the compaction's end resumes the loop
       continue;
     }
-    if (input.origin == "task-notification") {
+    if (input.origin == message_origin::task_notification) {
       std::vector<message> news{std::move(input)};
       for (auto& queued : st.inbox.take_news())
         news.push_back(std::move(queued));

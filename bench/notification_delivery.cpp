@@ -145,7 +145,7 @@ void lost_wakeups(const std::string& binary, size_t children, size_t external) {
     child.parent = parent_actor;
     child.parent_queue = config.session_dir / "queue.jsonl";
     child.disk = config.disk;
-    child.initial_inputs.push_back(make_input(l.prompt, "parent"));
+    child.initial_inputs.push_back(make_input(l.prompt, message_origin::parent));
     return spawn_agent(system, std::move(child), tools, spawn_scripted_model(system, lines));
   };
   config.spawn_subagent = factory;

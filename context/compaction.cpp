@@ -39,8 +39,9 @@ std::string render(const message& m) {
     return "[summary of the conversation before this point]\n" + m.content + "\n";
   switch (m.role) {
     case role::user:
-      return "[user" + (m.origin.empty() || m.origin == "prompt" ? "" : " (" + m.origin + ")") +
-             "]\n" + m.content + "\n";
+      if (m.origin == message_origin::none || m.origin == message_origin::prompt)
+        return "[user]\n" + m.content + "\n";
+      return "[user (" + std::string{to_string(m.origin)} + ")]\n" + m.content + "\n";
     case role::system:
       return "[system]\n" + m.content + "\n";
     case role::assistant: {
@@ -96,7 +97,7 @@ model_request compaction_request(const compaction_plan& plan, const compaction_t
 
   message ask;
   ask.role = role::user;
-  ask.origin = "compaction";
+  ask.origin = message_origin::compaction;
   ask.content = "Here is the conversation so far:\n\n<conversation>\n" + transcript +
                 "</conversation>\n\n" + instructions;
   model_request request;
@@ -108,7 +109,7 @@ model_request compaction_request(const compaction_plan& plan, const compaction_t
 message make_boundary(const compaction_record& record) {
   message m;
   m.role = role::system;
-  m.origin = compact_boundary_origin;
+  m.origin = message_origin::compact_boundary;
   m.content = record.summary;
   m.meta = {{"trigger", record.trigger.kind},
             {"reactive", record.trigger.reactive},

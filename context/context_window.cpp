@@ -25,17 +25,17 @@ message elided(const message& result) {
 } // namespace
 
 bool is_compact_boundary(const message& m) {
-  return m.role == role::system && m.origin == compact_boundary_origin;
+  return m.role == role::system && m.origin == message_origin::compact_boundary;
 }
 
 bool is_view_marker(const message& m) {
-  return m.role == role::system && (m.origin == undo_origin || m.origin == clear_origin);
+  return m.role == role::system && (m.origin == message_origin::undo || m.origin == message_origin::clear);
 }
 
 bool is_bookkeeping(const message& m) {
   if (is_compact_boundary(m) || is_view_marker(m))
     return true;
-  return m.role == role::user && m.origin == "hook" && m.meta.is_object() &&
+  return m.role == role::user && m.origin == message_origin::hook && m.meta.is_object() &&
          m.meta.value("hook_event", std::string{}) == to_string(hook_event::session_start);
 }
 
@@ -49,14 +49,14 @@ bool starts_turn(const message& m) {
     return false;
   if (m.meta.is_object() && m.meta.contains("turn_start"))
     return m.meta.value("turn_start", false);
-  return m.origin == "prompt" || m.origin == "parent";
+  return m.origin == message_origin::prompt || m.origin == message_origin::parent;
 }
 
 message summary_message(const message& boundary) {
   message m;
   m.id = boundary.id + "-summary";
   m.role = role::user;
-  m.origin = "compact_summary";
+  m.origin = message_origin::compact_summary;
   m.timestamp_ms = boundary.timestamp_ms;
   m.content = "This session continues an earlier conversation that was compacted to save "
               "context. Summary of the earlier part:\n\n" +
@@ -106,7 +106,7 @@ size_t context_window::count_from(const std::string& id) const {
 
 void context_window::append(const message_ptr& m) {
   if (is_view_marker(*m)) {
-    if (m->origin == clear_origin) {
+    if (m->origin == message_origin::clear) {
       keep_first(0);
       return;
     }

@@ -13,19 +13,14 @@
 
 namespace troupe {
 
-/// The origin of the system message that marks a compaction; its content is the summary.
-inline constexpr const char* compact_boundary_origin = "compact_boundary";
-
-/// Returns true for a compact boundary message.
+/// Returns true for a compact boundary message: a system message (origin compact_boundary)
+/// whose content is the summary.
 bool is_compact_boundary(const message& m);
 
-/// The origins of the system messages /undo and /clear write: the transcript keeps everything,
-/// and these say what left the view. An undo marker's meta names the first message it took
-/// out ("from"); a clear marker empties the view.
-inline constexpr const char* undo_origin = "undo";
-inline constexpr const char* clear_origin = "clear";
-
-/// Returns true for an undo or clear marker; the model never sees them.
+/// Returns true for an undo or clear marker (the system messages /undo and /clear write; the
+/// model never sees them): the transcript keeps everything, and these say what left the view.
+/// An undo marker's meta names the first message it took out ("from"); a clear marker empties
+/// the view.
 bool is_view_marker(const message& m);
 
 /// Returns true for what says nothing about whether a conversation waits for an answer: a

@@ -20,7 +20,7 @@ message continuation_prompt(const message& so_far, const std::string& cut_call) 
            "make that call again, in full.";
   message prompt;
   prompt.role = role::user;
-  prompt.origin = "continuation";
+  prompt.origin = message_origin::continuation;
   prompt.content = std::move(ask);
   return prompt;
 }

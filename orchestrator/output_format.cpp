@@ -117,7 +117,7 @@ nlohmann::json to_stream_json(const message_event& e) {
     case role::user:
       return {{"type", "user"},
               {"message", {{"id", m.id}, {"role", "user"}, {"content", m.content}}},
-              {"origin", m.origin},
+              {"origin", to_string(m.origin)},
               {"session_id", e.session_id}};
     case role::system:
       if (is_compact_boundary(m))
@@ -125,7 +125,7 @@ nlohmann::json to_stream_json(const message_event& e) {
                 {"uuid", m.id},          {"compact_metadata", m.meta},
                 {"summary", m.content},  {"session_id", e.session_id}};
       return {{"type", "system"},  {"subtype", "message"},       {"content", m.content},
-              {"origin", m.origin}, {"session_id", e.session_id}};
+              {"origin", to_string(m.origin)}, {"session_id", e.session_id}};
   }
   return nullptr;
 }
@@ -193,7 +193,7 @@ std::string to_text(const message_event& e, bool streamed, const text_style& sty
   auto content = printable(m.content);
   switch (m.role) {
     case role::user:
-      if (m.origin == "task-notification" && m.meta.is_object()) {
+      if (m.origin == message_origin::task_notification && m.meta.is_object()) {
         auto source = m.meta.value("source", std::string{});
         auto id = m.meta.value("task_id", std::string{});
         auto status = m.meta.value("status", std::string{});
@@ -201,7 +201,7 @@ std::string to_text(const message_event& e, bool streamed, const text_style& sty
                (id.empty() ? "" : " " + id) + (status.empty() ? "" : " " + status) + style.reset +
                "\n" + style.dim + indent(content, "  │ ") + style.reset;
       }
-      if (m.origin == "hook")
+      if (m.origin == message_origin::hook)
         return style.dim + "⚙ hook: " + content + style.reset +
                (content.empty() || content.back() != '\n' ? "\n" : "");
       return "\n" + style.bold + "> " + content + style.reset +

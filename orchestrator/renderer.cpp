@@ -41,7 +41,7 @@ std::string text_of(renderer_state& st, const generation_progress& e) {
 }
 
 std::string text_of(renderer_state& st, const message_event& e) {
-  if (!st.options.echo_prompts && e.msg.role == role::user && e.msg.origin == "prompt")
+  if (!st.options.echo_prompts && e.msg.role == role::user && e.msg.origin == message_origin::prompt)
     return {};
   bool streamed = e.msg.role == role::assistant && std::exchange(st.streamed, false);
   return to_text(e, streamed, st.style);

@@ -20,6 +20,29 @@ constexpr detail::enum_names<call_format, 3> call_format_names{{
   {call_format::xml, "xml"},
 }};
 
+constexpr detail::enum_names<message_origin, 20> origin_names{{
+  {message_origin::none, ""},
+  {message_origin::prompt, "prompt"},
+  {message_origin::parent, "parent"},
+  {message_origin::task_notification, "task-notification"},
+  {message_origin::hook, "hook"},
+  {message_origin::hook_blocked, "hook_blocked"},
+  {message_origin::interrupt, "interrupt"},
+  {message_origin::declined, "declined"},
+  {message_origin::error, "error"},
+  {message_origin::max_output, "max_output"},
+  {message_origin::max_steps, "max_steps"},
+  {message_origin::model, "model"},
+  {message_origin::namer, "namer"},
+  {message_origin::undo, "undo"},
+  {message_origin::clear, "clear"},
+  {message_origin::compaction, "compaction"},
+  {message_origin::compact_boundary, "compact_boundary"},
+  {message_origin::compact_summary, "compact_summary"},
+  {message_origin::continuation, "continuation"},
+  {message_origin::other, "other"},
+}};
+
 template <class T>
 void read_optional(const nlohmann::json& j, const char* key, T& out) {
   if (auto i = j.find(key); i != j.end() && !i->is_null())
@@ -29,6 +52,15 @@ void read_optional(const nlohmann::json& j, const char* key, T& out) {
 } // namespace
 
 const char* to_string(role r) { return detail::enum_to_name(role_names, r); }
+
+const char* to_string(message_origin o) { return detail::enum_to_name(origin_names, o); }
+
+message_origin origin_from_string(std::string_view spelling) {
+  for (auto& [origin, name] : origin_names)
+    if (spelling == name)
+      return origin;
+  return message_origin::other;
+}
 
 message make_tool_message(const tool_call& call, const tool_result& result) {
   message m;
@@ -88,8 +120,8 @@ void to_json(nlohmann::json& j, const message& x) {
     j["exit_code"] = x.exit_code;
     j["truncated"] = x.truncated;
   }
-  if (!x.origin.empty())
-    j["origin"] = x.origin;
+  if (x.origin != message_origin::none)
+    j["origin"] = to_string(x.origin);
   j["timestamp_ms"] = x.timestamp_ms;
   if (!x.meta.is_null())
     j["meta"] = x.meta;
@@ -106,7 +138,8 @@ void from_json(const nlohmann::json& j, message& x) {
   read_optional(j, "is_error", x.is_error);
   read_optional(j, "exit_code", x.exit_code);
   read_optional(j, "truncated", x.truncated);
-  read_optional(j, "origin", x.origin);
+  if (auto i = j.find("origin"); i != j.end() && i->is_string())
+    x.origin = origin_from_string(i->get_ref<const std::string&>());
   read_optional(j, "timestamp_ms", x.timestamp_ms);
   if (auto i = j.find("meta"); i != j.end())
     x.meta = *i;

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <caf/meta/type_name.hpp>
@@ -18,6 +19,37 @@ enum class role : uint8_t { system, user, assistant, tool };
 
 /// Returns the wire name of a role ("system", "user", "assistant", "tool").
 const char* to_string(role r);
+
+/// Where a message came from. Each has one spelling in transcripts and events (to_string).
+enum class message_origin : uint8_t {
+  none,              ///< "" (left out): the model's replies and tool results
+  prompt,            ///< "prompt": typed or given on the command line
+  parent,            ///< "parent": a subagent's task from the session that launched it
+  task_notification, ///< "task-notification": a background task or agent ended, or a poke
+  hook,              ///< "hook": a hook's message or additional context
+  hook_blocked,      ///< "hook_blocked": a hook refused the prompt or the stop
+  interrupt,         ///< "interrupt": the note that the user interrupted the turn
+  declined,          ///< "declined": the note that the user declined a tool call
+  error,             ///< "error": the note that the turn ended with an error
+  max_output,        ///< "max_output": the reply was cut at the output limit
+  max_steps,         ///< "max_steps": the turn reached its step limit
+  model,             ///< "model": the note that /model switched the model
+  namer,             ///< "namer": the request that names a session
+  undo,              ///< "undo": the marker that hides the last exchange
+  clear,             ///< "clear": the marker that hides everything before it
+  compaction,        ///< "compaction": the request for a summary
+  compact_boundary,  ///< "compact_boundary": the system entry holding a summary
+  compact_summary,   ///< "compact_summary": the summary as the model reads it
+  continuation,      ///< "continuation": the request to go on after the output limit
+  other,             ///< "other": a spelling this version does not know (a newer transcript)
+};
+
+/// Returns the spelling of an origin ("" for none, "task-notification", "hook", …).
+const char* to_string(message_origin o);
+
+/// Returns the origin spelled so, or message_origin::other for a spelling not known here: a
+/// transcript line from another version still loads.
+message_origin origin_from_string(std::string_view spelling);
 
 /// How a tool call was expressed by the model.
 enum class call_format : uint8_t {
@@ -80,8 +112,7 @@ struct message {
   bool is_error = false;
   int32_t exit_code = 0;
   bool truncated = false;
-  /// Where the message came from: "prompt", "hook", "notification", "max_steps", …
-  std::string origin;
+  message_origin origin = message_origin::none;
   int64_t timestamp_ms = 0;
   /// Structured facts of a system entry (a compact boundary's trigger and token counts);
   /// null for ordinary messages.

@@ -57,7 +57,7 @@ TEST_CASE("compact hooks fire once around a compaction, post-compact messages fo
     return std::vector<message>{make_input("focus on the numbers")};
   });
   f.config.hooks.emplace_back(hook_point::post_compact, [order](const hook_context& ctx) {
-    order->push_back(std::string{to_string(ctx.point)} + " after " + ctx.messages.back()->origin);
+    order->push_back(std::string{to_string(ctx.point)} + " after " + to_string(ctx.messages.back()->origin));
     message m;
     m.role = role::system;
     m.content = "re-attached: project notes";

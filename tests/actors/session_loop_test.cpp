@@ -79,7 +79,7 @@ TEST_CASE("hooks fire at their points in order, turn.pre once per turn") {
       order->push_back(to_string(ctx.point));
       std::vector<message> out;
       if (ctx.point == hook_point::loop_continue && continues++ == 0)
-        out.push_back(make_input("continue please", "hook"));
+        out.push_back(make_input("continue please", message_origin::hook));
       return out;
     });
   auto ended = f.run({shell_reply("true"), text_reply("first"), text_reply("second")});
@@ -136,7 +136,7 @@ TEST_CASE("the prompt queue holds 100 inputs by default, the rest is dropped wit
     std::vector<message> out;
     if (!fired)
       for (int i = 0; i < 105; ++i)
-        out.push_back(make_input("extra " + std::to_string(i), "hook"));
+        out.push_back(make_input("extra " + std::to_string(i), message_origin::hook));
     fired = true;
     return out;
   });

@@ -64,7 +64,7 @@ struct agent_fixture {
       session_config child = base;
       child.session_id = launch.agent_id;
       child.session_dir = launch.session_dir;
-      child.initial_inputs = {make_input(launch.prompt, "parent")};
+      child.initial_inputs = {make_input(launch.prompt, message_origin::parent)};
       child.subscribers.clear();
       if (recorder)
         child.subscribers.push_back(spawn_recorder(sys, recorder));

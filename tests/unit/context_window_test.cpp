@@ -126,7 +126,7 @@ TEST_CASE("a boundary replaces what precedes it with its summary and keeps the p
   auto view = w.snapshot();
   REQUIRE(view.messages.size() == 4);
   CHECK(view.messages[0]->role == role::user);
-  CHECK(view.messages[0]->origin == "compact_summary");
+  CHECK(view.messages[0]->origin == message_origin::compact_summary);
   CHECK(view.messages[0]->content.find("what happened") != std::string::npos);
   CHECK(contents(view)[1] == "recent question");
   CHECK(contents(view)[2] == "recent answer");

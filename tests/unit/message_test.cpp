@@ -20,7 +20,7 @@ message full_message() {
   m.content = "running ```shell\nls\n```";
   m.tool_calls = {{"call_1", "shell", {{"command", "ls"}}, call_format::markdown},
                   {"call_2", "read", {{"path", "a"}, {"start_line", 2}}, call_format::native}};
-  m.origin = "model";
+  m.origin = message_origin::model;
   m.timestamp_ms = 1764555555123;
   return m;
 }
@@ -56,6 +56,26 @@ TEST_CASE("tool call and tool result round-trip through JSON") {
 TEST_CASE("an unknown role is an error, not a silent default") {
   json j = {{"role", "wizard"}, {"content", "x"}};
   CHECK_THROWS_WITH(j.get<message>(), doctest::Contains("unknown role 'wizard'"));
+}
+
+TEST_CASE("each message origin has one spelling that reads back as itself") {
+  for (auto o = uint8_t(message_origin::none); o <= uint8_t(message_origin::other); ++o) {
+    auto origin = message_origin(o);
+    CAPTURE(to_string(origin));
+    CHECK(origin_from_string(to_string(origin)) == origin);
+    message m;
+    m.origin = origin;
+    CHECK(json(m).get<message>().origin == origin);
+    CHECK(json(m).contains("origin") == (origin != message_origin::none));
+  }
+  CHECK(std::string{to_string(message_origin::task_notification)} == "task-notification");
+  CHECK(std::string{to_string(message_origin::hook_blocked)} == "hook_blocked");
+}
+
+TEST_CASE("an origin spelled by another version still loads, as other") {
+  json j = {{"role", "user"}, {"content", "x"}, {"origin", "telepathy"}};
+  CHECK(j.get<message>().origin == message_origin::other);
+  CHECK(j.get<message>().content == "x");
 }
 
 TEST_CASE("messages and snapshots survive CAF's binary serialisation") {

@@ -13,7 +13,7 @@ message prompt(const std::string& text) {
   message m;
   m.id = "p_" + text;
   m.role = role::user;
-  m.origin = "prompt";
+  m.origin = message_origin::prompt;
   m.content = text;
   return m;
 }
@@ -30,7 +30,7 @@ message news(const std::string& id) {
   message m;
   m.id = id;
   m.role = role::user;
-  m.origin = "task-notification";
+  m.origin = message_origin::task_notification;
   m.content = "text of " + id;
   return m;
 }
