@@ -137,7 +137,7 @@ TEST_CASE("/model switches to another model at the turn boundary") {
     model_switch next;
     next.client = spawn_recording_model(sys, second_asked, "other");
     next.model_name = spec;
-    next.system_prompt = "other prompt";
+    next.system_prompt = std::string{"other prompt"};
     next.budget = f.config.budget;
     return next;
   };
