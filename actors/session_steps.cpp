@@ -154,6 +154,10 @@ void on_step_done(session_ptr self, step_outcome& outcome) {
   if (st.state.transition == transition_reason::structural_stop && st.turn.last_tool_step_denied &&
       !st.config().interactive) {
     // The model gave up after calls were refused: the run is blocked, not done.
+    if (!st.permission_denials.empty()) {
+      const auto& refused = st.permission_denials.back();
+      st.turn.end_cause = refused.tool_name + " was refused: " + refused.reason;
+    }
     end_turn_for_good(self, terminal_reason::permission_blocked);
   } else if (st.state.transition == transition_reason::structural_stop) {
     end_turn(self);
@@ -232,8 +236,14 @@ void run_next_step(session_ptr self) {
     message cap;
     cap.role = role::system;
     cap.origin = message_origin::max_steps;
+    st.turn.end_cause = "reached the maximum of " + std::to_string(st.config().max_steps) +
+                        " steps for this turn";
     cap.content = "Stopped: reached the maximum of " + std::to_string(st.config().max_steps) +
-                  " steps for this turn (raise it with --max-steps or TROUPE_MAX_STEPS).";
+                  " steps for this turn (" +
+                  (st.config().depth > 0
+                     ? "a subagent's cap is its task's max_steps, or else its parent's --max-steps"
+                     : "raise it with --max-steps or TROUPE_MAX_STEPS") +
+                  ").";
     if (!append_message(self, std::move(cap)))
       return;
     save_state(self);

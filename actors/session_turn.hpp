@@ -109,6 +109,9 @@ struct turn_context {
   /// The last step that ran tools had a call refused: a turn that then ends without another
   /// tool round made no progress because of permissions.
   bool last_tool_step_denied = false;
+  /// Why the turn cannot go on, for a parent to read when no error says it: the refused call
+  /// of a permission_blocked end, the step cap of a max_turns end.
+  std::string end_cause;
   /// The external hooks waited for (what an interrupt does meanwhile), and the wait's serial:
   /// an answer to an older wait is stale. Serials never repeat.
   hook_wait hooks;
