@@ -157,6 +157,14 @@ void spawn_some(self_ptr self) {
   publish_counts(self);
 }
 
+// A description is one line of a list: a newline or other control character becomes a space.
+std::string one_line(std::string text) {
+  for (auto& c : text)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+      c = ' ';
+  return text;
+}
+
 std::string unused_agent_id(const supervisor_state& st) {
   for (;;) {
     auto id = "agent_" + random_hex(6);
@@ -234,12 +242,17 @@ caf::result<tool_result> launch(self_ptr self, const tool_call& call) {
   if (st.running >= st.config.max_children)
     return error_result("cannot launch a subagent: the limit of " +
                         std::to_string(st.config.max_children) + " running at once is reached " +
-                        "(raise it with --max-agents); wait for a <task-notification> first");
+                        (st.config.max_children < max_agents_cap
+                           ? "(raise it with --max-agents); "
+                           : "(the most --max-agents allows); ") +
+                        "wait for a <task-notification> first");
   subagent_launch l;
   l.resume = !resume.empty();
   l.agent_id = l.resume ? resume : unused_agent_id(st);
   l.prompt = prompt;
-  l.description = input.value("description", prompt.substr(0, 60));
+  l.description = input.contains("description")
+                    ? one_line(input.value("description", std::string{}))
+                    : one_line(prompt.substr(0, char_boundary(prompt, 60)));
   if (auto known = st.agents.find(l.agent_id); l.resume && !input.contains("description") &&
                                                known != st.agents.end() &&
                                                !known->second.info.description.empty())

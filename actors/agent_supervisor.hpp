@@ -44,6 +44,8 @@ struct subagent_launch {
 /// --max-agent-depth / --max-agents (or their variables) say otherwise.
 inline constexpr int32_t default_agent_depth = 3;
 inline constexpr size_t default_max_agents = 20;
+/// The most agents running at once that --max-agents may ask for.
+inline constexpr size_t max_agents_cap = 1000;
 
 /// Builds and spawns a subagent's session (not started) that reports its end to `parent`. The
 /// orchestrator provides it: it knows how to make model clients and tool contexts. An error is

@@ -68,7 +68,8 @@ tool_result wait_answer(self_ptr self, const agent_wait& w, const std::string& w
       continue;
     }
     if (!taken && !w.whole_result) {
-      out += "\n(its result came in a <task-notification>; task_output " + id + " reads it)";
+      out += "\n(its result was given earlier, by a <task-notification> or a task_wait; "
+             "task_output " + id + " reads it again)";
       continue;
     }
     if (!w.whole_result && shown + info.result.size() > default_notification_budget) {

@@ -76,7 +76,12 @@ void finish_agents(session_ptr self, terminal_reason reason, const std::string& 
   bool done = reason == terminal_reason::completed || reason == terminal_reason::backgrounded;
   n.reason = to_string(reason);
   n.status = agent_status(n.reason);
-  n.error = error;
+  // Without an error, a blocked or capped agent still says what stopped it.
+  const auto& cause = error.empty() && (reason == terminal_reason::permission_blocked ||
+                                        reason == terminal_reason::max_turns)
+                        ? st.turn.end_cause
+                        : error;
+  n.error = cause;
   n.description = st.config().description;
   // The answers of earlier jobs first (a prompt sent while it ran), then the last one.
   auto earlier = st.turn_answers;
@@ -89,9 +94,9 @@ void finish_agents(session_ptr self, terminal_reason reason, const std::string& 
   // it last said, so that its parent can tell a refused permission from a step cap or a crash.
   auto why = done ? std::string{}
                   : std::string{"[the agent ended "} + to_string(reason) +
-                      (error.empty() ? "" : ": " + error) + "]";
+                      (cause.empty() ? "" : ": " + cause) + "]";
   auto last = st.last_assistant_text;
-  n.text = before + (done ? (last.empty() ? error : last)
+  n.text = before + (done ? (last.empty() ? cause : last)
                           : why + (last.empty() ? "" : "\nIts last reply:\n" + last));
   n.usage = st.usage;
   n.cost_usd = st.info.cost_usd;

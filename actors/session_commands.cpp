@@ -190,20 +190,7 @@ bool run_command(session_ptr self, const message& input) {
     end_session(self, terminal_reason::completed);
   } else if (name == "compact") {
     compact(self, compaction_trigger{"manual", false, argument},
-            [=](compaction_status status, const std::string&) {
-              auto& st = self->state;
-              if (st.phase == session_phase::ended)
-                return;
-              st.phase = session_phase::idle;
-              if (status == compaction_status::interrupted) {
-                if (!st.config().interactive) {
-                  end_session(self, terminal_reason::interrupted);
-                  return;
-                }
-                drop_queue(self, "interrupted");
-              }
-              next_turn(self);
-            });
+            compaction_next{compaction_next::kind::command, {}});
   } else if (name == "help") {
     answer(self, help_text);
   } else if (name == "undo") {

@@ -14,7 +14,7 @@ bool auto_compaction_off(const session_state& st) {
 
 namespace {
 
-void compaction_failed(session_ptr self, const std::string& why, const compaction_done& done) {
+void compaction_failed(session_ptr self, const std::string& why, const compaction_next& then) {
   auto& st = self->state;
   auto& tracking = st.state.auto_compact;
   ++tracking.consecutive_failures;
@@ -26,7 +26,7 @@ void compaction_failed(session_ptr self, const std::string& why, const compactio
             " failed compactions in a row; the conversation goes on uncompacted until the "
             "provider refuses it (/compact still works)");
   save_state(self);
-  done(compaction_status::failed, why);
+  compaction_ended(self, then, compaction_status::failed, why);
 }
 
 } // namespace
@@ -35,7 +35,7 @@ namespace {
 
 // Asks the model (through the step) for the summary of `plan` and logs the boundary.
 void request_summary(session_ptr self, const compaction_plan& plan,
-                     const compaction_trigger& trigger, const compaction_done& done) {
+                     const compaction_trigger& trigger, const compaction_next& then) {
   auto& st = self->state;
   auto before = st.window.projected_tokens();
   auto request = compaction_request(plan, trigger, st.window.budget());
@@ -51,16 +51,16 @@ void request_summary(session_ptr self, const compaction_plan& plan,
     bool requested = take_interrupt_request(self);
     bool interrupted = reply.error == model_error_kind::interrupted || requested;
     if (interrupted) {
-      done(compaction_status::interrupted, "interrupted");
+      compaction_ended(self, then, compaction_status::interrupted, "interrupted");
       return;
     }
     if (!reply.ok()) {
-      compaction_failed(self, reply.error_message, done);
+      compaction_failed(self, reply.error_message, then);
       return;
     }
     auto summary = reply.assistant.content;
     if (summary.find_first_not_of(" \t\r\n") == std::string::npos) {
-      compaction_failed(self, "the model answered with an empty summary", done);
+      compaction_failed(self, "the model answered with an empty summary", then);
       return;
     }
     compaction_record record;
@@ -82,7 +82,7 @@ void request_summary(session_ptr self, const compaction_plan& plan,
       if (!append_message(self, std::move(m)))
         return;
     save_state(self);
-    done(compaction_status::done, {});
+    compaction_ended(self, then, compaction_status::done, {});
   };
   self->request(st.step, caf::infinite, compact_atom::value, std::move(request))
       .then(on_reply, [=](caf::error& err) {
@@ -95,7 +95,7 @@ void request_summary(session_ptr self, const compaction_plan& plan,
 
 } // namespace
 
-bool compact(session_ptr self, compaction_trigger trigger, compaction_done done) {
+bool compact(session_ptr self, compaction_trigger trigger, compaction_next then) {
   auto& st = self->state;
   auto plan = st.window.plan_compaction();
   if (plan.empty()) {
@@ -114,9 +114,9 @@ bool compact(session_ptr self, compaction_trigger trigger, compaction_done done)
                                         hook.additional_context;
               for (auto& text : hook.messages)
                 trigger.instructions += (trigger.instructions.empty() ? "" : "\n") + text;
-              request_summary(self, plan, trigger, done);
+              request_summary(self, plan, trigger, then);
             },
-            hook_wait::pre_compact(done)); // interrupted: the compaction ends so
+            hook_wait::pre_compact(then)); // interrupted: the compaction ends so
   return true;
 }
 

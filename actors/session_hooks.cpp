@@ -93,7 +93,7 @@ bool interrupt_hooks(session_ptr self) {
       wait.may_run_tools.deliver(false); // no tool runs
       break;
     case hook_wait::kind::pre_compact:
-      wait.compaction(compaction_status::interrupted, "interrupted");
+      compaction_ended(self, wait.compaction, compaction_status::interrupted, "interrupted");
       break;
     case hook_wait::kind::session_end:
       end_wait_done(self); // an interrupt does not wait for them either

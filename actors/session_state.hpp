@@ -237,9 +237,14 @@ inline constexpr int32_t compaction_breaker = 3;
 bool auto_compaction_off(const session_state& st);
 
 /// Has the model summarise the older part of the context, logs the boundary (the summary) and
-/// calls `done`, always later, from a message handler. Returns false, without calling `done`,
-/// when there is nothing to compact. The session stays responsive: the step waits for the model.
-bool compact(session_ptr self, compaction_trigger trigger, compaction_done done);
+/// then does what `then` says (compaction_ended), always later, from a message handler. Returns
+/// false, doing nothing, when there is nothing to compact. The session stays responsive: the
+/// step waits for the model.
+bool compact(session_ptr self, compaction_trigger trigger, compaction_next then);
+
+/// Goes on after a compaction: the step, the same step again, or the next input.
+void compaction_ended(session_ptr self, const compaction_next& then, compaction_status status,
+                      const std::string& why);
 
 /// True when external hook commands are configured for the event.
 bool has_hooks(const session_state& st, hook_event event);

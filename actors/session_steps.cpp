@@ -90,28 +90,12 @@ void on_step_failed(session_ptr self, const step_outcome& outcome) {
   }
   st.state.has_attempted_reactive_compact = true;
   save_state(self);
-  auto refused = outcome.error_message;
-  bool started =
-      compact(self, compaction_trigger{"auto", true, ""},
-              [=](compaction_status status, const std::string& why) {
-                auto& s = self->state;
-                if (s.phase == session_phase::ended)
-                  return;
-                if (status == compaction_status::done) {
-                  send_step(self, false); // the same step again, on the compacted context
-                } else if (status == compaction_status::interrupted) {
-                  stop_turn_interrupted(self, false);
-                } else {
-                  fail_turn(self,
-                            "the conversation is too long for the model's context window (" +
-                                refused + ") and compacting it failed: " + why,
-                            model_error_kind::prompt_too_long);
-                }
-              });
+  bool started = compact(self, compaction_trigger{"auto", true, ""},
+                         compaction_next{compaction_next::kind::step_again, outcome.error_message});
   if (!started)
     fail_turn(self,
-              "the conversation is too long for the model's context window (" + refused +
-                  ") and there is nothing left to compact",
+              "the conversation is too long for the model's context window (" +
+                outcome.error_message + ") and there is nothing left to compact",
               outcome.error);
 }
 
@@ -170,6 +154,10 @@ void on_step_done(session_ptr self, step_outcome& outcome) {
   if (st.state.transition == transition_reason::structural_stop && st.turn.last_tool_step_denied &&
       !st.config().interactive) {
     // The model gave up after calls were refused: the run is blocked, not done.
+    if (!st.permission_denials.empty()) {
+      const auto& refused = st.permission_denials.back();
+      st.turn.end_cause = refused.tool_name + " was refused: " + refused.reason;
+    }
     end_turn_for_good(self, terminal_reason::permission_blocked);
   } else if (st.state.transition == transition_reason::structural_stop) {
     end_turn(self);
@@ -195,15 +183,7 @@ void send_step(session_ptr self, bool may_compact) {
     if (!append_message(self, std::move(note)))
       return;
   if (may_compact && st.window.over_threshold() && !auto_compaction_off(st) &&
-      compact(self, compaction_trigger{"auto", false, ""},
-              [=](compaction_status status, const std::string&) {
-                if (self->state.phase == session_phase::ended)
-                  return;
-                if (status == compaction_status::interrupted)
-                  stop_turn_interrupted(self, false);
-                else
-                  send_step(self, false);
-              }))
+      compact(self, compaction_trigger{"auto", false, ""}, compaction_next{}))
     return;
   st.phase = session_phase::stepping;
   st.sent_estimate = st.window.estimated_tokens();
@@ -256,8 +236,14 @@ void run_next_step(session_ptr self) {
     message cap;
     cap.role = role::system;
     cap.origin = message_origin::max_steps;
+    st.turn.end_cause = "reached the maximum of " + std::to_string(st.config().max_steps) +
+                        " steps for this turn";
     cap.content = "Stopped: reached the maximum of " + std::to_string(st.config().max_steps) +
-                  " steps for this turn (raise it with --max-steps or TROUPE_MAX_STEPS).";
+                  " steps for this turn (" +
+                  (st.config().depth > 0
+                     ? "a subagent's cap is its task's max_steps, or else its parent's --max-steps"
+                     : "raise it with --max-steps or TROUPE_MAX_STEPS") +
+                  ").";
     if (!append_message(self, std::move(cap)))
       return;
     save_state(self);
@@ -382,6 +368,44 @@ std::string request_interrupt(session_ptr self) {
   // to stop and reach an idle step, which would then run the whole step.
   self->send(st.step, interrupt_atom::value);
   return "interrupted";
+}
+
+void compaction_ended(session_ptr self, const compaction_next& then, compaction_status status,
+                      const std::string& why) {
+  auto& st = self->state;
+  if (st.phase == session_phase::ended)
+    return;
+  switch (then.what) {
+    case compaction_next::kind::step:
+      // A failed compaction before a step is no reason to skip it: the context still fits.
+      if (status == compaction_status::interrupted)
+        stop_turn_interrupted(self, false);
+      else
+        send_step(self, false);
+      break;
+    case compaction_next::kind::step_again:
+      if (status == compaction_status::done)
+        send_step(self, false); // the same step again, on the compacted context
+      else if (status == compaction_status::interrupted)
+        stop_turn_interrupted(self, false);
+      else
+        fail_turn(self,
+                  "the conversation is too long for the model's context window (" +
+                    then.refused + ") and compacting it failed: " + why,
+                  model_error_kind::prompt_too_long);
+      break;
+    case compaction_next::kind::command:
+      st.phase = session_phase::idle;
+      if (status == compaction_status::interrupted) {
+        if (!st.config().interactive) {
+          end_session(self, terminal_reason::interrupted);
+          return;
+        }
+        drop_queue(self, "interrupted");
+      }
+      next_turn(self);
+      break;
+  }
 }
 
 } // namespace troupe

@@ -3,7 +3,6 @@
 // what the session waits for while external hooks run, as a value an interrupt carries out.
 
 #include <cstdint>
-#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -15,13 +14,24 @@
 
 namespace troupe {
 
-/// How a compaction ended, and the continuation its callers give it.
+/// How a compaction ended.
 enum class compaction_status { done, failed, interrupted };
-using compaction_done = std::function<void(compaction_status, const std::string& why)>;
+
+/// What the session does once a compaction ends: a value, not a stored closure, so that the
+/// hook wait (and an interrupt) carries no code.
+struct compaction_next {
+  enum class kind {
+    step,         ///< auto, before a step: the step goes out (on the compacted context)
+    step_again,   ///< reactive, after the model refused the context: the same step again
+    command,      ///< /compact: the session takes its next input
+  };
+  kind what = kind::step;
+  /// step_again: the provider's refusal, for the turn's error if the compaction fails too.
+  std::string refused;
+};
 
 /// What an interrupt does while the session waits for external hooks: one value per place that
-/// waits, with what carrying it out needs (interrupt_hooks does it). PreCompact keeps the one
-/// closure: the compaction's own continuation, which its three callers pass in.
+/// waits, with what carrying it out needs (interrupt_hooks does it).
 struct hook_wait {
   enum class kind {
     none,            ///< no interruptible hooks run
@@ -43,8 +53,8 @@ struct hook_wait {
   std::optional<terminal_reason> end;
   /// generation_post: the step's question whether the reply's tools may run.
   caf::typed_response_promise<bool> may_run_tools;
-  /// pre_compact: the compaction's continuation.
-  compaction_done compaction;
+  /// pre_compact: what follows the compaction.
+  compaction_next compaction;
 
   /// Returns the wait of each place, with what its interrupt needs.
   static hook_wait session_start(bool answer_first) {
@@ -69,9 +79,9 @@ struct hook_wait {
     wait.may_run_tools = std::move(answer);
     return wait;
   }
-  static hook_wait pre_compact(compaction_done done) {
+  static hook_wait pre_compact(compaction_next then) {
     auto wait = of(kind::pre_compact);
-    wait.compaction = std::move(done);
+    wait.compaction = std::move(then);
     return wait;
   }
   static hook_wait session_end() { return of(kind::session_end); }
@@ -99,6 +109,9 @@ struct turn_context {
   /// The last step that ran tools had a call refused: a turn that then ends without another
   /// tool round made no progress because of permissions.
   bool last_tool_step_denied = false;
+  /// Why the turn cannot go on, for a parent to read when no error says it: the refused call
+  /// of a permission_blocked end, the step cap of a max_turns end.
+  std::string end_cause;
   /// The external hooks waited for (what an interrupt does meanwhile), and the wait's serial:
   /// an answer to an older wait is stale. Serials never repeat.
   hook_wait hooks;

@@ -228,7 +228,8 @@ expected<run_settings> resolve_run(const run_flags& flags, bool interactive) {
   auto depth = count_setting(flags.max_agent_depth, "--max-agent-depth", "TROUPE_MAX_AGENT_DEPTH",
                              default_agent_depth, 0, 10, "levels");
   auto agents = count_setting(flags.max_agents, "--max-agents", "TROUPE_MAX_AGENTS",
-                              static_cast<long>(default_max_agents), 1, 1000, "agents");
+                              static_cast<long>(default_max_agents), 1,
+                              static_cast<long>(max_agents_cap), "agents");
   for (auto* checked : {&depth, &agents})
     if (!*checked)
       return failure{checked->error()};

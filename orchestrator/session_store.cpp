@@ -476,7 +476,8 @@ int run_ls(bool json, bool all) {
     std::printf("no sessions yet in %s\n", (troupe_home() / "sessions").c_str());
     return 0;
   }
-  std::printf("%-24s %-32s %-17s %-12s %5s %9s\n", "ID", "NAME", "LAST ACTIVITY", "STATE",
+  // STATE fits the longest state, permission_blocked.
+  std::printf("%-24s %-32s %-17s %-18s %5s %9s\n", "ID", "NAME", "LAST ACTIVITY", "STATE",
               "TURNS", "COST");
   // printf pads by bytes: text is padded by characters so the columns stay aligned.
   auto padded = [](const std::string& text, size_t width) {
@@ -492,7 +493,7 @@ int run_ls(bool json, bool all) {
     // A subagent sits below its parent: "└ " indented by its depth.
     auto id = depth == 0 ? s.info.id : std::string(2 * (depth - 1), ' ') + "└ " + s.info.id;
     bool known = s.unreadable.empty();
-    std::printf("%s %s %-17s %-12s %5s %9s\n", padded(id, 24).c_str(),
+    std::printf("%s %s %-17s %-18s %5s %9s\n", padded(id, 24).c_str(),
                 padded(cut(printable(name), 32), 32).c_str(), when(s.last_activity_ms).c_str(),
                 state_text(s).c_str(), known ? std::to_string(s.info.turns).c_str() : "-",
                 known ? cost_text(s.info).c_str() : "-");

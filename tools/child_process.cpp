@@ -12,7 +12,7 @@
 #include <cerrno>
 #include <cstring>
 #include <mutex>
-#include <unordered_set>
+#include <unordered_map>
 
 #include "tools/private_files.hpp"
 #include "tools/process_reaper.hpp"
@@ -28,7 +28,8 @@ namespace {
 // held across posix_spawn, so a child that exits at once is registered before anyone looks.
 struct child_registry {
   std::mutex mutex;
-  std::unordered_set<pid_t> waited_for;
+  /// Each child a starter waits for, with the owner it was started with.
+  std::unordered_map<pid_t, std::string> waited_for;
 };
 
 child_registry& registry() {
@@ -60,9 +61,15 @@ int spawn_child(const std::string& program, const char* const argv[],
                 const child_environment& environment, const std::filesystem::path& cwd, int in,
                 int out, int err, pid_t& pid, const std::string& owner) {
   auto env_text = environment_of(environment, owner);
+  // The tag the child carries: its own owner, or one it inherits from this process's.
+  auto key = std::string{process_owner_variable} + "=";
+  std::string tag;
   std::vector<char*> env;
-  for (auto& e : env_text)
+  for (auto& e : env_text) {
+    if (e.compare(0, key.size(), key) == 0)
+      tag = e.substr(key.size());
     env.push_back(e.data());
+  }
   env.push_back(nullptr);
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
@@ -94,7 +101,7 @@ int spawn_child(const std::string& program, const char* const argv[],
     rc = posix_spawn(&pid, program.c_str(), &actions, &attr, const_cast<char**>(argv),
                      env.data());
     if (rc == 0)
-      reg.waited_for.insert(pid);
+      reg.waited_for.emplace(pid, std::move(tag));
   }
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
@@ -111,6 +118,15 @@ pid_t wait_child(pid_t pid, int& status, int options) {
     reg.waited_for.erase(pid);
   }
   return rc;
+}
+
+std::optional<std::string> started_owner(pid_t pid) {
+  auto& reg = registry();
+  std::lock_guard<std::mutex> lock{reg.mutex};
+  auto found = reg.waited_for.find(pid);
+  if (found == reg.waited_for.end())
+    return std::nullopt;
+  return found->second;
 }
 
 void reap_unclaimed(const std::vector<pid_t>& pids) {

@@ -49,6 +49,10 @@ int spawn_child(const std::string& program, const char* const argv[],
 /// leaves the registry. Retries on EINTR. Returns what waitpid returned.
 pid_t wait_child(pid_t pid, int& status, int options = 0);
 
+/// The owner tag (TROUPE_PROCESS_OWNER) of a child a starter still waits for, "" for none;
+/// nullopt for any other process (an adopted orphan, say), whose tag only its environment tells.
+std::optional<std::string> started_owner(pid_t pid);
+
 /// Reaps those of `pids` (children of this process) that no starter waits for: orphans that
 /// were re-parented to this process. Never blocks.
 void reap_unclaimed(const std::vector<pid_t>& pids);

@@ -72,8 +72,61 @@ std::vector<process_entry> read_process_table() {
   return table;
 }
 
-// True when the process's environment names `owner` or one of its units as its owner.
+// The children of `pid`, from /proc/<pid>/task/<tid>/children of each of its threads (an
+// adopted orphan hangs off whichever thread the kernel picked). Reads only this process's own
+// tree, not every process of the machine: a fan-out of a thousand agents ends a thousand
+// sessions, and each end looks for what its processes left behind.
+std::vector<pid_t> children_of(pid_t pid) {
+  std::vector<pid_t> out;
+  auto tasks_path = "/proc/" + std::to_string(pid) + "/task";
+  DIR* tasks = ::opendir(tasks_path.c_str());
+  if (tasks == nullptr)
+    return out;
+  while (auto* task = ::readdir(tasks)) {
+    if (task->d_name[0] == '.')
+      continue;
+    auto list = read_proc_file(tasks_path + "/" + task->d_name + "/children", 1 << 20);
+    const char* at = list.c_str();
+    for (;;) {
+      char* end = nullptr;
+      long child = std::strtol(at, &end, 10);
+      if (end == at)
+        break;
+      if (child > 0)
+        out.push_back(static_cast<pid_t>(child));
+      at = end;
+    }
+  }
+  ::closedir(tasks);
+  return out;
+}
+
+// True when the kernel lists a thread's children in /proc (CONFIG_PROC_CHILDREN); without it
+// the whole process table is read instead.
+bool lists_children() {
+  static const bool listed =
+    ::access(("/proc/self/task/" + std::to_string(::getpid()) + "/children").c_str(), R_OK) == 0;
+  return listed;
+}
+
+// The state letter of /proc/<pid>/stat ('Z' for a zombie), or '?' when it is gone.
+char state_of(pid_t pid) {
+  auto stat = read_proc_file("/proc/" + std::to_string(pid) + "/stat", 1024);
+  auto close = stat.rfind(')');
+  return close == std::string::npos || close + 2 >= stat.size() ? '?' : stat[close + 2];
+}
+
+// True when a process tagged `value` belongs to `owner`: the owner itself or one of its units.
+bool owner_matches(const std::string& value, const std::string& owner) {
+  return value == owner || (value.size() > owner.size() &&
+                            value.compare(0, owner.size(), owner) == 0 && value[owner.size()] == '/');
+}
+
+// True when the process's environment names `owner` or one of its units as its owner. A child
+// started here is known without reading its environment.
 bool owned_by(pid_t pid, const std::string& owner) {
+  if (auto started = started_owner(pid))
+    return owner_matches(*started, owner);
   auto environment = read_proc_file("/proc/" + std::to_string(pid) + "/environ", 1 << 20);
   auto key = std::string{process_owner_variable} + "=";
   size_t at = 0;
@@ -81,12 +134,8 @@ bool owned_by(pid_t pid, const std::string& owner) {
     auto end = environment.find('\0', at);
     if (end == std::string::npos)
       end = environment.size();
-    if (environment.compare(at, key.size(), key) == 0) {
-      auto value = environment.substr(at + key.size(), end - at - key.size());
-      return value == owner ||
-             (value.size() > owner.size() && value.compare(0, owner.size(), owner) == 0 &&
-              value[owner.size()] == '/');
-    }
+    if (environment.compare(at, key.size(), key) == 0)
+      return owner_matches(environment.substr(at + key.size(), end - at - key.size()), owner);
     at = end + 1;
   }
   return false;
@@ -118,31 +167,43 @@ size_t kill_selected(const std::string& owner, bool everything) {
     return verdicts[pid] = owned_by(pid, owner);
   };
   for (int round = 0; round < max_rounds; ++round) {
-    auto table = read_process_table();
+    // Below this process, its own tree is walked; otherwise every process is looked at.
+    const bool walk = below_self && lists_children();
+    std::vector<pid_t> targets;
     std::unordered_map<pid_t, std::vector<pid_t>> children;
     std::unordered_map<pid_t, char> states;
-    for (auto& p : table) {
-      children[p.ppid].push_back(p.pid);
-      states[p.pid] = p.state;
-    }
-    std::vector<pid_t> targets;
-    if (below_self) {
-      for (auto child : children[self])
+    if (walk) {
+      for (auto child : children_of(self))
         if (selected(child))
           targets.push_back(child);
     } else {
-      for (auto& p : table)
-        if (p.pid != self && p.state != 'Z' && selected(p.pid))
-          targets.push_back(p.pid);
+      auto table = read_process_table();
+      for (auto& p : table) {
+        children[p.ppid].push_back(p.pid);
+        states[p.pid] = p.state;
+      }
+      if (below_self) {
+        for (auto child : children[self])
+          if (selected(child))
+            targets.push_back(child);
+      } else {
+        for (auto& p : table)
+          if (p.pid != self && p.state != 'Z' && selected(p.pid))
+            targets.push_back(p.pid);
+      }
     }
+    auto children_of_target = [&](pid_t pid) { return walk ? children_of(pid) : children[pid]; };
     std::unordered_set<pid_t> seen{targets.begin(), targets.end()};
     for (size_t i = 0; i < targets.size(); ++i)
-      for (auto child : children[targets[i]])
+      for (auto child : children_of_target(targets[i]))
         if (child != self && seen.insert(child).second)
           targets.push_back(child);
     size_t fresh = 0;
     for (auto pid : targets) {
-      if (states[pid] == 'Z' || signalled.count(pid) != 0)
+      if (signalled.count(pid) != 0)
+        continue;
+      // A zombie takes a signal without dying: signalling it is no progress.
+      if ((walk ? state_of(pid) : states[pid]) == 'Z')
         continue;
       if (::kill(pid, SIGKILL) == 0) {
         signalled.insert(pid);
@@ -174,7 +235,12 @@ void reap_orphans() {
   std::memset(&info, 0, sizeof info);
   if (::waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid == 0)
     return;
+  // Only this process's own children can be reaped here; waitpid skips those still running.
   const pid_t self = ::getpid();
+  if (lists_children()) {
+    reap_unclaimed(children_of(self));
+    return;
+  }
   std::vector<pid_t> zombies;
   for (auto& p : read_process_table())
     if (p.ppid == self && p.state == 'Z')

@@ -6,6 +6,8 @@
 
 #include <cerrno>
 
+#include "tools/task_wait.hpp"
+
 namespace troupe {
 
 namespace {
@@ -84,7 +86,11 @@ tool_spec task_output_tool() {
     {"properties",
      {{"task_id", {{"type", "string"}, {"description", "the id shell or task returned"}}},
       {"block", {{"type", "boolean"}, {"description", "wait for the task to end (default true)"}}},
-      {"timeout", {{"type", "number"}, {"description", "most seconds to wait (default 30)"}}}}},
+      {"timeout",
+       {{"type", "number"},
+        {"minimum", 0},
+        {"maximum", max_task_wait_seconds},
+        {"description", "most seconds to wait (default 30, at most 600)"}}}}},
     {"required", {"task_id"}}};
   spec.read_only = true;
   spec.kind = tool_kind::task;

@@ -72,12 +72,18 @@ std::optional<std::string> validate_input(const tool_spec& spec, const nlohmann:
       if (!has_json_type(value, type->get<std::string>()))
         return "argument '" + key + "' of tool '" + spec.name + "' must be of type " +
                type->get<std::string>() + ", got " + shown(value);
-    if (value.is_number_integer())
+    // Integers compare exactly; a fraction on either side (a timeout of 1e308 s) as doubles.
+    auto beyond = [&](const nlohmann::json& limit, bool below) {
+      if (value.is_number_integer() && limit.is_number_integer())
+        return below ? value.get<int64_t>() < limit.get<int64_t>()
+                     : value.get<int64_t>() > limit.get<int64_t>();
+      return below ? value.get<double>() < limit.get<double>()
+                   : value.get<double>() > limit.get<double>();
+    };
+    if (value.is_number())
       for (auto [bound, below] : {std::pair{"minimum", true}, std::pair{"maximum", false}})
         if (auto limit = property->find(bound);
-            limit != property->end() && limit->is_number_integer() &&
-            (below ? value.get<int64_t>() < limit->get<int64_t>()
-                   : value.get<int64_t>() > limit->get<int64_t>()))
+            limit != property->end() && limit->is_number() && beyond(*limit, below))
           return "argument '" + key + "' of tool '" + spec.name + "' must be " +
                  (below ? "at least " : "at most ") + limit->dump() + ", got " + shown(value);
     if (auto shortest = property->find("minLength");
@@ -134,14 +140,13 @@ std::filesystem::path resolve_path(const tool_context& ctx, const std::string& p
   return p.is_absolute() ? p.lexically_normal() : (ctx.cwd / p).lexically_normal();
 }
 
-namespace {
-
-// Moves `pos` back to the start of the UTF-8 character it falls in.
 size_t char_boundary(const std::string& text, size_t pos) {
   while (pos > 0 && pos < text.size() && (static_cast<unsigned char>(text[pos]) & 0xC0) == 0x80)
     --pos;
   return pos;
 }
+
+namespace {
 
 } // namespace
 

@@ -164,6 +164,9 @@ bool starts_binary(std::istream& in);
 /// note naming the file.
 void apply_output_budget(tool_result& result, const tool_context& ctx, const std::string& call_id);
 
+/// Moves `pos` back to the start of the UTF-8 character it falls in.
+size_t char_boundary(const std::string& text, size_t pos);
+
 /// Keeps the head and tail of `text` within `cap` bytes (cut at UTF-8 character boundaries),
 /// with a note where the middle was cut; `saved_to`, when given, is named in the note as
 /// where the whole text is. Returns true when it cut anything.

@@ -384,3 +384,29 @@ TEST_CASE("task_output reads an agent's whole result, task_stop stops one: throu
   // The stopped agent ends `stopped`, as its list entry says.
   CHECK(wait_until([&] { return s.state_of(slow) == "stopped"; }));
 }
+
+TEST_CASE("an agent's description is one line, and a prompt cut for it is cut at a character") {
+  agent_fixture f;
+  f.enable_subagents({{"child", {text_reply("done")}}});
+  auto two_lines = background("job", "scripted:child");
+  two_lines["input"]["description"] = "first\nsecond\tthird";
+  std::string accented = "a";
+  for (int i = 0; i < 70; ++i)
+    accented += "\xc3\xa9"; // é: byte 60 falls inside one
+  auto from_prompt = background(accented, "scripted:child");
+  f.run({json{{"text", ""}, {"tool_calls", json::array({two_lines, from_prompt})}},
+         text_reply("launched"), text_reply("noted"), text_reply("noted")});
+  std::vector<std::string> descriptions;
+  for (auto& m : f.transcript())
+    if (m.value("origin", "") == "task-notification") {
+      auto text = m["content"].get<std::string>();
+      auto from = text.find("<description>");
+      REQUIRE(from != std::string::npos);
+      from += std::string{"<description>"}.size();
+      descriptions.push_back(text.substr(from, text.find("</description>") - from));
+    }
+  REQUIRE(descriptions.size() == 2);
+  std::sort(descriptions.begin(), descriptions.end());
+  CHECK(descriptions[0] == accented.substr(0, 59)); // "a" and 29 whole characters
+  CHECK(descriptions[1] == "first second third");
+}

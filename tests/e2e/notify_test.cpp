@@ -286,6 +286,9 @@ TEST_CASE("a subagent that does not complete tells its parent why, and what it l
   write_script(f.dir / "work/erring.jsonl",
                {step, {{"error", {{"status", 500}, {"message", "model exploded"}}}}});
   write_script(f.dir / "work/capped.jsonl", {step, text_line("never reached")});
+  json refused = {{"text", "removing"},
+                  {"tool_calls", json::array({{{"name", "shell"}, {"input", {{"command", "rm x"}}}}})}};
+  write_script(f.dir / "work/blocked.jsonl", {refused, text_line("done")});
   auto launch = [](const std::string& script, const std::string& mode, int max_steps) {
     json input = {{"prompt", "work"}, {"model", "scripted:" + script}, {"mode", mode}};
     if (max_steps > 0)
@@ -294,9 +297,10 @@ TEST_CASE("a subagent that does not complete tells its parent why, and what it l
   };
   auto parent = f.script({{{"tool_calls", json::array({launch("erring.jsonl", "foreground", 0),
                                                        launch("capped.jsonl", "foreground", 1),
-                                                       launch("erring.jsonl", "background", 0)})}},
+                                                       launch("erring.jsonl", "background", 0),
+                                                       launch("blocked.jsonl", "foreground", 0)})}},
                           text_line("seen"), text_line("seen too")});
-  auto r = f.run({"--model", parent, "--session-id", "why", "go"});
+  auto r = f.run({"--model", parent, "--session-id", "why", "--deny", "shell(rm *)", "go"});
   CHECK(r.exit_code == 0);
   auto log = read_jsonl(session_dir(f, "why") / "transcript.jsonl");
   std::vector<std::string> results;
@@ -307,11 +311,14 @@ TEST_CASE("a subagent that does not complete tells its parent why, and what it l
     if (m.value("origin", "") == "task-notification")
       notification = m["content"];
   }
-  REQUIRE(results.size() == 3);
+  REQUIRE(results.size() == 4);
   CHECK(results[0].rfind("[the agent ended error: ", 0) == 0);
   CHECK(results[0].find("model exploded") != std::string::npos);
   CHECK(results[0].find("\nIts last reply:\nstarting") != std::string::npos);
-  CHECK(results[1].rfind("[the agent ended max_turns", 0) == 0);
+  // Without an error, a capped or refused agent still says what stopped it.
+  CHECK(results[1].rfind("[the agent ended max_turns: reached the maximum of 1 steps", 0) == 0);
+  CHECK(results[3].rfind("[the agent ended permission_blocked: shell was refused: ", 0) == 0);
+  CHECK(results[3].find("rm") != std::string::npos);
   CHECK(results[1].find("Its last reply:\nstarting") != std::string::npos);
   CHECK(notification.find("<status>failed</status>") != std::string::npos);
   CHECK(notification.find("<reason>error</reason>") != std::string::npos);

@@ -3,6 +3,8 @@
 #include <doctest/doctest.h>
 
 #include "tools/shell.hpp"
+#include "tools/task_output.hpp"
+#include "tools/task_wait.hpp"
 #include "tools/tool_spec.hpp"
 
 using namespace troupe;
@@ -28,4 +30,25 @@ TEST_CASE("arguments kept as text say why they are not an object, and are shown 
   auto wrong_type = validate_input(shell, json{{"command", json::array({std::string(500, 'x')})}});
   REQUIRE(wrong_type);
   CHECK(wrong_type->size() < 400);
+}
+
+TEST_CASE("a number's bounds hold for fractions and huge values, not only for integers") {
+  for (const auto& spec : {task_wait_tool(), task_output_tool()}) {
+    CAPTURE(spec.name);
+    auto with_timeout = [&](json timeout) {
+      json input = {{"timeout", timeout}};
+      if (spec.name == "task_output")
+        input["task_id"] = "task_1";
+      return validate_input(spec, input);
+    };
+    auto huge = with_timeout(1e308);
+    REQUIRE(huge);
+    CHECK(huge->find("must be at most 600") != std::string::npos);
+    auto negative = with_timeout(-0.5);
+    REQUIRE(negative);
+    CHECK(negative->find("must be at least 0") != std::string::npos);
+    CHECK(with_timeout(-1));
+    CHECK(!with_timeout(2.5));
+    CHECK(!with_timeout(600));
+  }
 }
