@@ -65,9 +65,12 @@ int spawn_child(const std::string& program, const char* const argv[],
   auto key = std::string{process_owner_variable} + "=";
   std::string tag;
   std::vector<char*> env;
+  bool tagged = false;
   for (auto& e : env_text) {
-    if (e.compare(0, key.size(), key) == 0)
-      tag = e.substr(key.size());
+    if (!tagged && e.compare(0, key.size(), key) == 0) {
+      tag = e.substr(key.size()); // the first, as getenv reads it
+      tagged = true;
+    }
     env.push_back(e.data());
   }
   env.push_back(nullptr);

@@ -11,6 +11,9 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
+#include <optional>
+#include <string>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -72,11 +75,32 @@ std::vector<process_entry> read_process_table() {
   return table;
 }
 
+// A children list read in one read(): the kernel walks the list once, from child to child.
+// Read in pieces, each piece would start again by position, and a child that exits meanwhile
+// would hide a live one behind it. Null when the list does not fit (a table scan then).
+std::optional<std::string> read_children_list(const std::string& path) {
+  constexpr size_t room = 1 << 16; // 64 KiB: thousands of pids
+  std::string list(room, '\0');
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return std::string{}; // the thread is gone
+  ssize_t n;
+  while ((n = ::read(fd, list.data(), room)) < 0 && errno == EINTR) {
+  }
+  ::close(fd);
+  if (n < 0)
+    return std::string{};
+  if (static_cast<size_t>(n) >= room)
+    return std::nullopt;
+  list.resize(static_cast<size_t>(n));
+  return list;
+}
+
 // The children of `pid`, from /proc/<pid>/task/<tid>/children of each of its threads (an
-// adopted orphan hangs off whichever thread the kernel picked). Reads only this process's own
-// tree, not every process of the machine: a fan-out of a thousand agents ends a thousand
-// sessions, and each end looks for what its processes left behind.
-std::vector<pid_t> children_of(pid_t pid) {
+// adopted orphan hangs off whichever thread the kernel picked); null when a list was too long
+// to read whole. Reads only this process's own tree, not every process of the machine: a
+// fan-out of a thousand agents ends a thousand sessions, and each end sweeps for leftovers.
+std::optional<std::vector<pid_t>> children_of(pid_t pid) {
   std::vector<pid_t> out;
   auto tasks_path = "/proc/" + std::to_string(pid) + "/task";
   DIR* tasks = ::opendir(tasks_path.c_str());
@@ -85,7 +109,12 @@ std::vector<pid_t> children_of(pid_t pid) {
   while (auto* task = ::readdir(tasks)) {
     if (task->d_name[0] == '.')
       continue;
-    auto list = read_proc_file(tasks_path + "/" + task->d_name + "/children", 1 << 20);
+    auto read = read_children_list(tasks_path + "/" + task->d_name + "/children");
+    if (!read) {
+      ::closedir(tasks);
+      return std::nullopt;
+    }
+    const auto& list = *read;
     const char* at = list.c_str();
     for (;;) {
       char* end = nullptr;
@@ -146,6 +175,59 @@ bool is_subreaper() {
   return ::prctl(PR_GET_CHILD_SUBREAPER, &flag, 0, 0, 0) == 0 && flag != 0;
 }
 
+// The selected children of this process and all their descendants, from the children lists;
+// null when a list could not be read whole.
+std::optional<std::vector<pid_t>> targets_by_walk(pid_t self,
+                                                  const std::function<bool(pid_t)>& selected) {
+  auto direct = children_of(self);
+  if (!direct)
+    return std::nullopt;
+  std::vector<pid_t> targets;
+  for (auto child : *direct)
+    if (selected(child))
+      targets.push_back(child);
+  std::unordered_set<pid_t> seen{targets.begin(), targets.end()};
+  for (size_t i = 0; i < targets.size(); ++i) {
+    auto below = children_of(targets[i]);
+    if (!below)
+      return std::nullopt;
+    for (auto child : *below)
+      if (child != self && seen.insert(child).second)
+        targets.push_back(child);
+  }
+  return targets;
+}
+
+// The same from one pass over /proc: below this process only, or (not a subreaper) every
+// selected process anywhere; with each one's state.
+std::vector<pid_t> targets_by_table(pid_t self, bool below_self,
+                                    const std::function<bool(pid_t)>& selected,
+                                    std::unordered_map<pid_t, char>& states) {
+  auto table = read_process_table();
+  std::unordered_map<pid_t, std::vector<pid_t>> children;
+  for (auto& p : table) {
+    children[p.ppid].push_back(p.pid);
+    states[p.pid] = p.state;
+  }
+  std::vector<pid_t> targets;
+  if (below_self) {
+    for (auto child : children[self])
+      if (selected(child))
+        targets.push_back(child);
+  } else {
+    for (auto& p : table)
+      if (p.pid != self && p.state != 'Z' && selected(p.pid))
+        targets.push_back(p.pid);
+  }
+  std::unordered_set<pid_t> seen{targets.begin(), targets.end()};
+  for (size_t i = 0; i < targets.size(); ++i)
+    if (auto found = children.find(targets[i]); found != children.end())
+      for (auto child : found->second)
+        if (child != self && seen.insert(child).second)
+          targets.push_back(child);
+  return targets;
+}
+
 /// A process that forks as fast as it is killed is not waited for forever.
 constexpr int max_rounds = 100;
 
@@ -156,9 +238,11 @@ size_t kill_selected(const std::string& owner, bool everything) {
   const pid_t self = ::getpid();
   // Orphans stay below a subreaper; without one they went to init and may be anywhere.
   const bool below_self = everything || is_subreaper();
+  // Below this process its own tree is walked, where the kernel lists children.
+  const bool walk = below_self && lists_children();
   std::unordered_set<pid_t> signalled;
   std::unordered_map<pid_t, bool> verdicts;
-  auto selected = [&](pid_t pid) {
+  std::function<bool(pid_t)> selected = [&](pid_t pid) {
     if (everything)
       return true;
     auto known = verdicts.find(pid);
@@ -167,43 +251,16 @@ size_t kill_selected(const std::string& owner, bool everything) {
     return verdicts[pid] = owned_by(pid, owner);
   };
   for (int round = 0; round < max_rounds; ++round) {
-    // Below this process, its own tree is walked; otherwise every process is looked at.
-    const bool walk = below_self && lists_children();
-    std::vector<pid_t> targets;
-    std::unordered_map<pid_t, std::vector<pid_t>> children;
     std::unordered_map<pid_t, char> states;
-    if (walk) {
-      for (auto child : children_of(self))
-        if (selected(child))
-          targets.push_back(child);
-    } else {
-      auto table = read_process_table();
-      for (auto& p : table) {
-        children[p.ppid].push_back(p.pid);
-        states[p.pid] = p.state;
-      }
-      if (below_self) {
-        for (auto child : children[self])
-          if (selected(child))
-            targets.push_back(child);
-      } else {
-        for (auto& p : table)
-          if (p.pid != self && p.state != 'Z' && selected(p.pid))
-            targets.push_back(p.pid);
-      }
-    }
-    auto children_of_target = [&](pid_t pid) { return walk ? children_of(pid) : children[pid]; };
-    std::unordered_set<pid_t> seen{targets.begin(), targets.end()};
-    for (size_t i = 0; i < targets.size(); ++i)
-      for (auto child : children_of_target(targets[i]))
-        if (child != self && seen.insert(child).second)
-          targets.push_back(child);
+    auto walked = walk ? targets_by_walk(self, selected) : std::nullopt;
+    auto targets = walked ? std::move(*walked) : targets_by_table(self, below_self, selected, states);
     size_t fresh = 0;
     for (auto pid : targets) {
       if (signalled.count(pid) != 0)
         continue;
       // A zombie takes a signal without dying: signalling it is no progress.
-      if ((walk ? state_of(pid) : states[pid]) == 'Z')
+      auto found = states.find(pid);
+      if ((found != states.end() ? found->second : state_of(pid)) == 'Z')
         continue;
       if (::kill(pid, SIGKILL) == 0) {
         signalled.insert(pid);
@@ -237,10 +294,11 @@ void reap_orphans() {
     return;
   // Only this process's own children can be reaped here; waitpid skips those still running.
   const pid_t self = ::getpid();
-  if (lists_children()) {
-    reap_unclaimed(children_of(self));
-    return;
-  }
+  if (lists_children())
+    if (auto children = children_of(self)) {
+      reap_unclaimed(*children);
+      return;
+    }
   std::vector<pid_t> zombies;
   for (auto& p : read_process_table())
     if (p.ppid == self && p.state == 'Z')
