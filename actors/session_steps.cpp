@@ -290,14 +290,18 @@ caf::result<bool> accept_reply(session_ptr self, message reply) {
   if (st.phase != session_phase::stepping)
     return false;
   auto text = reply.content;
+  // The calls as GenerationPost hooks read them, made only for such hooks: a reply that
+  // launches a thousand agents would otherwise copy them all once more.
+  bool hooked = has_hooks(st, hook_event::generation_post);
   auto calls = nlohmann::json::array();
-  for (auto& call : reply.tool_calls)
-    calls.push_back({{"id", call.id}, {"name", call.name}, {"input", call.input}});
+  if (hooked)
+    for (auto& call : reply.tool_calls)
+      calls.push_back({{"id", call.id}, {"name", call.name}, {"input", call.input}});
   if (!append_message(self, std::move(reply)))
     return false;
   ask_for_name(self, text);
   fire_and_enqueue(self, hook_point::generation_post);
-  if (!has_hooks(st, hook_event::generation_post))
+  if (!hooked)
     return st.phase == session_phase::stepping && !st.turn.interrupt_requested;
   // The step waits for this answer before any tool runs: the hooks see the reply first.
   auto promise = self->make_response_promise<bool>();
