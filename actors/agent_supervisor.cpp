@@ -149,6 +149,12 @@ void spawn_some(self_ptr self) {
     st.by_address[a.actor.address()] = a.info.id;
     self->monitor(a.actor);
     caf::anon_send(a.actor, start_atom::value);
+    // Told once it runs: an agent that could not start, or was stopped first, never started;
+    // and a reply's thousand launches are answered before a thousand notices are printed.
+    self->send(st.owner, notice_event{st.config.owner_id, "agent_started",
+                                      "agent " + a.info.id + " (" +
+                                        (a.info.foreground ? "foreground" : "background") +
+                                        "): " + a.info.description});
   }
   if (!st.to_spawn.empty()) {
     st.spawn_scheduled = true;
@@ -200,9 +206,18 @@ caf::result<tool_result> launch(self_ptr self, const tool_call& call) {
                           agent_ids(st) + ")");
     auto c = st.agents.find(resume);
     if (c != st.agents.end() && c->second.running()) {
-      if (!c->second.actor)
+      if (!c->second.actor) {
+        // Not spawned yet: the prompt goes with its launch, as its next job.
+        for (auto& [serial, pending] : st.to_spawn)
+          if (pending.agent_id == resume && serial == c->second.launch_serial) {
+            pending.follow_ups.push_back(prompt);
+            return tool_result{"Sent the prompt to agent " + resume + ", which is starting; "
+                               "you will get a <task-notification> when it ends.",
+                               false, 0, false};
+          }
         return error_result("agent " + resume + " is still starting; resume it after its "
                             "<task-notification>, or wait for it with task_wait");
+      }
       // Alive: the prompt joins its queue, and its end is reported as usual. It may have ended
       // a moment ago, its notification still on the way: the model is told to wait for it.
       auto promise = self->make_response_promise<tool_result>();
@@ -282,10 +297,6 @@ caf::result<tool_result> launch(self_ptr self, const tool_call& call) {
     x.info.result = std::move(earlier_result);
     x.launch_serial = serial;
   });
-  self->send(st.owner, notice_event{st.config.owner_id, "agent_started",
-                                    "agent " + l.agent_id + " (" +
-                                      (background ? "background" : "foreground") +
-                                      "): " + l.description});
   st.to_spawn.emplace_back(serial, l);
   if (!st.spawn_scheduled) {
     st.spawn_scheduled = true;

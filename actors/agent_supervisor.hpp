@@ -38,6 +38,8 @@ struct subagent_launch {
   int32_t depth = 1;
   /// Continue an agent that ended: its transcript is loaded first.
   bool resume = false;
+  /// Prompts sent to it (task with `resume`) before it was spawned: its next jobs, in order.
+  std::vector<std::string> follow_ups;
 };
 
 /// Deepest subagent nesting and most subagents running at once per session, unless

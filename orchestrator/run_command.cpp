@@ -155,6 +155,8 @@ expected<session_actor> spawn_subagent(caf::actor_system& sys,
   child.info.name = launch.description;
   child.info.name_source = "task";
   child.initial_inputs.push_back(make_input(launch.prompt, message_origin::parent));
+  for (auto& next : launch.follow_ups)
+    child.initial_inputs.push_back(make_input(next, message_origin::parent));
   child.spawn_subagent = setup->factory;
   child.depth = launch.depth;
   child.max_depth = parent_settings.max_agent_depth;

@@ -362,3 +362,18 @@ TEST_CASE("resume sends a new prompt to a subagent that ended, with its transcri
   CHECK(child_log[2]["content"] == "second");
   CHECK(child_log[3]["content"] == "resumed answer");
 }
+
+TEST_CASE("an agent that cannot start is never announced as started, and says why") {
+  agent_fixture f;
+  f.enable_subagents({{"child", {text_reply("done")}}});
+  f.config.spawn_subagent = [](caf::actor_system&, const subagent_launch&,
+                               agent_parent_actor) -> expected<session_actor> {
+    return failure{"no such model"};
+  };
+  f.run({task_call({{"prompt", "p"}, {"model", "scripted:child"}}), text_reply("ok")});
+  auto log = f.transcript();
+  REQUIRE(log.size() >= 3);
+  CHECK(log[2]["content"].get<std::string>().find("could not start: no such model") !=
+        std::string::npos);
+  CHECK(f.events->notices("agent_started").empty());
+}

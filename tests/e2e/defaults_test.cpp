@@ -144,8 +144,11 @@ TEST_CASE("by default an agent runs at most 20 subagents at once: the 21st launc
     launches.push_back(call("task", {{"prompt", "job " + std::to_string(i)},
                                      {"mode", "background"},
                                      {"model", "scripted:child.jsonl"}}));
-  auto parent = f.script({calls(launches),
-                          calls(json::array({call("complete", {{"summary", "enough"}})}))});
+  // `complete` comes 300 ms later: the agents have started by then (they are spawned after
+  // their launches are answered, from a timer message).
+  auto complete = calls(json::array({call("complete", {{"summary", "enough"}})}));
+  complete["delay_ms"] = 300;
+  auto parent = f.script({calls(launches), complete});
   auto start = std::chrono::steady_clock::now();
   auto r = f.run({"--model", parent, "--session-id", "many", "go"});
   CHECK(r.exit_code == 0);

@@ -340,19 +340,19 @@ TEST_CASE("a run that ends while background agents run says which it stopped") {
   json launch = {{"name", "task"},
                  {"input", {{"prompt", "long job"}, {"description", "the long job"},
                             {"mode", "background"}, {"model", "scripted:child.jsonl"}}}};
-  auto parent = f.script({{{"tool_calls", json::array({launch})}},
-                          {{"tool_calls", json::array({{{"name", "complete"},
-                                                        {"input", {{"summary", "done"}}}}})}}});
+  // The parent completes 300 ms later: the agent has started by then (launches are answered
+  // before agents are spawned, and one stopped before it started has no session.json).
+  auto complete = json{{"tool_calls", json::array({{{"name", "complete"},
+                                                    {"input", {{"summary", "done"}}}}})},
+                       {"delay_ms", 300}};
+  auto parent = f.script({{{"tool_calls", json::array({launch})}}, complete});
   // Text: the line under the result names the agent.
   auto text = f.run({"--model", parent, "--session-id", "left-text", "go"});
   CHECK(text.exit_code == 0);
   CHECK(text.out.find("stopped: agent agent_") != std::string::npos);
   CHECK(text.out.find("(the long job)") != std::string::npos);
   // stream-json: the result event lists it.
-  auto json_run = f.run({"--model", f.script({{{"tool_calls", json::array({launch})}},
-                                              {{"tool_calls",
-                                                json::array({{{"name", "complete"},
-                                                              {"input", {{"summary", "done"}}}}})}}}),
+  auto json_run = f.run({"--model", f.script({{{"tool_calls", json::array({launch})}}, complete}),
                          "--session-id", "left-json", "--output-format", "stream-json", "go"});
   CHECK(json_run.exit_code == 0);
   json result;

@@ -65,6 +65,8 @@ struct agent_fixture {
       child.session_id = launch.agent_id;
       child.session_dir = launch.session_dir;
       child.initial_inputs = {make_input(launch.prompt, message_origin::parent)};
+      for (auto& next : launch.follow_ups)
+        child.initial_inputs.push_back(make_input(next, message_origin::parent));
       child.subscribers.clear();
       if (recorder)
         child.subscribers.push_back(spawn_recorder(sys, recorder));
