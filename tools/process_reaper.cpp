@@ -9,11 +9,13 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <optional>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -156,7 +158,17 @@ bool owner_matches(const std::string& value, const std::string& owner) {
 bool owned_by(pid_t pid, const std::string& owner) {
   if (auto started = started_owner(pid))
     return owner_matches(*started, owner);
-  auto environment = read_proc_file("/proc/" + std::to_string(pid) + "/environ", 1 << 20);
+  auto path = "/proc/" + std::to_string(pid) + "/environ";
+  auto environment = read_proc_file(path, 1 << 20);
+  // A process in the middle of an exec shows no environment for a moment: a live one read
+  // empty is read again before it is judged untagged (one started with `setsid cmd &` is often
+  // caught so, its starter having just ended).
+  for (int again = 0; again < 3 && environment.empty() && state_of(pid) != 'Z' &&
+                      state_of(pid) != '?';
+       ++again) {
+    std::this_thread::sleep_for(std::chrono::milliseconds{2});
+    environment = read_proc_file(path, 1 << 20);
+  }
   auto key = std::string{process_owner_variable} + "=";
   size_t at = 0;
   while (at < environment.size()) {
