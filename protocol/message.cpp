@@ -56,10 +56,7 @@ const char* to_string(role r) { return detail::enum_to_name(role_names, r); }
 const char* to_string(message_origin o) { return detail::enum_to_name(origin_names, o); }
 
 message_origin origin_from_string(std::string_view spelling) {
-  for (auto& [origin, name] : origin_names)
-    if (spelling == name)
-      return origin;
-  return message_origin::other;
+  return detail::enum_from_name(origin_names, spelling).value_or(message_origin::other);
 }
 
 message make_tool_message(const tool_call& call, const tool_result& result) {

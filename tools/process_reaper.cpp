@@ -51,6 +51,20 @@ std::string read_proc_file(const std::string& path, size_t cap) {
   return out;
 }
 
+// A process's pid, parent and state from /proc/<pid>/stat; pid 0 when it is gone.
+process_entry read_stat(pid_t pid) {
+  auto stat = read_proc_file("/proc/" + std::to_string(pid) + "/stat", 1024);
+  // "pid (comm) state ppid …": the name may hold spaces and parentheses; the last ')' ends it.
+  auto close = stat.rfind(')');
+  if (close == std::string::npos || close + 4 >= stat.size())
+    return {};
+  process_entry p;
+  p.pid = pid;
+  p.state = stat[close + 2];
+  p.ppid = static_cast<pid_t>(std::strtol(stat.c_str() + close + 4, nullptr, 10));
+  return p;
+}
+
 // Every process's pid, parent and state, from /proc/<pid>/stat: one pass over /proc.
 std::vector<process_entry> read_process_table() {
   std::vector<process_entry> table;
@@ -62,16 +76,8 @@ std::vector<process_entry> read_process_table() {
     long pid = std::strtol(entry->d_name, &end, 10);
     if (pid <= 0 || *end != '\0')
       continue;
-    auto stat = read_proc_file("/proc/" + std::string{entry->d_name} + "/stat", 1024);
-    // "pid (comm) state ppid …": the name may hold spaces and parentheses; the last ')' ends it.
-    auto close = stat.rfind(')');
-    if (close == std::string::npos || close + 4 >= stat.size())
-      continue;
-    process_entry p;
-    p.pid = static_cast<pid_t>(pid);
-    p.state = stat[close + 2];
-    p.ppid = static_cast<pid_t>(std::strtol(stat.c_str() + close + 4, nullptr, 10));
-    table.push_back(p);
+    if (auto p = read_stat(static_cast<pid_t>(pid)); p.pid != 0)
+      table.push_back(p);
   }
   ::closedir(proc);
   return table;
@@ -141,11 +147,7 @@ bool lists_children() {
 }
 
 // The state letter of /proc/<pid>/stat ('Z' for a zombie), or '?' when it is gone.
-char state_of(pid_t pid) {
-  auto stat = read_proc_file("/proc/" + std::to_string(pid) + "/stat", 1024);
-  auto close = stat.rfind(')');
-  return close == std::string::npos || close + 2 >= stat.size() ? '?' : stat[close + 2];
-}
+char state_of(pid_t pid) { return read_stat(pid).state; }
 
 // True when a process tagged `value` belongs to `owner`: the owner itself or one of its units.
 bool owner_matches(const std::string& value, const std::string& owner) {
@@ -163,9 +165,9 @@ bool owned_by(pid_t pid, const std::string& owner) {
   // A process in the middle of an exec shows no environment for a moment: a live one read
   // empty is read again before it is judged untagged (one started with `setsid cmd &` is often
   // caught so, its starter having just ended).
-  for (int again = 0; again < 3 && environment.empty() && state_of(pid) != 'Z' &&
-                      state_of(pid) != '?';
-       ++again) {
+  for (int again = 0; again < 3 && environment.empty(); ++again) {
+    if (auto state = state_of(pid); state == 'Z' || state == '?')
+      break;
     std::this_thread::sleep_for(std::chrono::milliseconds{2});
     environment = read_proc_file(path, 1 << 20);
   }
@@ -187,6 +189,22 @@ bool is_subreaper() {
   return ::prctl(PR_GET_CHILD_SUBREAPER, &flag, 0, 0, 0) == 0 && flag != 0;
 }
 
+// Adds every descendant of `targets` (never this process) to them, with `children_of_pid`
+// (nullopt: a list that could not be read; then false).
+template <class ChildrenOf>
+bool add_descendants(std::vector<pid_t>& targets, pid_t self, ChildrenOf children_of_pid) {
+  std::unordered_set<pid_t> seen{targets.begin(), targets.end()};
+  for (size_t i = 0; i < targets.size(); ++i) {
+    std::optional<std::vector<pid_t>> below = children_of_pid(targets[i]);
+    if (!below)
+      return false;
+    for (auto child : *below)
+      if (child != self && seen.insert(child).second)
+        targets.push_back(child);
+  }
+  return true;
+}
+
 // The selected children of this process and all their descendants, from the children lists;
 // null when a list could not be read whole.
 std::optional<std::vector<pid_t>> targets_by_walk(pid_t self,
@@ -198,15 +216,8 @@ std::optional<std::vector<pid_t>> targets_by_walk(pid_t self,
   for (auto child : *direct)
     if (selected(child))
       targets.push_back(child);
-  std::unordered_set<pid_t> seen{targets.begin(), targets.end()};
-  for (size_t i = 0; i < targets.size(); ++i) {
-    auto below = children_of(targets[i]);
-    if (!below)
-      return std::nullopt;
-    for (auto child : *below)
-      if (child != self && seen.insert(child).second)
-        targets.push_back(child);
-  }
+  if (!add_descendants(targets, self, children_of))
+    return std::nullopt;
   return targets;
 }
 
@@ -231,12 +242,11 @@ std::vector<pid_t> targets_by_table(pid_t self, bool below_self,
       if (p.pid != self && p.state != 'Z' && selected(p.pid))
         targets.push_back(p.pid);
   }
-  std::unordered_set<pid_t> seen{targets.begin(), targets.end()};
-  for (size_t i = 0; i < targets.size(); ++i)
-    if (auto found = children.find(targets[i]); found != children.end())
-      for (auto child : found->second)
-        if (child != self && seen.insert(child).second)
-          targets.push_back(child);
+  add_descendants(targets, self, [&](pid_t pid) {
+    auto found = children.find(pid);
+    return std::optional<std::vector<pid_t>>{found != children.end() ? found->second
+                                                                     : std::vector<pid_t>{}};
+  });
   return targets;
 }
 
