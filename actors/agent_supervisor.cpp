@@ -12,7 +12,7 @@
 #include <caf/typed_event_based_actor.hpp>
 
 #include "actors/agent_supervisor_state.hpp"
-#include "actors/ids.hpp"
+#include "store/ids.hpp"
 #include "tools/tool_spec.hpp"
 
 namespace troupe::agent_supervision {
@@ -61,11 +61,11 @@ void forward(self_ptr self, const agent_descriptor& info, task_notification n, b
   if (st.finishing) {
     // The owner has ended: its next run reads the news from its queue.
     if (!answered)
-      self->send(st.config.disk, append_atom::value, st.config.owner_queue.string(), n);
+      self->send(st.config.disk, append_atom::value, st.config.owner_dir.queue().string(), n);
     caf::anon_send(st.owner, agent_ended{info, n, true}); // its cost counts, if it listens
     return;
   }
-  auto queue = st.config.owner_queue.string();
+  auto queue = st.config.owner_dir.queue().string();
   auto disk = st.config.disk;
   self->request(st.owner, std::chrono::seconds{10}, agent_ended{info, n, answered})
     .then(
@@ -175,7 +175,7 @@ std::string unused_agent_id(const supervisor_state& st) {
   for (;;) {
     auto id = "agent_" + random_hex(6);
     // Unique among this owner's agents, of this run and of earlier runs.
-    if (!st.agents.count(id) && !std::filesystem::exists(st.config.agents_dir / id))
+    if (!st.agents.count(id) && !std::filesystem::exists(st.config.owner_dir.agent(id).dir()))
       return id;
   }
 }
@@ -245,7 +245,7 @@ caf::result<tool_result> launch(self_ptr self, const tool_call& call) {
       return promise;
     }
     if (c == st.agents.end() &&
-        !std::filesystem::exists(st.config.agents_dir / resume / "transcript.jsonl"))
+        !std::filesystem::exists(st.config.owner_dir.agent(resume).transcript()))
       return error_result("no agent '" + resume + "' in this session (agents: " +
                           agent_ids(st) + ")");
   }
@@ -278,7 +278,7 @@ caf::result<tool_result> launch(self_ptr self, const tool_call& call) {
     for (auto& t : *tools)
       if (t.is_string())
         l.tools.push_back(t.get<std::string>());
-  l.session_dir = st.config.agents_dir / l.agent_id;
+  l.session_dir = st.config.owner_dir.agent(l.agent_id).dir();
   l.depth = st.config.depth + 1;
   bool background = input.value("mode", std::string{"foreground"}) == "background";
   auto [entry, fresh] = st.agents.try_emplace(l.agent_id);

@@ -13,6 +13,7 @@
 #include "protocol/expected.hpp"
 #include "protocol/interfaces.hpp"
 #include "protocol/session_info.hpp"
+#include "store/session_paths.hpp"
 #include "tools/registry.hpp"
 
 namespace caf {
@@ -62,10 +63,9 @@ inline constexpr size_t default_notification_budget = 32 * 1024;
 struct agent_supervisor_config {
   /// The owner's id, for messages ("no running agent X in session Y").
   std::string owner_id;
-  /// <owner's dir>/agents: each agent's directory is named by its id under it.
-  std::filesystem::path agents_dir;
-  /// The owner's durable queue: ends the owner can no longer take are written there.
-  std::filesystem::path owner_queue;
+  /// The owner's directory: each agent's is under its agents/, named by the agent's id; ends
+  /// the owner can no longer take are written to its durable queue.
+  session_paths owner_dir;
   /// The owner's tools: the task tool's input is checked against its spec.
   std::shared_ptr<const tool_registry> registry;
   /// The owner's depth (0: top level), the deepest nesting allowed, and most agents at once.

@@ -19,7 +19,8 @@
 #include <caf/send.hpp>
 #include <spdlog/spdlog.h>
 
-#include "actors/ids.hpp"
+#include "store/control_channel.hpp"
+#include "store/ids.hpp"
 
 namespace troupe {
 
@@ -32,8 +33,8 @@ using ctl_ask_atom = caf::atom_constant<caf::atom("ctlask")>;
 using ctl_answer_atom = caf::atom_constant<caf::atom("ctlanswer")>;
 using ctl_stop_atom = caf::atom_constant<caf::atom("ctlstop")>;
 
-constexpr const char* socket_name = "control.sock";
-constexpr const char* control_name = "control.json"; // what write_control_file writes
+constexpr const char* socket_name = session_paths::control_socket_name;
+constexpr const char* control_name = session_paths::control_file_name;
 // What an unauthenticated peer can hold: this many connections, each with at most one request
 // line of max_control_request bytes, for at most request_time.
 constexpr size_t max_connections = 32;
@@ -392,7 +393,8 @@ void serve(caf::blocking_actor* self, session_actor session,
 } // namespace
 
 expected<caf::actor> spawn_control_endpoint(caf::actor_system& sys, session_actor session,
-                                            const std::filesystem::path& session_dir) {
+                                            const session_paths& paths) {
+  const auto& session_dir = paths.dir();
   std::error_code ec;
   std::filesystem::create_directories(session_dir, ec);
   auto files = std::make_shared<endpoint_files>();
@@ -430,7 +432,7 @@ expected<caf::actor> spawn_control_endpoint(caf::actor_system& sys, session_acto
   if (::listen(files->listen_fd, SOMAXCONN) != 0)
     return fail("listen");
   files->token = secret_hex(32);
-  auto control = write_control_file(files->dir_fd, session_dir, socket_name, files->token);
+  auto control = write_control_file(files->dir_fd, paths, socket_name, files->token);
   if (!control) {
     files->remove();
     return failure{control.error()};

@@ -12,7 +12,7 @@
 #include <caf/typed_event_based_actor.hpp>
 #include <spdlog/spdlog.h>
 
-#include "actors/notification_queue.hpp"
+#include "store/notification_queue.hpp"
 
 namespace troupe {
 

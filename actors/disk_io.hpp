@@ -3,7 +3,7 @@
 
 #include <cstddef>
 
-#include "actors/notification_queue.hpp"
+#include "store/notification_queue.hpp"
 #include "protocol/interfaces.hpp"
 
 namespace caf {

@@ -11,7 +11,7 @@
 #include <caf/typed_event_based_actor.hpp>
 #include <spdlog/spdlog.h>
 
-#include "actors/ids.hpp"
+#include "store/ids.hpp"
 #include "actors/process_runner.hpp"
 #include "protocol/bounded_json.hpp"
 #include "tools/child_process.hpp"

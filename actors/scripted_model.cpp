@@ -6,7 +6,7 @@
 #include <caf/actor_system.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
-#include "actors/ids.hpp"
+#include "store/ids.hpp"
 
 namespace troupe {
 

@@ -5,7 +5,7 @@
 #include <caf/actor_system.hpp>
 
 #include "actors/hook_runner.hpp"
-#include "actors/ids.hpp"
+#include "store/ids.hpp"
 #include "actors/session_state.hpp"
 #include "actors/step.hpp"
 
@@ -24,7 +24,7 @@ session_actor::behavior_type session_behavior(session_ptr self, session_config c
     hook_runner_config hooks;
     hooks.commands = config.hook_commands;
     hooks.session_id = config.session_id;
-    hooks.transcript_path = config.session_dir / "transcript.jsonl";
+    hooks.transcript_path = config.paths().transcript();
     hooks.cwd = config.cwd;
     hooks.shell_program = config.hook_shell;
     hooks.environment = config.process_environment;
@@ -36,8 +36,7 @@ session_actor::behavior_type session_behavior(session_ptr self, session_config c
   if (config.spawn_subagent) {
     agent_supervisor_config agents;
     agents.owner_id = config.session_id;
-    agents.agents_dir = config.session_dir / "agents";
-    agents.owner_queue = config.session_dir / "queue.jsonl";
+    agents.owner_dir = config.paths();
     agents.registry = config.registry;
     agents.depth = config.depth;
     agents.max_depth = config.max_depth;

@@ -19,6 +19,7 @@
 #include "protocol/hooks.hpp"
 #include "protocol/interfaces.hpp"
 #include "protocol/session_info.hpp"
+#include "store/session_paths.hpp"
 #include "tools/permissions.hpp"
 #include "tools/registry.hpp"
 #include "tools/tool_parser.hpp"
@@ -47,8 +48,10 @@ using model_switcher =
 /// Everything a session is set up with.
 struct session_config {
   std::string session_id;
-  /// $TROUPE_HOME/sessions/<id>: transcript.jsonl and state.json live here.
+  /// Its directory: $TROUPE_HOME/sessions/<id>, a subagent's under its parent's agents/.
   std::filesystem::path session_dir;
+  /// The files in it.
+  session_paths paths() const { return session_paths{session_dir}; }
   std::string model_name;
   /// Shared: the thousand subagents of one fan-out hold one prompt.
   shared_value<std::string> system_prompt;

@@ -9,14 +9,14 @@
 #include <caf/send.hpp>
 #include <spdlog/spdlog.h>
 
-#include "actors/ids.hpp"
+#include "store/ids.hpp"
 #include "actors/session_state.hpp"
 #include "tools/tool_spec.hpp"
 
 namespace troupe {
 
 std::filesystem::path queue_path(const session_state& st) {
-  return st.config().session_dir / "queue.jsonl";
+  return st.config().paths().queue();
 }
 
 bool waiting_for_children(const session_state& st) { return st.agents_running.awaited > 0; }

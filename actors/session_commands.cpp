@@ -6,7 +6,7 @@
 
 #include <caf/actor_system.hpp>
 
-#include "actors/ids.hpp"
+#include "store/ids.hpp"
 #include "actors/session_state.hpp"
 #include "actors/step.hpp"
 

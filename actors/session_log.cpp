@@ -7,7 +7,7 @@
 #include <caf/send.hpp>
 #include <spdlog/spdlog.h>
 
-#include "actors/ids.hpp"
+#include "store/ids.hpp"
 #include "actors/namer.hpp"
 #include "actors/session_state.hpp"
 

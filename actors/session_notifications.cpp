@@ -8,8 +8,8 @@
 #include <caf/send.hpp>
 #include <spdlog/spdlog.h>
 
-#include "actors/ids.hpp"
-#include "actors/notification_queue.hpp"
+#include "store/ids.hpp"
+#include "store/notification_queue.hpp"
 #include "actors/session_state.hpp"
 #include "tools/tool_spec.hpp"
 

@@ -8,7 +8,7 @@
 #include <caf/send.hpp>
 #include <spdlog/spdlog.h>
 
-#include "actors/ids.hpp"
+#include "store/ids.hpp"
 #include "actors/session_state.hpp"
 #include "context/compaction.hpp"
 #include "tools/tool_spec.hpp"
@@ -39,7 +39,7 @@ void begin_session(session_ptr self) {
   if (st.begun)
     return;
   st.begun = true;
-  auto transcript_path = st.config().session_dir / "transcript.jsonl";
+  auto transcript_path = st.config().paths().transcript();
   auto writer = transcript_writer::open(transcript_path);
   st.window = context_window{st.current_model.budget};
   auto fixed = estimate_tokens(*st.current_model.system_prompt);
@@ -65,8 +65,8 @@ void begin_session(session_ptr self) {
           session_started_event{st.config().session_id, st.config().cwd.string(), st.current_model.name,
                                 st.config().registry->names(), transcript_path.string(),
                                 static_cast<int64_t>(st.log.size())});
-  auto state_file = json_file::open(st.config().session_dir / "state.json");
-  auto info_file = json_file::open(st.config().session_dir / "session.json");
+  auto state_file = json_file::open(st.config().paths().state());
+  auto info_file = json_file::open(st.config().paths().info());
   if (!writer || !state_file || !info_file) {
     end_session(self, terminal_reason::error,
                 !writer       ? writer.error()

@@ -31,7 +31,8 @@
 #include "actors/session_inbox.hpp"
 #include "actors/session_turn.hpp"
 #include "actors/step.hpp"
-#include "actors/transcript.hpp"
+#include "store/state_files.hpp"
+#include "store/transcript.hpp"
 #include "context/compaction.hpp"
 #include "context/context_window.hpp"
 

@@ -8,7 +8,7 @@
 #include <caf/send.hpp>
 #include <spdlog/spdlog.h>
 
-#include "actors/ids.hpp"
+#include "store/ids.hpp"
 #include "actors/session_state.hpp"
 #include "context/compaction.hpp"
 #include "tools/tool_spec.hpp"

@@ -10,7 +10,7 @@
 #include <caf/actor_system.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
-#include "actors/ids.hpp"
+#include "store/ids.hpp"
 #include "actors/step_state.hpp"
 #include "context/continuation.hpp"
 #include "tools/tool_parser.hpp"

@@ -18,7 +18,7 @@
 #include <caf/typed_event_based_actor.hpp>
 #include <spdlog/spdlog.h>
 
-#include "actors/ids.hpp"
+#include "store/ids.hpp"
 #include "actors/process_runner.hpp"
 #include "tools/child_process.hpp"
 #include "tools/process_reaper.hpp"

@@ -19,7 +19,7 @@
 
 #include "actors/control_endpoint.hpp"
 #include "actors/disk_io.hpp"
-#include "actors/ids.hpp"
+#include "store/ids.hpp"
 #include "actors/runtime.hpp"
 #include "bench_support.hpp"
 
@@ -156,7 +156,7 @@ void lost_wakeups(const std::string& binary, size_t children, size_t external) {
   auto transcript = config.session_dir / "transcript.jsonl";
   while (!std::filesystem::exists(transcript))
     std::this_thread::sleep_for(std::chrono::milliseconds{1});
-  auto endpoint = spawn_control_endpoint(sys, session, config.session_dir);
+  auto endpoint = spawn_control_endpoint(sys, session, session_paths{config.session_dir});
   if (!endpoint) {
     std::fprintf(stderr, "%s\n", endpoint.error().c_str());
     return;

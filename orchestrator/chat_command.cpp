@@ -14,7 +14,7 @@
 #include "orchestrator/chat_front.hpp"
 #include "orchestrator/permission_prompt.hpp"
 #include "orchestrator/renderer.hpp"
-#include "orchestrator/session_store.hpp"
+#include "store/session_catalog.hpp"
 #include "orchestrator/signals.hpp"
 
 namespace troupe {
@@ -135,15 +135,15 @@ bool empty_file(const std::filesystem::path& path) {
 } // namespace
 
 int execute_chat(run_settings settings) {
-  auto dir = settings.troupe_home / "sessions" / settings.session_id;
+  auto session = session_paths::top_level(settings.troupe_home, settings.session_id);
   bool created = settings.created_session_dir;
   int code = chat_until_end(std::move(settings));
   // A chat left before a word was said leaves no session behind for `troupe ls` to list
   // (unless news for it arrived meanwhile, or it was given a name).
-  if (created && empty_file(dir / "transcript.jsonl") && empty_file(dir / "queue.jsonl") &&
-      read_session(dir).info.name_source != "user") {
+  if (created && empty_file(session.transcript()) && empty_file(session.queue()) &&
+      read_session(session).info.name_source != "user") {
     std::error_code ec;
-    std::filesystem::remove_all(dir, ec);
+    std::filesystem::remove_all(session.dir(), ec);
   }
   return code;
 }

@@ -11,7 +11,7 @@
 #include "orchestrator/remote_commands.hpp"
 #include "orchestrator/run_command.hpp"
 #include "orchestrator/run_flags.hpp"
-#include "orchestrator/session_store.hpp"
+#include "orchestrator/sessions_command.hpp"
 
 namespace troupe {
 

@@ -6,7 +6,8 @@
 #include <filesystem>
 #include <string_view>
 
-#include "actors/ids.hpp"
+#include "store/ids.hpp"
+#include "store/session_paths.hpp"
 #include "orchestrator/environment.hpp"
 #include "orchestrator/run_command.hpp"
 #include "orchestrator/model_flags.hpp"
@@ -66,7 +67,8 @@ int run_demo(const std::string& format) {
     std::printf("troupe demo: an offline agent team (scripted models, real shells, three "
                 "subagents, a notification from another process) in %s\n",
                 workspace.c_str());
-  auto transcript = settings.troupe_home / "sessions" / settings.session_id / "transcript.jsonl";
+  auto transcript =
+    session_paths::top_level(settings.troupe_home, settings.session_id).transcript();
   int code = execute_run(std::move(settings), stdout);
   if (format != "stream-json")
     std::printf("transcript: %s\n", transcript.c_str());

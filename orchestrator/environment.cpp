@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "actors/notification_queue.hpp"
+#include "store/notification_queue.hpp"
 
 namespace troupe {
 

@@ -3,18 +3,12 @@
 
 #include <string>
 
-#include "protocol/control.hpp"
-
 namespace troupe {
 
 /// `troupe notify SESSION [--urgent] TEXT` (SESSION: an id or a name): appends to the durable
-/// queue, then pokes the session if it runs. Exit 0 once the message is durable; 1 for an unknown session or a full
-/// queue; 2 for an empty message.
+/// queue, then pokes the session if it runs. Exit 0 once the message is durable; 1 for an
+/// unknown session or a full queue; 2 for an empty message.
 int run_notify(const std::string& id_or_name, const std::string& text, bool urgent);
-
-/// Sends a control command to a running session; exit 1 when it does not run.
-int run_remote_command(const std::string& id_or_name, control_command command,
-                       const std::string& arg);
 
 /// `troupe interrupt SESSION|AGENT_ID`: a session's step, or a subagent's through the endpoint
 /// of the top-level session whose process runs it.

@@ -21,15 +21,14 @@
 #include "actors/control_endpoint.hpp"
 #include "actors/disk_io.hpp"
 #include "actors/http_engine.hpp"
-#include "actors/transcript.hpp"
 #include "actors/http_model.hpp"
 #include "actors/namer.hpp"
 #include "actors/runtime.hpp"
 #include "actors/scripted_model.hpp"
+#include "store/session_catalog.hpp"
 #include "orchestrator/model_flags.hpp"
 #include "orchestrator/permission_prompt.hpp"
 #include "orchestrator/renderer.hpp"
-#include "orchestrator/session_store.hpp"
 #include "orchestrator/signals.hpp"
 #include "tools/child_process.hpp"
 #include "tools/prompt.hpp"
@@ -122,6 +121,7 @@ expected<session_actor> spawn_subagent(caf::actor_system& sys,
     registry = std::make_shared<const tool_registry>(std::move(tools));
   }
 
+  session_paths paths{launch.session_dir};
   session_config child;
   child.session_id = launch.agent_id;
   child.session_dir = launch.session_dir;
@@ -139,16 +139,15 @@ expected<session_actor> spawn_subagent(caf::actor_system& sys,
   child.permissions = setup->permissions;
   child.description = launch.description;
   if (launch.resume) {
-    auto loaded = load_transcript(launch.session_dir / "transcript.jsonl");
+    auto loaded = load_session(paths, transcript_access::owner);
     if (!loaded)
       return failure{loaded.error()};
-    if (!loaded->repair_note.empty())
-      spdlog::warn("{}", loaded->repair_note);
-    child.history = std::move(loaded->messages);
-    if (auto state = read_loop_state(launch.session_dir / "state.json"))
-      child.resumed_state = *state;
-    child.info = read_session(launch.session_dir).info; // its usage and cost add up over runs
-    child.past_agents = agents_of(launch.session_dir);
+    warn_of_load_problems(*loaded);
+    child.history = std::move(loaded->history);
+    if (loaded->state)
+      child.resumed_state = *loaded->state;
+    child.info = read_session(paths).info; // its usage and cost add up over runs
+    child.past_agents = agents_of(paths);
   } else {
     child.info.first_prompt = launch.prompt.substr(0, 200);
   }
@@ -162,7 +161,7 @@ expected<session_actor> spawn_subagent(caf::actor_system& sys,
   child.max_depth = parent_settings.max_agent_depth;
   child.max_children = parent_settings.max_agents;
   child.parent = parent;
-  child.parent_queue = launch.session_dir.parent_path().parent_path() / "queue.jsonl";
+  child.parent_queue = paths.launcher()->queue();
   child.stop_children_on_end = !parent_settings.let_agents_finish;
   child.disk = setup->disk;
   // Hooks guard subagents' calls as they guard the parent's (the input names the agent).
@@ -175,15 +174,14 @@ expected<session_actor> spawn_subagent(caf::actor_system& sys,
   context.home = parent_settings.home;
   context.shell_program = parent_settings.shell_program;
   context.output_cap = parent_settings.max_tool_output;
-  context.results_dir = launch.session_dir / "tool-results";
-  context.tasks_dir = launch.session_dir / "tasks";
-  context.notification_queue = launch.session_dir / "queue.jsonl";
+  context.results_dir = paths.tool_results();
+  context.tasks_dir = paths.tasks();
+  context.notification_queue = paths.queue();
   // Unique in the process (agent ids are only unique in their parent), and no unit of the
   // parent's tag: a subagent's processes go when it ends, which may be after its parent.
-  auto owner = launch.session_dir.lexically_relative(parent_settings.troupe_home / "sessions")
-                 .generic_string();
+  auto owner = paths.top().id() + "/" + paths.path_below_top();
   std::replace(owner.begin(), owner.end(), '/', ':');
-  context.process_owner = owner.empty() || owner[0] == '.' ? launch.agent_id : owner;
+  context.process_owner = owner;
 
   model_client_actor client;
   if (model.http_model) {
@@ -211,20 +209,20 @@ expected<launched_agent> launch_agent(caf::actor_system& sys, run_settings& sett
     std::fprintf(stderr, "troupe: WARNING: permission mode bypass: every tool call runs without "
                          "asking (deny rules still hold)\n");
   spdlog::info("permission mode {}", to_string(settings.permissions.mode));
-  auto session_dir = settings.troupe_home / "sessions" / settings.session_id;
+  auto paths = session_paths::top_level(settings.troupe_home, settings.session_id);
   tool_context tools;
   tools.cwd = settings.cwd;
   tools.home = settings.home;
   tools.shell_program = settings.shell_program;
   tools.output_cap = settings.max_tool_output;
-  tools.results_dir = session_dir / "tool-results";
-  tools.tasks_dir = session_dir / "tasks";
-  tools.notification_queue = session_dir / "queue.jsonl";
+  tools.results_dir = paths.tool_results();
+  tools.tasks_dir = paths.tasks();
+  tools.notification_queue = paths.queue();
   tools.process_owner = settings.session_id;
 
   session_config session;
   session.session_id = settings.session_id;
-  session.session_dir = session_dir;
+  session.session_dir = paths.dir();
   session.model_name = settings.model_name;
   session.system_prompt = build_system_prompt(*registry, settings.format);
   session.format = settings.format;
@@ -236,7 +234,7 @@ expected<launched_agent> launch_agent(caf::actor_system& sys, run_settings& sett
   session.history = std::move(settings.history);
   session.resumed_state = settings.resumed_state;
   session.info = settings.info;
-  session.past_agents = agents_of(session_dir);
+  session.past_agents = agents_of(paths);
   if (!settings.prompt.empty())
     session.initial_inputs.push_back(make_input(std::move(settings.prompt)));
   session.permissions = std::make_shared<const permission_policy>(settings.permissions);
@@ -254,7 +252,7 @@ expected<launched_agent> launch_agent(caf::actor_system& sys, run_settings& sett
   session.process_environment = session_environment(settings.session_id, settings);
 
   launched_agent launched;
-  launched.session_dir = session_dir;
+  launched.session_dir = paths.dir();
   std::optional<http_engine> engine;
   model_client_actor model;
   if (settings.http_model) {
@@ -343,7 +341,7 @@ expected<launched_agent> launch_agent(caf::actor_system& sys, run_settings& sett
       setup->engine->stop();
   };
   // Other processes reach the session here (`troupe notify`, `interrupt`, `background`).
-  if (auto endpoint = spawn_control_endpoint(sys, launched.agent, session_dir); !endpoint)
+  if (auto endpoint = spawn_control_endpoint(sys, launched.agent, paths); !endpoint)
     spdlog::warn("{}; troupe notify will queue messages for the next resume", endpoint.error());
   return launched;
 }
@@ -422,6 +420,13 @@ int execute_run(run_settings settings, std::FILE* out) {
   exit_if_still_running_after(signals_seen.load() > 0 ? shutdown_after_signal : shutdown_after_end,
                               code, out);
   return code;
+}
+
+void warn_of_load_problems(const loaded_session& loaded) {
+  if (!loaded.repair_note.empty())
+    spdlog::warn("{}", loaded.repair_note);
+  if (!loaded.state_problem.empty())
+    spdlog::warn("{}; counters restart from zero", loaded.state_problem);
 }
 
 } // namespace troupe

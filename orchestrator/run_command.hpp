@@ -13,7 +13,7 @@
 
 #include "actors/http_engine.hpp"
 #include "actors/http_model.hpp"
-#include "actors/notification_queue.hpp"
+#include "store/notification_queue.hpp"
 #include "actors/session.hpp"
 #include "context/token_budget.hpp"
 #include "orchestrator/renderer.hpp"
@@ -31,6 +31,8 @@ class actor_system;
 }
 
 namespace troupe {
+
+struct loaded_session;
 
 /// A model as resolved from a spec: exactly one of the two is set.
 struct model_choice {
@@ -127,5 +129,9 @@ void warn_without_subreaper(const process_reaper& reaper);
 /// run (a second one stops it at once). Returns the exit code of the terminal state.
 
 int execute_run(run_settings settings, std::FILE* out);
+
+/// Logs what loading a session to run it again repaired in its transcript, and why its
+/// counters restart (a state.json that cannot be read).
+void warn_of_load_problems(const loaded_session& loaded);
 
 } // namespace troupe

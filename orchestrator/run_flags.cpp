@@ -16,15 +16,16 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/http_engine.hpp"
-#include "actors/ids.hpp"
-#include "actors/transcript.hpp"
+#include "store/ids.hpp"
+#include "store/session_catalog.hpp"
+#include "store/session_fork.hpp"
+#include "store/session_lock.hpp"
 #include "context/context_window.hpp"
 #include "orchestrator/environment.hpp"
 #include "orchestrator/hook_settings.hpp"
 #include "orchestrator/model_flags.hpp"
 #include "orchestrator/output_format.hpp"
 #include "orchestrator/run_settings_files.hpp"
-#include "orchestrator/session_store.hpp"
 #include "tools/tool_spec.hpp"
 
 namespace troupe {
@@ -42,20 +43,21 @@ namespace {
 // nothing but the lock), unless dismissed.
 class new_session_cleanup {
 public:
-  explicit new_session_cleanup(std::filesystem::path dir) : dir_(std::move(dir)) {}
+  explicit new_session_cleanup(std::optional<session_paths> session)
+    : session_(std::move(session)) {}
   new_session_cleanup(const new_session_cleanup&) = delete;
   new_session_cleanup& operator=(const new_session_cleanup&) = delete;
   ~new_session_cleanup() {
-    if (dir_.empty())
+    if (!session_)
       return;
     std::error_code ec;
-    std::filesystem::remove(dir_ / "session.lock", ec);
-    std::filesystem::remove(dir_, ec); // only when empty
+    std::filesystem::remove(session_->lock(), ec);
+    std::filesystem::remove(session_->dir(), ec); // only when empty
   }
-  void dismiss() { dir_.clear(); }
+  void dismiss() { session_.reset(); }
 
 private:
-  std::filesystem::path dir_;
+  std::optional<session_paths> session_;
 };
 
 // The session a run continues or starts: --resume or --continue (into a new id with --fork),
@@ -63,6 +65,7 @@ private:
 // Returns true when its last message was never answered: crash recovery answers it, so the
 // run needs no prompt.
 expected<bool> resolve_session(const run_flags& flags, run_settings& settings) {
+  session_catalog catalog{settings.troupe_home};
   if (!flags.resume.empty() && flags.continue_last)
     return failure{"--resume and --continue cannot be combined (--continue picks the newest "
                    "session of the workspace)"};
@@ -75,12 +78,12 @@ expected<bool> resolve_session(const run_flags& flags, run_settings& settings) {
   if (flags.resume_given && flags.resume.empty())
     return failure{"--resume needs a session's id or name (troupe ls lists them)"};
   if (!flags.resume.empty()) {
-    auto found = find_session(flags.resume);
+    auto found = catalog.find(flags.resume);
     if (!found)
       return failure{"--resume: " + found.error()};
     from = *found;
   } else if (flags.continue_last) {
-    auto found = newest_session_in(settings.cwd);
+    auto found = catalog.newest_in(settings.cwd);
     if (!found)
       return failure{"--continue: " + found.error()};
     from = *found;
@@ -101,10 +104,9 @@ expected<bool> resolve_session(const run_flags& flags, run_settings& settings) {
     if (flags.fork) {
       settings.session_id = flags.session_id.empty() ? new_session_id() : flags.session_id;
       std::error_code exists_ec;
-      if (std::filesystem::exists(settings.troupe_home / "sessions" / settings.session_id,
-                                  exists_ec))
+      if (std::filesystem::exists(catalog.session(settings.session_id).dir(), exists_ec))
         return failure{"cannot fork into " + settings.session_id + ": that session exists already"};
-      settings.fork_source = from->dir; // copied once the rest of the run has been checked
+      settings.fork_source = from->paths.dir(); // copied once the rest of the run is checked
       settings.info.forked_from = from->info.id;
       settings.info.first_prompt = from->info.first_prompt;
       if (!from->info.name.empty()) {
@@ -120,42 +122,32 @@ expected<bool> resolve_session(const run_flags& flags, run_settings& settings) {
   }
   // The lock before anything is read: one process runs a session at a time, and only the one
   // that holds it may repair its transcript.
-  auto own_dir = settings.troupe_home / "sessions" / settings.session_id;
+  auto own = catalog.session(settings.session_id);
   std::error_code exists_ec;
-  settings.created_session_dir = !std::filesystem::exists(own_dir, exists_ec);
-  auto locked = session_lock::take(own_dir);
+  settings.created_session_dir = !std::filesystem::exists(own.dir(), exists_ec);
+  auto locked = session_lock::take(own);
   if (!locked)
     return failure{locked.error()};
   settings.session_lock = *locked;
   std::error_code ec;
-  auto dir = settings.fork_source.empty() ? settings.troupe_home / "sessions" / settings.session_id
-                                          : settings.fork_source;
-  auto transcript = dir / "transcript.jsonl";
-  if (!std::filesystem::exists(transcript, ec))
+  auto source = settings.fork_source.empty() ? own : session_paths{settings.fork_source};
+  if (!std::filesystem::exists(source.transcript(), ec))
     return false;
   if (!from) { // an existing --session-id keeps its name and cost so far
-    auto existing = read_session(dir);
+    auto existing = read_session(source);
     settings.info = existing.info;
     if (settings.recorded_model.empty())
       settings.recorded_model = existing.info.model;
   }
   // A fork's source may be running in another process: read, never repaired.
-  auto loaded = load_transcript(transcript, settings.fork_source.empty()
-                                              ? transcript_access::owner
-                                              : transcript_access::reader);
+  auto loaded = load_session(source, settings.fork_source.empty() ? transcript_access::owner
+                                                                  : transcript_access::reader);
   if (!loaded)
     return failure{loaded.error()};
-  if (!loaded->repair_note.empty())
-    spdlog::warn("{}", loaded->repair_note);
-  settings.history = std::move(loaded->messages);
-  // The transcript is the source of truth; the state only carries counters over.
-  auto state_path = dir / "state.json";
-  if (std::filesystem::exists(state_path, ec)) {
-    if (auto state = read_loop_state(state_path))
-      settings.resumed_state = *state;
-    else
-      spdlog::warn("{}; counters restart from zero", state.error());
-  }
+  warn_of_load_problems(*loaded);
+  settings.history = std::move(loaded->history);
+  if (loaded->state)
+    settings.resumed_state = *loaded->state;
   auto last = std::find_if(settings.history.rbegin(), settings.history.rend(),
                            [](const message& m) { return !is_bookkeeping(m); });
   return last != settings.history.rend() && awaits_answer(*last);
@@ -200,9 +192,10 @@ expected<run_settings> resolve_run(const run_flags& flags, bool interactive) {
   settings.interactive = interactive;
   auto resumed = resolve_session(flags, settings);
   // Bad input found from here on leaves no directory behind for a session it would have made.
-  new_session_cleanup leave_no_trace{settings.created_session_dir
-                                       ? settings.troupe_home / "sessions" / settings.session_id
-                                       : std::filesystem::path{}};
+  new_session_cleanup leave_no_trace{
+    settings.created_session_dir
+      ? std::optional{session_paths::top_level(settings.troupe_home, settings.session_id)}
+      : std::nullopt};
   if (!resumed)
     return failure{resumed.error()};
 
@@ -254,11 +247,12 @@ expected<run_settings> resolve_run(const run_flags& flags, bool interactive) {
   // Last, once everything else is known to be usable, so that bad input leaves nothing
   // behind: the fork's copy.
   if (!settings.fork_source.empty()) {
-    auto forked = fork_session(read_session(settings.fork_source), settings.session_id);
+    auto forked = fork_session(read_session(session_paths{settings.fork_source}),
+                               session_paths::top_level(settings.troupe_home, settings.session_id));
     if (!forked)
       return failure{forked.error()};
     // The copy's own paths (full tool outputs) from here on, not the original's.
-    auto copied = load_transcript(*forked / "transcript.jsonl", transcript_access::reader);
+    auto copied = load_transcript(forked->transcript(), transcript_access::reader);
     if (!copied)
       return failure{copied.error()};
     settings.history = std::move(copied->messages);

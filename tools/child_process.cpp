@@ -14,7 +14,7 @@
 #include <mutex>
 #include <unordered_map>
 
-#include "tools/private_files.hpp"
+#include "protocol/private_files.hpp"
 #include "tools/process_reaper.hpp"
 
 extern char** environ;

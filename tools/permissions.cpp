@@ -4,6 +4,7 @@
 
 
 #include "protocol/bounded_json.hpp"
+#include "protocol/private_files.hpp"
 #include "tools/path_match.hpp"
 #include "tools/real_path.hpp"
 

@@ -1,6 +1,6 @@
 #include "tools/real_path.hpp"
 
-#include "tools/private_files.hpp"
+#include "protocol/private_files.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -1,6 +1,6 @@
 #include "tools/tool_spec.hpp"
 
-#include "tools/private_files.hpp"
+#include "protocol/private_files.hpp"
 
 #include <algorithm>
 
@@ -165,22 +165,6 @@ std::string write_whole_file(const std::filesystem::path& path, const std::strin
   out.close();
   if (!out)
     return "writing " + path.string() + " failed";
-  return {};
-}
-
-std::string read_whole_file(const std::filesystem::path& path, std::string& content) {
-  std::error_code ec;
-  auto status = std::filesystem::status(path, ec);
-  if (ec || !std::filesystem::exists(status))
-    return "cannot read " + path.string() + ": no such file";
-  if (!std::filesystem::is_regular_file(status))
-    return path.string() + " is not a regular file";
-  std::ifstream in{path, std::ios::binary};
-  if (!in)
-    return "cannot read " + path.string() + ": permission denied";
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  content = std::move(buffer).str();
   return {};
 }
 

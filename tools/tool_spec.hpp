@@ -152,8 +152,6 @@ std::filesystem::path resolve_path(const tool_context& ctx, const std::string& p
 /// or an empty string on success.
 std::string write_whole_file(const std::filesystem::path& path, const std::string& content);
 
-/// Reads a whole regular file into `content`. Returns an error message, or empty on success.
-std::string read_whole_file(const std::filesystem::path& path, std::string& content);
 
 /// True when the stream's first 8 KiB hold a NUL byte (what read and grep call binary). The
 /// stream is rewound to its start.

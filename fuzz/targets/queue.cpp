@@ -4,9 +4,9 @@
 #include <set>
 #include <string>
 
-#include "actors/notification_queue.hpp"
+#include "store/notification_queue.hpp"
 #include "fuzz/targets.hpp"
-#include "tools/tool_spec.hpp"
+#include "protocol/private_files.hpp"
 
 namespace troupe::fuzz {
 

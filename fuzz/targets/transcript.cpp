@@ -7,7 +7,8 @@
 #include <iterator>
 #include <string>
 
-#include "actors/transcript.hpp"
+#include "store/state_files.hpp"
+#include "store/transcript.hpp"
 #include "fuzz/targets.hpp"
 
 namespace troupe::fuzz {

@@ -13,7 +13,7 @@
 #include <caf/typed_event_based_actor.hpp>
 
 #include "actors/agent_supervisor.hpp"
-#include "actors/ids.hpp"
+#include "store/ids.hpp"
 #include "support/agent_fixture.hpp"
 
 using namespace troupe;
@@ -266,8 +266,7 @@ struct supervisor_fixture {
                         {"slow", {slow_text("slow answer", 5000)}}});
     agent_supervisor_config config;
     config.owner_id = "owner";
-    config.agents_dir = f.config.session_dir / "agents";
-    config.owner_queue = f.config.session_dir / "queue.jsonl";
+    config.owner_dir = f.config.paths();
     config.registry = f.config.registry;
     config.spawn_subagent = f.config.spawn_subagent;
     auto& sys = f.actors.sys();

@@ -9,7 +9,7 @@
 #include <caf/scoped_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
-#include "actors/notification_queue.hpp"
+#include "store/notification_queue.hpp"
 #include "support/agent_fixture.hpp"
 
 using namespace troupe;

@@ -7,7 +7,7 @@
 
 #include <caf/scoped_actor.hpp>
 
-#include "actors/notification_queue.hpp"
+#include "store/notification_queue.hpp"
 #include "support/agent_fixture.hpp"
 
 using namespace troupe;

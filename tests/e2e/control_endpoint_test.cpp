@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 
 #include "actors/control_endpoint.hpp"
+#include "store/control_channel.hpp"
 #include "support/control_peer.hpp"
 
 using namespace troupe;

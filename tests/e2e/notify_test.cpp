@@ -7,7 +7,7 @@
 #include <sstream>
 #include <thread>
 
-#include "actors/notification_queue.hpp"
+#include "store/notification_queue.hpp"
 #include "support/cli_fixture.hpp"
 
 using namespace troupe;

@@ -8,7 +8,7 @@
 
 #include "actors/agent.hpp"
 #include "actors/scripted_model.hpp"
-#include "actors/transcript.hpp"
+#include "store/transcript.hpp"
 #include "support/test_support.hpp"
 
 namespace troupe::test {

@@ -2,7 +2,7 @@
 
 #include <set>
 
-#include "actors/ids.hpp"
+#include "store/ids.hpp"
 
 using namespace troupe;
 

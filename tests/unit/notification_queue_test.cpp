@@ -5,7 +5,7 @@
 #include <fstream>
 #include <thread>
 
-#include "actors/notification_queue.hpp"
+#include "store/notification_queue.hpp"
 #include "support/test_support.hpp"
 #include "tools/task.hpp"
 

@@ -6,28 +6,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "support/file_modes.hpp"
 #include "support/test_support.hpp"
-#include "tools/private_files.hpp"
+#include "protocol/private_files.hpp"
 
 using namespace troupe;
 using namespace troupe::test;
-
-namespace {
-
-unsigned mode_of(const std::filesystem::path& path) {
-  struct stat st{};
-  REQUIRE(::stat(path.c_str(), &st) == 0);
-  return st.st_mode & 07777;
-}
-
-// Sets the umask for the object's lifetime.
-struct umask_guard {
-  explicit umask_guard(mode_t mask) : saved(::umask(mask)) {}
-  ~umask_guard() { ::umask(saved); }
-  mode_t saved;
-};
-
-} // namespace
 
 TEST_CASE("private directories are 0700 and private files 0600 under any umask") {
   temp_dir dir;
@@ -73,4 +57,16 @@ TEST_CASE("a write that fails part-way names its cause, never 'Success'") {
   CHECK(problem.find("File too large") != std::string::npos);
   CHECK(problem.find("short write: 1000 of 5000 bytes") != std::string::npos);
   CHECK(problem.find("Success") == std::string::npos);
+}
+
+TEST_CASE("a whole read says why it could not read") {
+  temp_dir dir;
+  std::string content = "left as it was";
+  CHECK(read_whole_file(dir / "missing", content) ==
+        "cannot read " + (dir / "missing").string() + ": no such file");
+  CHECK(read_whole_file(dir.path(), content) == dir.path().string() + " is not a regular file");
+  CHECK(content == "left as it was");
+  write_file(dir / "f", std::string("a\0b", 3));
+  CHECK(read_whole_file(dir / "f", content).empty());
+  CHECK(content == std::string("a\0b", 3));
 }

@@ -1,7 +1,7 @@
 #include <doctest/doctest.h>
 
 #include "actors/session.hpp"
-#include "actors/transcript.hpp"
+#include "store/transcript.hpp"
 #include "support/test_support.hpp"
 
 using namespace troupe;
@@ -76,30 +76,6 @@ TEST_CASE("a corrupt line before the end is an error naming the line") {
   CHECK(loaded.error().find("line 2 is not a valid message") != std::string::npos);
   // Nothing already written is lost.
   CHECK(read_file(path) == good + "\nnot json\n" + good + "\n");
-}
-
-TEST_CASE("the state file always holds exactly the last state written") {
-  temp_dir dir;
-  auto file = json_file::open(dir / "s/state.json");
-  REQUIRE(file);
-  loop_state big;
-  big.messages_count = 123456789;
-  big.total_steps = 987654321;
-  big.transition = transition_reason::structural_stop;
-  REQUIRE(file->write(big));
-  CHECK(*read_loop_state(dir / "s/state.json") == big);
-  auto big_size = std::filesystem::file_size(dir / "s/state.json");
-  loop_state small; // shorter JSON: padded, so the old tail cannot survive as garbage
-  small.turn_count = 4;
-  REQUIRE(file->write(small));
-  CHECK(*read_loop_state(dir / "s/state.json") == small);
-  CHECK(std::filesystem::file_size(dir / "s/state.json") == big_size);
-  CHECK(nlohmann::json::parse(read_file(dir / "s/state.json")).get<loop_state>() == small);
-  // Reopening keeps the content until the next write.
-  auto again = json_file::open(dir / "s/state.json");
-  REQUIRE(again);
-  CHECK(*read_loop_state(dir / "s/state.json") == small);
-  CHECK_FALSE(read_loop_state(dir / "missing.json"));
 }
 
 TEST_CASE("a torn line that cannot be saved aside stays in place, and appends after it stay readable") {
@@ -226,15 +202,43 @@ TEST_CASE("a number past a double's range is a bad line that names itself, not a
   }
 }
 
-TEST_CASE("a state file count past its range is an error (fuzz finding)") {
-  // Found by fuzz/targets/transcript.cpp: 4.77778e+48 converted into an int64_t is undefined.
+TEST_CASE("a reader never repairs nor reads a line its writer may still be writing") {
   temp_dir dir;
-  auto path = dir / "state.json";
-  write_file(path, R"({"messages_count":4.77778e+48,"turn_count":1,"step_count":2,"total_steps":2,
-    "auto_compact":{"compacted":false,"turns_since_compact":0,"consecutive_failures":0},
-    "max_output_recovery_count":0,"has_attempted_reactive_compact":false,
-    "stop_hook_active":false,"transition_reason":"next_turn","todos":[]})");
-  auto state = read_loop_state(path);
-  REQUIRE_FALSE(state);
-  CHECK(state.error().find("is not a loop state") != std::string::npos);
+  auto path = dir / "transcript.jsonl";
+  auto good = nlohmann::json(make_input("whole")).dump();
+  auto partial = nlohmann::json(make_input("being written")).dump();
+  partial.resize(partial.size() / 2);
+  write_file(path, good + "\n" + partial);
+  auto shown = load_transcript(path, transcript_access::reader);
+  REQUIRE(shown);
+  REQUIRE(shown->messages.size() == 1);
+  CHECK(shown->messages[0].content == "whole");
+  CHECK(shown->repair_note.empty());
+  // The file is as it was: the line may be finished by the process that owns it.
+  CHECK(read_file(path) == good + "\n" + partial);
+  CHECK_FALSE(std::filesystem::exists(path.string() + ".torn"));
+  // A whole last line without its newline is read, and not completed by a reader.
+  write_file(path, good);
+  auto whole = load_transcript(path, transcript_access::reader);
+  REQUIRE(whole);
+  CHECK(whole->messages.size() == 1);
+  CHECK(read_file(path) == good);
+}
+
+TEST_CASE("the first prompt of a transcript is its first user message from a prompt") {
+  temp_dir dir;
+  auto path = dir / "transcript.jsonl";
+  auto notice = make_input("a notification first", message_origin::task_notification);
+  auto prompt = make_input(std::string(300, 'p'));
+  prompt.timestamp_ms = 1234;
+  write_file(path, nlohmann::json(notice).dump() + "\nnot json\n" + nlohmann::json(prompt).dump() +
+                     "\n" + nlohmann::json(make_input("second prompt")).dump() + "\n");
+  auto first = read_first_prompt(path);
+  REQUIRE(first);
+  CHECK(first->text == std::string(200, 'p'));
+  CHECK(first->timestamp_ms == 1234);
+  CHECK(read_first_prompt(path, 10)->text == std::string(10, 'p'));
+  write_file(path, nlohmann::json(notice).dump() + "\n");
+  CHECK_FALSE(read_first_prompt(path));
+  CHECK_FALSE(read_first_prompt(dir / "missing.jsonl"));
 }

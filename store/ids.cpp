@@ -1,4 +1,4 @@
-#include "actors/ids.hpp"
+#include "store/ids.hpp"
 
 #include <sys/random.h>
 

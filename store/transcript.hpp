@@ -1,36 +1,18 @@
 #pragma once
-// The session's files: transcript.jsonl (append-only) and state.json (the loop state).
+// A session's transcript: transcript.jsonl, one message per line, append-only; and the rules for
+// a line a crash tore (transcript.jsonl.torn).
 
+#include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
-#include <utility>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "protocol/expected.hpp"
-#include "protocol/loop_state.hpp"
 #include "protocol/message.hpp"
+#include "protocol/private_files.hpp"
 
 namespace troupe {
-
-/// Owns a file descriptor and closes it once.
-class file_handle {
-public:
-  file_handle() = default;
-  explicit file_handle(int fd) : fd_(fd) {}
-  file_handle(const file_handle&) = delete;
-  file_handle& operator=(const file_handle&) = delete;
-  file_handle(file_handle&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  file_handle& operator=(file_handle&& other) noexcept;
-  ~file_handle();
-
-  int get() const { return fd_; }
-  explicit operator bool() const { return fd_ >= 0; }
-
-private:
-  int fd_ = -1;
-};
 
 /// Appends messages to a transcript, one JSON object per line, each line one write(2).
 class transcript_writer {
@@ -76,26 +58,13 @@ enum class transcript_access { owner, reader };
 expected<loaded_transcript> load_transcript(const std::filesystem::path& path,
                                             transcript_access access = transcript_access::owner);
 
-/// Keeps a small JSON file up to date (state.json after every step, session.json after every
-/// turn): rewritten in place, one pwrite(2) per update, no rename: a rename over an existing
-/// file costs ~0.4 ms on ext4 (it forces the old data out), more than the rest of a step
-/// together. A crashing process cannot tear a single write; a reader racing a write may have
-/// to read again.
-class json_file {
-public:
-  /// Opens (creating if needed) the file at path.
-  static expected<json_file> open(const std::filesystem::path& path);
-
-  /// Replaces the file's content with the given value.
-  expected<bool> write(const nlohmann::json& value);
-
-private:
-  file_handle fd_;
-  size_t size_ = 0;
-  std::filesystem::path path_;
+/// The first prompt a transcript holds (a user message from a prompt): its text cut to
+/// `max_bytes` and when it was written. For a session written before session.json existed.
+struct first_prompt {
+  std::string text;
+  int64_t timestamp_ms = 0;
 };
-
-/// Reads a state file (state.json).
-expected<loop_state> read_loop_state(const std::filesystem::path& path);
+std::optional<first_prompt> read_first_prompt(const std::filesystem::path& path,
+                                             size_t max_bytes = 200);
 
 } // namespace troupe

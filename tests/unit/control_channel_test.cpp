@@ -5,7 +5,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include "actors/control_endpoint.hpp"
+#include "store/control_channel.hpp"
 #include "support/test_support.hpp"
 
 using namespace troupe;
@@ -62,15 +62,15 @@ TEST_CASE("a socket too deep for an address is reached through its directory's d
 
 TEST_CASE("control.json: missing, unreadable and foreign files say what is wrong") {
   temp_dir dir;
-  auto missing = read_control_file(dir.path());
+  auto missing = read_control_file(session_paths{dir.path()});
   REQUIRE(!missing);
   CHECK(missing.error().find("is missing") != std::string::npos);
   write_file(dir / "control.json", R"({"port": 4242, "token": "t", "pid": 1})");
-  auto old = read_control_file(dir.path());
+  auto old = read_control_file(session_paths{dir.path()});
   REQUIRE(!old);
   CHECK(old.error().find("names no socket") != std::string::npos);
   write_file(dir / "control.json", R"({"socket": "control.sock", "token": "t", "pid": 1})");
-  auto good = read_control_file(dir.path());
+  auto good = read_control_file(session_paths{dir.path()});
   REQUIRE(good);
   CHECK(good->socket == "control.sock");
   CHECK(good->token == "t");
@@ -81,7 +81,7 @@ TEST_CASE("control.json: missing, unreadable and foreign files say what is wrong
     write_file(dir / "control.json",
                std::string{R"({"socket": "control.sock", "token": "t", "pid": )"} + pid + "}");
     expected<control_file> odd = failure{"not read"};
-    CHECK_NOTHROW(odd = read_control_file(dir.path()));
+    CHECK_NOTHROW(odd = read_control_file(session_paths{dir.path()}));
     REQUIRE(odd);
     CHECK(odd->pid == 0);
   }

@@ -1,7 +1,4 @@
-// The client side of the control endpoint (what `troupe notify`, `interrupt` and `background`
-// use) and the wire format both sides share: control.json and the request line.
-
-#include "actors/control_endpoint.hpp"
+#include "store/control_channel.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -15,8 +12,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "actors/ids.hpp"
 #include "protocol/bounded_json.hpp"
+#include "protocol/private_files.hpp"
+#include "store/ids.hpp"
 
 namespace troupe {
 
@@ -27,17 +25,6 @@ constexpr size_t max_answer = 1024 * 1024;
 
 // control.json is a few dozen bytes; anything much larger is not one.
 constexpr size_t max_control_file = 64 * 1024;
-
-struct descriptor {
-  int fd = -1;
-  explicit descriptor(int f) : fd(f) {}
-  descriptor(const descriptor&) = delete;
-  descriptor& operator=(const descriptor&) = delete;
-  ~descriptor() {
-    if (fd >= 0)
-      ::close(fd);
-  }
-};
 
 bool denied(int error) { return error == EACCES || error == EPERM; }
 
@@ -50,10 +37,10 @@ int left_ms(std::chrono::steady_clock::time_point deadline) {
 
 } // namespace
 
-expected<control_file> read_control_file(const std::filesystem::path& session_dir) {
-  auto path = session_dir / "control.json";
-  descriptor fd{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
-  if (fd.fd < 0) {
+expected<control_file> read_control_file(const session_paths& session) {
+  auto path = session.control();
+  file_handle fd{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  if (!fd) {
     int error = errno;
     if (error == ENOENT)
       return failure{"no control endpoint (" + path.string() + " is missing)"};
@@ -65,7 +52,7 @@ expected<control_file> read_control_file(const std::filesystem::path& session_di
   std::string text;
   char chunk[4096];
   for (;;) {
-    auto n = ::read(fd.fd, chunk, sizeof chunk);
+    auto n = ::read(fd.get(), chunk, sizeof chunk);
     if (n < 0 && errno == EINTR)
       continue;
     if (n < 0) {
@@ -94,14 +81,14 @@ expected<control_file> read_control_file(const std::filesystem::path& session_di
   return file;
 }
 
-expected<ino_t> write_control_file(int dir_fd, const std::filesystem::path& dir,
+expected<ino_t> write_control_file(int dir_fd, const session_paths& session,
                                    const std::string& socket, const std::string& token) {
   auto text = nlohmann::json{{"version", 2}, {"socket", socket}, {"token", token},
                              {"pid", ::getpid()}}
                 .dump() +
               "\n";
-  auto temp = "control.json." + random_hex(6);
-  auto path = (dir / "control.json").string();
+  auto temp = std::string{session_paths::control_file_name} + "." + random_hex(6);
+  auto path = session.control().string();
   auto fail = [&](int error) -> expected<ino_t> {
     ::unlinkat(dir_fd, temp.c_str(), 0);
     return failure{"cannot write " + path + ": " +
@@ -119,7 +106,7 @@ expected<ino_t> write_control_file(int dir_fd, const std::filesystem::path& dir,
   ::close(fd);
   if (written != static_cast<ssize_t>(text.size()))
     return fail(error);
-  if (::renameat(dir_fd, temp.c_str(), dir_fd, "control.json") != 0)
+  if (::renameat(dir_fd, temp.c_str(), dir_fd, session_paths::control_file_name) != 0)
     return fail(errno);
   return st.st_ino;
 }
@@ -175,11 +162,11 @@ expected<sockaddr_un> control_socket_address(const std::filesystem::path& dir,
   return address;
 }
 
-expected<control_reply> send_control(const std::filesystem::path& session_dir,
-                                     control_command command, const std::string& arg,
-                                     std::chrono::milliseconds timeout) {
+expected<control_reply> send_control(const session_paths& session, control_command command,
+                                     const std::string& arg, std::chrono::milliseconds timeout) {
+  const auto& session_dir = session.dir();
   auto deadline = std::chrono::steady_clock::now() + timeout;
-  auto file = read_control_file(session_dir);
+  auto file = read_control_file(session);
   if (!file)
     return failure{file.error()};
   if (file->pid > 0 && ::kill(static_cast<pid_t>(file->pid), 0) < 0 && errno == ESRCH)
@@ -190,39 +177,39 @@ expected<control_reply> send_control(const std::filesystem::path& session_dir,
     return failure{"the command is too long (a request holds at most " +
                    std::to_string(max_control_request) + " bytes)"};
   auto where = (session_dir / file->socket).string();
-  descriptor dir{::open(session_dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC)};
-  if (dir.fd < 0) {
+  file_handle dir{::open(session_dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC)};
+  if (!dir) {
     int error = errno;
     return failure{(denied(error) ? "permission denied: cannot open " : "cannot open ") +
                    session_dir.string() + ": " + std::strerror(error)};
   }
-  auto address = control_socket_address(session_dir, file->socket, dir.fd);
+  auto address = control_socket_address(session_dir, file->socket, dir.get());
   if (!address)
     return failure{address.error()};
-  descriptor sock{::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)};
-  if (sock.fd < 0)
+  file_handle sock{::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)};
+  if (!sock)
     return failure{std::string{"cannot create a socket: "} + std::strerror(errno)};
   // A full backlog makes connect wait: no longer than the whole exchange may take.
   timeval wait{};
   wait.tv_sec = std::max(1, left_ms(deadline) / 1000);
-  ::setsockopt(sock.fd, SOL_SOCKET, SO_SNDTIMEO, &wait, sizeof wait);
-  if (::connect(sock.fd, reinterpret_cast<const sockaddr*>(&*address), sizeof *address) != 0) {
+  ::setsockopt(sock.get(), SOL_SOCKET, SO_SNDTIMEO, &wait, sizeof wait);
+  if (::connect(sock.get(), reinterpret_cast<const sockaddr*>(&*address), sizeof *address) != 0) {
     int error = errno;
     if (denied(error))
       return failure{"permission denied: cannot connect to " + where};
     return failure{"cannot reach the session at " + where + ": " + std::strerror(error)};
   }
-  ::fcntl(sock.fd, F_SETFL, ::fcntl(sock.fd, F_GETFL) | O_NONBLOCK);
+  ::fcntl(sock.get(), F_SETFL, ::fcntl(sock.get(), F_GETFL) | O_NONBLOCK);
   auto timed_out = [&] {
     return failure{"the session did not answer within " + std::to_string(timeout.count()) +
                    " ms"};
   };
   size_t sent = 0;
   while (sent < request.size()) {
-    pollfd p{sock.fd, POLLOUT, 0};
+    pollfd p{sock.get(), POLLOUT, 0};
     if (::poll(&p, 1, left_ms(deadline)) == 0)
       return timed_out();
-    auto n = ::send(sock.fd, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
+    auto n = ::send(sock.get(), request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
     if (n < 0 && (errno == EAGAIN || errno == EINTR))
       continue;
     if (n < 0) {
@@ -234,10 +221,10 @@ expected<control_reply> send_control(const std::filesystem::path& session_dir,
   std::string answer;
   char chunk[4096];
   for (;;) {
-    pollfd p{sock.fd, POLLIN, 0};
+    pollfd p{sock.get(), POLLIN, 0};
     if (::poll(&p, 1, left_ms(deadline)) == 0)
       return timed_out();
-    auto n = ::recv(sock.fd, chunk, sizeof chunk, 0);
+    auto n = ::recv(sock.get(), chunk, sizeof chunk, 0);
     if (n < 0 && (errno == EAGAIN || errno == EINTR))
       continue;
     if (n < 0) {

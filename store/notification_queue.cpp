@@ -1,4 +1,4 @@
-#include "actors/notification_queue.hpp"
+#include "store/notification_queue.hpp"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -13,10 +13,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "actors/ids.hpp"
-#include "actors/transcript.hpp"
+#include "store/ids.hpp"
+#include "store/transcript.hpp"
 #include "protocol/bounded_json.hpp"
-#include "tools/private_files.hpp"
+#include "protocol/private_files.hpp"
 
 namespace troupe {
 

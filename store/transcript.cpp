@@ -1,4 +1,4 @@
-#include "actors/transcript.hpp"
+#include "store/transcript.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "protocol/bounded_json.hpp"
-#include "tools/private_files.hpp"
+#include "protocol/private_files.hpp"
 
 namespace troupe {
 
@@ -82,20 +82,6 @@ std::string save_torn(const std::filesystem::path& torn, const std::string& line
 }
 
 } // namespace
-
-file_handle& file_handle::operator=(file_handle&& other) noexcept {
-  if (this != &other) {
-    if (fd_ >= 0)
-      ::close(fd_);
-    fd_ = std::exchange(other.fd_, -1);
-  }
-  return *this;
-}
-
-file_handle::~file_handle() {
-  if (fd_ >= 0)
-    ::close(fd_);
-}
 
 expected<transcript_writer> transcript_writer::open(const std::filesystem::path& path) {
   if (auto problem = make_private_dirs(path.parent_path()); !problem.empty())
@@ -211,53 +197,18 @@ expected<loaded_transcript> load_transcript(const std::filesystem::path& path,
   return result;
 }
 
-expected<json_file> json_file::open(const std::filesystem::path& path) {
-  if (auto problem = make_private_dirs(path.parent_path()); !problem.empty())
-    return failure{problem};
-  int fd = open_private(path, O_WRONLY);
-  if (fd < 0)
-    return failure{"cannot open " + path.string() + ": " + std::strerror(errno)};
-  std::error_code ec;
-  json_file file;
-  file.fd_ = file_handle{fd};
-  file.size_ = std::filesystem::file_size(path, ec);
-  file.path_ = path;
-  return file;
-}
-
-expected<bool> json_file::write(const nlohmann::json& value) {
-  if (!fd_)
-    return failure{path_.string() + " is not open"};
-  auto text = value.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
-  // Padding to the old size (JSON allows trailing whitespace) keeps it one write: no
-  // truncate, so no moment at which the file holds a mix of two states.
-  if (text.size() < size_)
-    text.append(size_ - text.size(), ' ');
-  errno = 0;
-  auto n = ::pwrite(fd_.get(), text.data(), text.size(), 0);
-  if (n != static_cast<ssize_t>(text.size()))
-    return failure{"cannot write " + path_.string() + ": " +
-                   (n < 0 && errno != 0 ? std::string{std::strerror(errno)}
-                                        : "short write: " + std::to_string(n < 0 ? 0 : n) +
-                                            " of " + std::to_string(text.size()) + " bytes")};
-  size_ = text.size();
-  return true;
-}
-
-expected<loop_state> read_loop_state(const std::filesystem::path& path) {
+std::optional<first_prompt> read_first_prompt(const std::filesystem::path& path,
+                                             size_t max_bytes) {
   std::ifstream in{path, std::ios::binary};
-  if (!in)
-    return failure{"cannot read " + path.string()};
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  auto parsed = parse_json_bounded(buffer.str(), max_record_depth);
-  if (!parsed)
-    return failure{path.string() + " is not valid JSON"};
-  try {
-    return parsed->get<loop_state>();
-  } catch (const nlohmann::json::exception& e) {
-    return failure{path.string() + " is not a loop state: " + e.what()};
+  std::string line;
+  while (std::getline(in, line)) {
+    auto parsed = parse_json_bounded(line, max_record_depth);
+    auto m = parsed ? std::move(*parsed) : nlohmann::json{};
+    if (m.is_object() && m.value("role", "") == "user" && m.value("origin", "") == "prompt")
+      return first_prompt{m.value("content", std::string{}).substr(0, max_bytes),
+                          m.value("timestamp_ms", int64_t{0})};
   }
+  return std::nullopt;
 }
 
 } // namespace troupe

@@ -1,4 +1,4 @@
-#include "tools/private_files.hpp"
+#include "protocol/private_files.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -6,9 +6,25 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <vector>
 
 namespace troupe {
+
+file_handle& file_handle::operator=(file_handle&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0)
+      ::close(fd_);
+    fd_ = std::exchange(other.fd_, -1);
+  }
+  return *this;
+}
+
+file_handle::~file_handle() {
+  if (fd_ >= 0)
+    ::close(fd_);
+}
 
 std::string make_private_dirs(const std::filesystem::path& dir) {
   if (dir.empty())
@@ -69,6 +85,22 @@ std::string write_private_file(const std::filesystem::path& path, const std::str
   if (::close(fd) != 0 && problem.empty())
     problem = "cannot write " + path.string() + ": " + std::strerror(errno);
   return problem;
+}
+
+std::string read_whole_file(const std::filesystem::path& path, std::string& content) {
+  std::error_code ec;
+  auto status = std::filesystem::status(path, ec);
+  if (ec || !std::filesystem::exists(status))
+    return "cannot read " + path.string() + ": no such file";
+  if (!std::filesystem::is_regular_file(status))
+    return path.string() + " is not a regular file";
+  std::ifstream in{path, std::ios::binary};
+  if (!in)
+    return "cannot read " + path.string() + ": permission denied";
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  content = std::move(buffer).str();
+  return {};
 }
 
 } // namespace troupe

@@ -1,0 +1,33 @@
+#pragma once
+// The run lock: `<session>/session.lock`, an exclusive open-file-description lock held by the one
+// process that runs a session; and the liveness probe that asks for it without taking it.
+
+#include <filesystem>
+#include <memory>
+
+#include "protocol/expected.hpp"
+#include "store/session_paths.hpp"
+
+namespace troupe {
+
+/// An exclusive lock on a session's session.lock, held for as long as the object lives: one
+/// process runs a session at a time.
+class session_lock {
+public:
+  /// Takes the lock of `session` (its directory created 0700 if needed, an older one tightened);
+  /// fails, saying so, when another process holds it.
+  static expected<std::shared_ptr<session_lock>> take(const session_paths& session);
+  session_lock(const session_lock&) = delete;
+  session_lock& operator=(const session_lock&) = delete;
+  ~session_lock();
+
+private:
+  explicit session_lock(int fd) : fd_(fd) {}
+  int fd_ = -1;
+};
+
+/// True when a process holds the lock of `session` (it is running). Asks, never takes: a probe
+/// never gets in the way of a run that is starting.
+bool session_running(const session_paths& session);
+
+} // namespace troupe

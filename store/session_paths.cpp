@@ -1,0 +1,45 @@
+#include "store/session_paths.hpp"
+
+#include "store/notification_queue.hpp"
+
+namespace troupe {
+
+std::filesystem::path sessions_root(const std::filesystem::path& troupe_home) {
+  return troupe_home / "sessions";
+}
+
+session_paths session_paths::top_level(const std::filesystem::path& troupe_home,
+                                       const std::string& id) {
+  return session_paths{sessions_root(troupe_home) / id};
+}
+
+bool session_paths::is_agent() const {
+  return dir_.has_parent_path() && dir_.parent_path().filename() == agents_dir_name;
+}
+
+std::optional<session_paths> session_paths::launcher() const {
+  if (!is_agent())
+    return std::nullopt;
+  return session_paths{dir_.parent_path().parent_path()};
+}
+
+session_paths session_paths::top() const {
+  auto at = *this;
+  while (auto up = at.launcher())
+    at = *up;
+  return at;
+}
+
+std::string session_paths::path_below_top() const {
+  return is_agent() ? dir_.lexically_relative(top().dir_).generic_string() : std::string{};
+}
+
+bool session_paths::belongs_to_original(const std::filesystem::path& file_name) const {
+  for (const auto& own : {lock(), control(), dir_ / control_socket_name, queue(),
+                          set_aside_path(queue())})
+    if (file_name == own.filename())
+      return true;
+  return false;
+}
+
+} // namespace troupe
