@@ -245,7 +245,7 @@ caf::result<tool_result> launch(self_ptr self, const tool_call& call) {
       return promise;
     }
     if (c == st.agents.end() &&
-        !std::filesystem::exists(st.config.owner_dir.agent(resume).transcript()))
+        !holds_session(st.config.owner_dir.agent(resume)))
       return error_result("no agent '" + resume + "' in this session (agents: " +
                           agent_ids(st) + ")");
   }
@@ -319,36 +319,35 @@ caf::result<tool_result> launch(self_ptr self, const tool_call& call) {
 caf::result<control_reply> control(self_ptr self, control_command command,
                                    const std::string& arg) {
   auto& st = self->state;
+  auto step = first_agent_of(arg);
   if ((command == control_command::interrupt_agent ||
        command == control_command::notify_agent) &&
-      arg.rfind("agents/", 0) != 0)
+      !step)
     return control_error(std::string{to_string(command)} +
                          " takes the agent's path, agents/X[/agents/Y…]");
   if ((command == control_command::background || command == control_command::interrupt_agent ||
        command == control_command::notify_agent) &&
-      arg.rfind("agents/", 0) == 0) {
+      step) {
     // An agent below, named by its path: agents/X/agents/Y goes to X as Y (`background` takes
     // a child's bare id), and `interrupt-agent agents/X` interrupts X. A command of its own,
     // not `interrupt` with an argument: a session run by an older troupe, which ignores the
     // argument, refuses it instead of interrupting itself. `notify-agent agents/X` has X read
     // its own durable queue (`troupe notify` appended to it), so the notification takes the
     // way of X's own `notify`, with its rules.
-    auto rest = arg.substr(7);
-    auto slash = rest.find('/');
-    auto c = st.agents.find(rest.substr(0, slash));
-    bool to_child_itself =
-      slash == std::string::npos && command != control_command::background;
-    if ((slash == std::string::npos && !to_child_itself) || c == st.agents.end() ||
+    auto c = st.agents.find(step->agent_id);
+    bool to_child_itself = step->below.empty() && command != control_command::background;
+    if ((step->below.empty() && !to_child_itself) || c == st.agents.end() ||
         !c->second.running() || !c->second.actor)
-      return control_error("no running agent " + rest.substr(0, slash) + " in session " +
+      return control_error("no running agent " + step->agent_id + " in session " +
                            st.config.owner_id);
     auto forwarded = !to_child_itself                             ? command
                      : command == control_command::interrupt_agent ? control_command::interrupt
                                                                    : control_command::poke;
-    auto inner = to_child_itself ? std::string{} : rest.substr(slash + 1);
-    if (command == control_command::background && inner.rfind("agents/", 0) == 0 &&
-        inner.find('/', 7) == std::string::npos)
-      inner = inner.substr(7);
+    auto inner = step->below;
+    // `background` names the agent to move by its bare id once it reaches that agent's parent.
+    if (auto next = first_agent_of(inner); command == control_command::background && next &&
+                                           next->below.empty())
+      inner = next->agent_id;
     auto promise = self->make_response_promise<control_reply>();
     self->request(c->second.actor, std::chrono::seconds{5}, control_atom::value, forwarded, inner)
       .then([=](const control_reply& answer) mutable { promise.deliver(answer); },

@@ -19,10 +19,10 @@ class actor_system;
 
 namespace troupe {
 
-/// Opens `session_dir`'s control.sock (replacing a stale one: call it with the session's lock
-/// held) and writes its control.json, then serves them until `session` ends. Returns
-/// the endpoint's loop (a detached actor).
+/// Opens the control.sock of the session at `paths` (replacing a stale one: call it with the
+/// session's lock held) and writes its control.json, then serves them until `session` ends.
+/// Returns the endpoint's loop (a detached actor).
 expected<caf::actor> spawn_control_endpoint(caf::actor_system& sys, session_actor session,
-                                            const session_paths& session_dir);
+                                            const session_paths& paths);
 
 } // namespace troupe

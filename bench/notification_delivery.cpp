@@ -120,7 +120,7 @@ void lost_wakeups(const std::string& binary, size_t children, size_t external) {
   auto registry = std::make_shared<const tool_registry>(make_builtin_registry());
   session_config config;
   config.session_id = "bench-parent";
-  config.session_dir = home / "sessions" / config.session_id;
+  config.session_dir = session_paths::top_level(home, config.session_id).dir();
   config.cwd = root / "work";
   config.model_name = "scripted:bench";
   config.registry = registry;
@@ -143,7 +143,7 @@ void lost_wakeups(const std::string& binary, size_t children, size_t external) {
     child.registry = registry;
     child.depth = l.depth;
     child.parent = parent_actor;
-    child.parent_queue = config.session_dir / "queue.jsonl";
+    child.parent_queue = config.paths().queue();
     child.disk = config.disk;
     child.initial_inputs.push_back(make_input(l.prompt, message_origin::parent));
     return spawn_agent(system, std::move(child), tools, spawn_scripted_model(system, lines));
@@ -153,10 +153,10 @@ void lost_wakeups(const std::string& binary, size_t children, size_t external) {
   config.subscribers.push_back(sys.spawn(bench::end_sink, &done, terminal_reason::completed));
   auto session = spawn_agent(sys, config, tools, spawn_scripted_model(sys, parent));
   caf::anon_send(session, start_atom::value);
-  auto transcript = config.session_dir / "transcript.jsonl";
+  auto transcript = config.paths().transcript();
   while (!std::filesystem::exists(transcript))
     std::this_thread::sleep_for(std::chrono::milliseconds{1});
-  auto endpoint = spawn_control_endpoint(sys, session, session_paths{config.session_dir});
+  auto endpoint = spawn_control_endpoint(sys, session, config.paths());
   if (!endpoint) {
     std::fprintf(stderr, "%s\n", endpoint.error().c_str());
     return;

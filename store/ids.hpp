@@ -1,5 +1,5 @@
 #pragma once
-// Identifiers and clocks shared by the actors.
+// Identifiers and clocks: session, message and agent ids, secrets, the time.
 
 #include <cstdint>
 #include <string>

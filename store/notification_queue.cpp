@@ -14,7 +14,6 @@
 #include <nlohmann/json.hpp>
 
 #include "store/ids.hpp"
-#include "store/transcript.hpp"
 #include "protocol/bounded_json.hpp"
 #include "protocol/private_files.hpp"
 
@@ -159,10 +158,6 @@ private:
 };
 
 } // namespace
-
-std::filesystem::path set_aside_path(const std::filesystem::path& queue) {
-  return queue.string() + ".bad";
-}
 
 expected<bool> append_notification(const std::filesystem::path& queue,
                                    const task_notification& notification, size_t cap) {

@@ -14,6 +14,7 @@
 
 #include "protocol/expected.hpp"
 #include "protocol/notification.hpp"
+#include "store/session_paths.hpp"
 
 namespace troupe {
 
@@ -30,9 +31,6 @@ inline constexpr size_t notification_size_ceiling = size_t{64} << 20;
 /// Longest queue line a reader takes in for texts of up to `text_cap` bytes: every byte of the
 /// text escaped (\u00XX), plus room for the other fields.
 constexpr size_t queue_line_limit(size_t text_cap) { return text_cap * 6 + 65536; }
-
-/// Where readers set aside the lines of `queue` they cannot deliver (queue.jsonl.bad).
-std::filesystem::path set_aside_path(const std::filesystem::path& queue);
 
 /// Appends one notification. Fails when the queue already holds `cap` entries or the file
 /// cannot be written; the error says which. A failed write leaves the file as it was; an

@@ -55,10 +55,6 @@ std::string access_problem(const session_paths& session) {
   return {};
 }
 
-bool has_transcript(const session_paths& session, std::error_code& ec) {
-  return std::filesystem::exists(session.transcript(), ec);
-}
-
 // The subagents of `parent`, depth first, below `depth`; live while the top-level session
 // runs and each says it runs (a subagent runs in its top-level session's process).
 void add_agents(const stored_session& parent, bool top_live, int depth,
@@ -105,9 +101,13 @@ std::vector<session_info> agents_of(const session_paths& session) {
   std::vector<session_info> agents;
   std::error_code ec;
   for (auto it = std::filesystem::directory_iterator(session.agents(), ec);
-       !ec && it != std::filesystem::directory_iterator(); it.increment(ec))
-    if (it->is_directory(ec) && has_transcript(session_paths{it->path()}, ec))
-      agents.push_back(read_session(session_paths{it->path()}).info);
+       !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+    // One agent's directory that cannot be looked into is passed over, not the end of the list.
+    std::error_code entry_ec;
+    session_paths agent{it->path()};
+    if (it->is_directory(entry_ec) && holds_session(agent))
+      agents.push_back(read_session(agent).info);
+  }
   std::sort(agents.begin(), agents.end(),
             [](const session_info& a, const session_info& b) { return a.id < b.id; });
   return agents;
@@ -130,7 +130,9 @@ expected<loaded_session> load_session(const session_paths& session, transcript_a
   // The transcript is the source of truth; the state only carries counters over.
   std::error_code ec;
   if (std::filesystem::exists(session.state(), ec)) {
-    if (auto state = read_loop_state(session.state()))
+    // Its owner holds the lock: nobody rewrites it meanwhile, and a torn one stays torn.
+    int tries = access == transcript_access::owner ? 1 : torn_read_tries;
+    if (auto state = read_loop_state(session.state(), tries))
       loaded.state = *state;
     else
       loaded.state_problem = state.error();
@@ -146,7 +148,7 @@ expected<std::vector<stored_session>> session_catalog::list() const {
     // Another user's session is listed as unreadable, not skipped nor taken for unknown.
     std::error_code file_ec;
     session_paths session{it->path()};
-    if (has_transcript(session, file_ec) || denied(file_ec))
+    if (std::filesystem::exists(session.transcript(), file_ec) || denied(file_ec))
       out.push_back(read_session(session));
   }
   // Another user's sessions folder is not an empty one.
@@ -166,7 +168,7 @@ expected<session_paths> session_catalog::existing(const std::string& session_id)
   // A session that is starting has its control endpoint a moment before its transcript.
   std::error_code transcript_ec;
   std::error_code control_ec;
-  if (!has_transcript(session, transcript_ec) &&
+  if (!std::filesystem::exists(session.transcript(), transcript_ec) &&
       !std::filesystem::exists(session.control(), control_ec)) {
     if (denied(transcript_ec) || denied(control_ec))
       return failure{"permission denied: cannot read " + session.dir().string() +

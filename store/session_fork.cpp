@@ -67,9 +67,12 @@ expected<session_paths> fork_session(const stored_session& from, const session_p
         return fail(problem);
       continue;
     }
-    // Each subagent's own files are named as its session's are (agents/X/queue.jsonl …).
+    // In the session's own directory and each subagent's (agents/X/queue.jsonl …), not in
+    // tool-results/ or tasks/, whose files are whatever the tools named them.
     session_paths owner{it->path().parent_path()};
-    if (owner.belongs_to_original(it->path().filename()) || it->path() == source.info())
+    bool in_session_dir = owner == source || owner.is_agent();
+    if ((in_session_dir && owner.belongs_to_original(it->path().filename())) ||
+        it->path() == source.info())
       continue;
     std::string problem;
     if (kind == std::filesystem::file_type::symlink) {

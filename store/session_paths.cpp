@@ -1,8 +1,14 @@
 #include "store/session_paths.hpp"
 
-#include "store/notification_queue.hpp"
-
 namespace troupe {
+
+std::filesystem::path set_aside_path(const std::filesystem::path& queue) {
+  return queue.string() + ".bad";
+}
+
+std::filesystem::path torn_lines_path(const std::filesystem::path& transcript) {
+  return transcript.string() + ".torn";
+}
 
 std::filesystem::path sessions_root(const std::filesystem::path& troupe_home) {
   return troupe_home / "sessions";
@@ -11,6 +17,28 @@ std::filesystem::path sessions_root(const std::filesystem::path& troupe_home) {
 session_paths session_paths::top_level(const std::filesystem::path& troupe_home,
                                        const std::string& id) {
   return session_paths{sessions_root(troupe_home) / id};
+}
+
+bool holds_session(const session_paths& session) {
+  std::error_code ec;
+  return std::filesystem::exists(session.transcript(), ec);
+}
+
+std::optional<agent_path_step> first_agent_of(const std::string& path_below) {
+  auto prefix = std::string{session_paths::agents_dir_name} + "/";
+  if (path_below.rfind(prefix, 0) != 0)
+    return std::nullopt;
+  auto rest = path_below.substr(prefix.size());
+  auto slash = rest.find('/');
+  agent_path_step step{rest.substr(0, slash), {}};
+  if (step.agent_id.empty())
+    return std::nullopt;
+  if (slash != std::string::npos) {
+    step.below = rest.substr(slash + 1);
+    if (!first_agent_of(step.below))
+      return std::nullopt;
+  }
+  return step;
 }
 
 bool session_paths::is_agent() const {

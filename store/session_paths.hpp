@@ -9,6 +9,13 @@
 
 namespace troupe {
 
+/// Where readers set aside the lines of `queue` they cannot deliver (queue.jsonl.bad).
+std::filesystem::path set_aside_path(const std::filesystem::path& queue);
+
+/// Where the owner of `transcript` saves a torn last line before cutting it off
+/// (transcript.jsonl.torn).
+std::filesystem::path torn_lines_path(const std::filesystem::path& transcript);
+
 /// <troupe home>/sessions: the directory of every top-level session.
 std::filesystem::path sessions_root(const std::filesystem::path& troupe_home);
 
@@ -61,18 +68,35 @@ public:
   /// Its path below its top-level session ("agents/X", "agents/X/agents/Y"; empty for one).
   std::string path_below_top() const;
 
-  /// The files a session holds only while a process runs it, or that stay with the original
-  /// when it is copied: its lock, control file and socket, and its queue (and what was set
-  /// aside from it). A fork copies none of them.
+  /// Whether `file_name`, a file directly in this directory, is one a session holds only while a
+  /// process runs it, or that stays with the original when it is copied: its lock, control
+  /// file and socket, and its queue (and what was set aside from it). A fork copies none.
   bool belongs_to_original(const std::filesystem::path& file_name) const;
 
   friend bool operator==(const session_paths& a, const session_paths& b) {
     return a.dir_ == b.dir_;
   }
 
-private:
+  /// The name of the folder of a session's subagents.
   static constexpr const char* agents_dir_name = "agents";
+
+private:
   std::filesystem::path dir_;
 };
+
+/// True when `session`'s directory holds a session: it has a transcript (an id whose directory
+/// has none is free, or a session still starting).
+bool holds_session(const session_paths& session);
+
+/// A path below a session ("agents/X", "agents/X/agents/Y"), as the control channel routes a
+/// command down the tree: its first agent, and the path below that agent ("" for X itself).
+struct agent_path_step {
+  std::string agent_id;
+  std::string below;
+};
+
+/// Splits `path_below` at its first agent; none when it is not agents/<id>[/agents/<id>…]
+/// (an empty id, a trailing slash, anything but "agents" between ids).
+std::optional<agent_path_step> first_agent_of(const std::string& path_below);
 
 } // namespace troupe

@@ -18,8 +18,8 @@ namespace {
 
 // Reads the object written by a json_file at `path` as a T; the error says it is not `what`.
 template <class T>
-expected<T> read_json_as(const std::filesystem::path& path, const char* what) {
-  auto json = read_json_object(path);
+expected<T> read_json_as(const std::filesystem::path& path, const char* what, int tries) {
+  auto json = read_json_object(path, tries);
   if (!json)
     return failure{json.error()};
   try {
@@ -86,12 +86,12 @@ expected<nlohmann::json> read_json_object(const std::filesystem::path& path, int
   return failure{problem};
 }
 
-expected<loop_state> read_loop_state(const std::filesystem::path& path) {
-  return read_json_as<loop_state>(path, "a loop state");
+expected<loop_state> read_loop_state(const std::filesystem::path& path, int tries) {
+  return read_json_as<loop_state>(path, "a loop state", tries);
 }
 
-expected<session_info> read_session_info(const std::filesystem::path& path) {
-  return read_json_as<session_info>(path, "a session's");
+expected<session_info> read_session_info(const std::filesystem::path& path, int tries) {
+  return read_json_as<session_info>(path, "a session's", tries);
 }
 
 } // namespace troupe

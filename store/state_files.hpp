@@ -44,10 +44,14 @@ inline constexpr int torn_read_tries = 5;
 expected<nlohmann::json> read_json_object(const std::filesystem::path& path,
                                           int tries = torn_read_tries);
 
-/// Reads a state file (state.json).
-expected<loop_state> read_loop_state(const std::filesystem::path& path);
+/// Reads a state file (state.json), `tries` times while it reads torn (1: its owner reads it,
+/// and nobody writes it meanwhile).
+expected<loop_state> read_loop_state(const std::filesystem::path& path,
+                                     int tries = torn_read_tries);
 
-/// Reads session.json; an error when it is missing or not a session's.
-expected<session_info> read_session_info(const std::filesystem::path& path);
+/// Reads session.json, `tries` times while it reads torn; an error when it is missing or not a
+/// session's.
+expected<session_info> read_session_info(const std::filesystem::path& path,
+                                         int tries = torn_read_tries);
 
 } // namespace troupe

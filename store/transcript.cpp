@@ -13,6 +13,7 @@
 
 #include "protocol/bounded_json.hpp"
 #include "protocol/private_files.hpp"
+#include "store/session_paths.hpp"
 
 namespace troupe {
 
@@ -133,7 +134,7 @@ expected<loaded_transcript> load_transcript(const std::filesystem::path& path,
   std::string line;
   size_t pos = 0;
   size_t line_number = 0;
-  auto torn_path = std::filesystem::path{path.string() + ".torn"};
+  auto torn_path = torn_lines_path(path);
   while (std::getline(in, line)) {
     ++line_number;
     bool whole = !in.eof();

@@ -30,6 +30,7 @@ STORE_FORBIDDEN = [
 ]
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([a-z_]+)/', re.M)
+RELATIVE = re.compile(r'^\s*#\s*include\s*"\.\.?/', re.M)
 
 
 def main():
@@ -37,6 +38,9 @@ def main():
     for folder, allowed in MAY_INCLUDE.items():
         for source in sorted((ROOT / folder).glob("*.[ch]pp")):
             text = source.read_text(encoding="utf-8")
+            if RELATIVE.search(text):
+                problems.append(f"{source.relative_to(ROOT)} includes by a relative path "
+                                f"(\"../…\"): name the folder")
             for included in INCLUDE.findall(text):
                 if included != folder and included in MAY_INCLUDE and included not in allowed:
                     problems.append(f"{source.relative_to(ROOT)} includes {included}/, "

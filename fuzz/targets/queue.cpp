@@ -1,4 +1,4 @@
-// The durable queue's line reader (actors/notification_queue): reading, then dropping what was
+// The durable queue's line reader (store/notification_queue): reading, then dropping what was
 // read and delivered.
 
 #include <set>

@@ -1,4 +1,4 @@
-// The transcript line reader (actors/transcript): as a reader, and as the owner that repairs a
+// The transcript line reader (store/transcript): as a reader, and as the owner that repairs a
 // torn last line; and the state file reader on the same bytes.
 
 #include <unistd.h>
@@ -44,7 +44,7 @@ int transcript(const uint8_t* data, size_t size) {
   }
   ::unlink(torn.c_str());
   write_scratch(path, data, size);
-  read_loop_state(path);
+  read_loop_state(path, 1); // once: nothing rewrites it
   return 0;
 }
 

@@ -156,11 +156,27 @@ TEST_CASE("another user's sessions folder is permission denied for ls, not an em
   REQUIRE(f.run({"--model", f.script({text_line("done")}), "--session-id", "one", "hi"})
             .exit_code == 0);
   other_user other{f};
-  fs::permissions(f.dir / "home/sessions", fs::perms(other.as_nobody ? 0700 : 0));
+  auto sessions = f.dir / "home/sessions";
+  auto denied = "permission denied: cannot read " + sessions.string();
+  fs::permissions(sessions, fs::perms(other.as_nobody ? 0700 : 0));
   auto r = other.troupe({"ls"});
-  fs::permissions(f.dir / "home/sessions", fs::perms(0755));
+  // A session looked up by name, or the newest of a workspace, is not "unknown" either.
+  std::vector<process_result> named;
+  for (auto& args : std::vector<std::vector<std::string>>{
+         {"show", "a name"}, {"notify", "a name", "x"}, {"rm", "a name"},
+         {"interrupt", "a name"}})
+    named.push_back(other.troupe(args));
+  auto continued = other.troupe({"run", "--continue", "go on"});
+  fs::permissions(sessions, fs::perms(0755));
   CHECK(r.exit_code == 1);
-  CHECK(r.err.find("permission denied: cannot read " + (f.dir / "home/sessions").string()) !=
-        std::string::npos);
+  CHECK(r.err.find(denied) != std::string::npos);
   CHECK(r.out.find("no sessions yet") == std::string::npos);
+  for (auto& n : named) {
+    INFO(n.err);
+    CHECK(n.exit_code == 1);
+    CHECK(n.err.find(denied) != std::string::npos);
+  }
+  INFO(continued.err);
+  CHECK(continued.exit_code == 2);
+  CHECK(continued.err.find("--continue: " + denied) != std::string::npos);
 }

@@ -1,4 +1,4 @@
-// The control endpoint's wire format and addresses (actors/control_endpoint_client.cpp).
+// The control channel's wire format, addresses and control file (store/control_channel).
 
 #include <doctest/doctest.h>
 

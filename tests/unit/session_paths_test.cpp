@@ -1,5 +1,9 @@
 #include <doctest/doctest.h>
 
+#include <unistd.h>
+
+#include <fstream>
+
 #include "store/session_paths.hpp"
 
 using namespace troupe;
@@ -57,4 +61,41 @@ TEST_CASE("what belongs to the original is its lock, control files and queue") {
   for (const char* copied : {"transcript.jsonl", "state.json", "session.json", "tool-results",
                              "queue.jsonl.torn", "control.json.tmp", "agents"})
     CHECK_FALSE_MESSAGE(s.belongs_to_original(copied), copied);
+}
+
+TEST_CASE("a path below a session is taken one agent at a time") {
+  auto one = first_agent_of("agents/agent_a");
+  REQUIRE(one);
+  CHECK(one->agent_id == "agent_a");
+  CHECK(one->below.empty());
+  auto two = first_agent_of("agents/agent_a/agents/agent_b/agents/agent_c");
+  REQUIRE(two);
+  CHECK(two->agent_id == "agent_a");
+  CHECK(two->below == "agents/agent_b/agents/agent_c");
+  CHECK(first_agent_of(two->below)->below == "agents/agent_c");
+  // What a session's own path below its top gives back is taken apart the same way.
+  auto deep = session_paths::top_level("/h", "s").agent("x").agent("y");
+  CHECK(first_agent_of(deep.path_below_top())->below == "agents/y");
+  for (const char* bad : {"", "agent_a", "agents/", "agents//x", "agents/a/", "agents/a/b",
+                          "agents/a/tasks/b", "agents/a/agents/", "/agents/a"})
+    CHECK_FALSE_MESSAGE(first_agent_of(bad), bad);
+}
+
+TEST_CASE("a directory holds a session when it has a transcript") {
+  auto dir = std::filesystem::temp_directory_path() /
+             ("troupe-paths-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  session_paths s{dir};
+  CHECK_FALSE(holds_session(s));
+  std::filesystem::create_directories(dir);
+  CHECK_FALSE(holds_session(s)); // a directory alone is a free id (or one still starting)
+  std::ofstream{s.transcript()};
+  CHECK(holds_session(s));
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("set-aside and torn lines go beside the file they came from") {
+  auto s = session_paths::top_level("/h", "s");
+  CHECK(set_aside_path(s.queue()) == "/h/sessions/s/queue.jsonl.bad");
+  CHECK(torn_lines_path(s.transcript()) == "/h/sessions/s/transcript.jsonl.torn");
 }

@@ -1,10 +1,12 @@
 #include <doctest/doctest.h>
 
+#include <poll.h>
 #include <sys/inotify.h>
 #include <unistd.h>
 
 #include <thread>
 
+#include "store/session_catalog.hpp"
 #include "store/state_files.hpp"
 #include "support/test_support.hpp"
 
@@ -86,8 +88,9 @@ TEST_CASE("a file read torn while its writer rewrites it is read again") {
   REQUIRE(watch >= 0);
   REQUIRE(::inotify_add_watch(watch, path.c_str(), IN_CLOSE_NOWRITE) >= 0);
   std::thread writer{[&] {
+    pollfd read_once{watch, POLLIN, 0};
     char event[sizeof(inotify_event) + 256];
-    if (::read(watch, event, sizeof event) > 0)
+    if (::poll(&read_once, 1, 5000) == 1 && ::read(watch, event, sizeof event) > 0)
       write_file(path, R"({"name": "whole"})");
   }};
   auto read = read_json_object(path, 2000); // up to 2 s for the writer: never a flaky race
@@ -107,4 +110,56 @@ TEST_CASE("a file that stays torn is an error after its last try") {
   auto state = read_loop_state(path);
   REQUIRE_FALSE(state);
   CHECK(state.error().find("is not valid JSON") != std::string::npos);
+}
+
+namespace {
+
+// How many times the watched file was opened for reading and closed since the watch began. The
+// watch takes opens too: inotify merges an event into the one before it when they are the same,
+// and an open between two closes keeps them apart.
+int reads_of(int watch) {
+  int reads = 0;
+  alignas(inotify_event) char events[4096];
+  for (;;) {
+    auto n = ::read(watch, events, sizeof events);
+    if (n <= 0)
+      return reads;
+    for (char* at = events; at < events + n;) {
+      auto* event = reinterpret_cast<inotify_event*>(at);
+      reads += (event->mask & IN_CLOSE_NOWRITE) != 0 ? 1 : 0;
+      at += sizeof(inotify_event) + event->len;
+    }
+  }
+}
+
+} // namespace
+
+TEST_CASE("ls reads a torn session.json again before it falls back to the transcript") {
+  temp_dir home;
+  auto session = session_paths::top_level(home.path(), "s");
+  write_file(session.transcript(), "");
+  write_file(session.info(), R"({"name": "half)");
+  int watch = ::inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+  REQUIRE(watch >= 0);
+  REQUIRE(::inotify_add_watch(watch, session.info().c_str(), IN_OPEN | IN_CLOSE_NOWRITE) >=
+          0);
+  auto read = read_session(session);
+  CHECK(read.info.state == "unknown"); // told by the transcript: the file stayed torn
+  // Every try read it: a writer's pwrite takes microseconds, a few tries 1 ms apart see it whole.
+  CHECK(torn_read_tries >= 3);
+  CHECK(reads_of(watch) == 1 /* the access check */ + torn_read_tries);
+  ::close(watch);
+  // Its owner, who alone writes its state, reads it once; anyone else reads it again.
+  write_file(session.state(), R"({"turn_count": )");
+  for (auto [access, reads] : {std::pair{transcript_access::owner, 1},
+                               std::pair{transcript_access::reader, torn_read_tries}}) {
+    int state_watch = ::inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+    REQUIRE(::inotify_add_watch(state_watch, session.state().c_str(),
+                                IN_OPEN | IN_CLOSE_NOWRITE) >= 0);
+    auto loaded = load_session(session, access);
+    REQUIRE(loaded);
+    CHECK_FALSE(loaded->state);
+    CHECK(reads_of(state_watch) == reads);
+    ::close(state_watch);
+  }
 }
