@@ -421,6 +421,10 @@ agent_list finish(self_ptr self, agents_at_end at_end) {
   auto& st = self->state;
   agent_list left;
   st.finishing = true;
+  // Left to finish, a launch still queued to spawn starts now and runs to its end like the
+  // others: the owner ending a moment after launching it must not drop it.
+  while (at_end == agents_at_end::finish && !st.to_spawn.empty())
+    spawn_some(self);
   st.to_spawn.clear();
   for (auto& w : std::exchange(st.waits, {})) {
     w.promise.deliver(error_result("[the parent session ended]"));

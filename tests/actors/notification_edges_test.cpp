@@ -155,6 +155,32 @@ TEST_CASE("a subagent left to finish ends backgrounded and leaves its result in 
   CHECK(entries[0]["text"] == "child result");
 }
 
+TEST_CASE("agents left to finish run even when the owner ends before they were spawned") {
+  // One reply launches many and completes: the owner ends while most launches still wait to
+  // be spawned (a few per tick), and every one of them must still run to its end.
+  agent_fixture f;
+  f.config.stop_children_on_end = false;
+  f.config.max_children = 100;
+  f.enable_subagents({{"child", {text_reply("child result")}}});
+  auto calls = json::array();
+  for (int i = 0; i < 96; ++i) // fewer than the queue holds (100)
+    calls.push_back({{"name", "task"},
+                     {"input", {{"prompt", "work " + std::to_string(i)},
+                                {"mode", "background"},
+                                {"model", "scripted:child"}}}});
+  calls.push_back({{"name", "complete"}, {"input", {{"summary", "launched them"}}}});
+  auto ended = f.run({json{{"text", ""}, {"tool_calls", calls}}});
+  CHECK(ended.reason == terminal_reason::completed);
+  auto queue = f.config.session_dir / "queue.jsonl";
+  REQUIRE(wait_until([&] { return read_jsonl(queue).size() == 96; },
+                     std::chrono::seconds{60}));
+  for (auto& entry : read_jsonl(queue)) {
+    INFO(entry.dump());
+    CHECK(entry["status"] == "completed");
+    CHECK(entry["text"] == "child result");
+  }
+}
+
 TEST_CASE("a background shell task still running when a headless run ends is reported") {
   agent_fixture f;
   auto ended = f.run({tool_reply("shell", {{"command", "echo started; sleep 30"},
