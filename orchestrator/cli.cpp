@@ -113,7 +113,13 @@ int run_cli(int argc, char** argv) {
     auto text = read_notification_text(notify_words, *cap);
     if (!text)
       return fail(text.error());
-    return run_notify(target_id, *text, urgent);
+    if (text->empty())
+      return fail("no message: give it as arguments or on stdin");
+    auto sent = notify_session(troupe_home(), target_id, *text, urgent);
+    if (!sent)
+      return fail_at_runtime(sent.error());
+    std::printf("%s\n", sent->c_str());
+    return 0;
   }
   if (*interrupt)
     return run_interrupt(target_id);

@@ -43,19 +43,19 @@ int answer_of_session(const stored_session& session, control_command command,
 
 } // namespace
 
-int run_notify(const std::string& id_or_name, const std::string& text, bool urgent) {
+expected<std::string> notify_session(const std::filesystem::path& troupe_home,
+                                     const std::string& id_or_name, const std::string& text,
+                                     bool urgent) {
   // A subagent's shell runs `troupe notify "$TROUPE_SESSION_ID"` with its own agent id.
-  session_catalog catalog{troupe_home()};
+  session_catalog catalog{troupe_home};
   auto found = catalog.find_session_or_agent(id_or_name);
   if (!found)
-    return fail_at_runtime(found.error());
+    return failure{found.error()};
   const auto& target = found->session;
   const auto& agent = found->agent;
   const auto& session_id = target.info.id;
   if (!target.unreadable.empty())
-    return fail_at_runtime("cannot notify session " + session_id + ": " + target.unreadable);
-  if (text.empty())
-    return fail(std::string{"no message: give it as arguments or on stdin"});
+    return failure{"cannot notify session " + session_id + ": " + target.unreadable};
   task_notification n;
   n.id = "ntf_" + random_hex(12);
   n.source = "external";
@@ -64,7 +64,7 @@ int run_notify(const std::string& id_or_name, const std::string& text, bool urge
   n.sent_at_us = now_us();
   // Durable first: once this returns the message survives anything.
   if (auto queued = append_notification(target.paths.queue(), n); !queued)
-    return fail_at_runtime(queued.error());
+    return failure{queued.error()};
   // A poke only makes the session read its queue; without one the message waits there. A
   // subagent runs in its top-level session's process, whose endpoint passes the poke down
   // the tree (agents/X/agents/Y) to the agent, which reads its own queue.
@@ -72,16 +72,12 @@ int run_notify(const std::string& id_or_name, const std::string& text, bool urge
                                      target.paths.path_below_top())
                       : send_control(target.paths,
                                      urgent ? control_command::urgent : control_command::poke, "");
-  const char* kind = agent ? "agent" : "session";
+  std::string kind = agent ? "agent" : "session";
   if (answer && answer->status == control_status::ok)
-    std::printf("notification %s delivered to the running %s %s\n", n.id.c_str(), kind,
-                session_id.c_str());
-  else
-    std::printf("notification %s queued for %s %s (%s); it is read when the %s runs "
-                "again\n",
-                n.id.c_str(), kind, session_id.c_str(),
-                answer ? to_line(*answer).c_str() : answer.error().c_str(), kind);
-  return 0;
+    return "notification " + n.id + " delivered to the running " + kind + " " + session_id;
+  return "notification " + n.id + " queued for " + kind + " " + session_id + " (" +
+         (answer ? to_line(*answer) : answer.error()) + "); it is read when the " + kind +
+         " runs again";
 }
 
 int run_interrupt(const std::string& id_or_name) {

@@ -129,6 +129,13 @@ TEST_CASE("notify: an unknown session, a missing message and a full queue are er
   REQUIRE(f.run({"--model", f.script({text_line("ok")}), "--session-id", "s2", "hi"})
             .exit_code == 0);
   auto queue = session_dir(f, "s2") / "queue.jsonl";
+  // An empty message is refused before any session is looked up or written to.
+  for (auto* target : {"s2", "nosuch"}) {
+    auto empty = run_troupe({"notify", target, ""}, f.options());
+    CHECK(empty.exit_code == 2);
+    CHECK(empty.err.find("no message: give it as arguments or on stdin") != std::string::npos);
+  }
+  CHECK(read_file(queue).empty());
   for (int i = 0; i < 100; ++i) {
     task_notification n;
     n.id = "ntf_" + std::to_string(i);
