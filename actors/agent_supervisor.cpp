@@ -156,7 +156,7 @@ void spawn_some(self_ptr self) {
                                         (a.info.foreground ? "foreground" : "background") +
                                         "): " + a.info.description});
   }
-  if (!st.to_spawn.empty()) {
+  if (!st.to_spawn.empty() && !st.finishing) { // finishing spawns what is left at once
     st.spawn_scheduled = true;
     self->delayed_send(self, std::chrono::microseconds{0}, spawn_atom::value);
   }
@@ -421,23 +421,25 @@ agent_list finish(self_ptr self, agents_at_end at_end) {
   auto& st = self->state;
   agent_list left;
   st.finishing = true;
+  for (auto& w : std::exchange(st.waits, {})) {
+    w.promise.deliver(error_result("[the parent session ended]"));
+    release_taken(self, w);
+  }
+  // Nobody waits for an agent any more: each end from here on goes to the owner's queue.
+  for (auto& [id, a] : st.agents)
+    if (a.running() && a.waiting)
+      update(self, a, [](supervised_agent& x) {
+        x.waiting->deliver(error_result("[the parent session ended]"));
+        x.waiting.reset();
+      });
   // Left to finish, a launch still queued to spawn starts now and runs to its end like the
   // others: the owner ending a moment after launching it must not drop it.
   while (at_end == agents_at_end::finish && !st.to_spawn.empty())
     spawn_some(self);
   st.to_spawn.clear();
-  for (auto& w : std::exchange(st.waits, {})) {
-    w.promise.deliver(error_result("[the parent session ended]"));
-    release_taken(self, w);
-  }
   for (auto& [id, a] : st.agents) {
     if (!a.running())
       continue;
-    if (a.waiting)
-      update(self, a, [](supervised_agent& x) {
-        x.waiting->deliver(error_result("[the parent session ended]"));
-        x.waiting.reset();
-      });
     left.agents.push_back(a.info);
     if (!a.actor) {
       record_end(self, a, end_notice(a, "interrupted", "[stopped before it started: the parent "

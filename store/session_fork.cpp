@@ -70,7 +70,8 @@ expected<session_paths> fork_session(const stored_session& from, const session_p
     // In the session's own directory and each subagent's (agents/X/queue.jsonl …), not in
     // tool-results/ or tasks/, whose files are whatever the tools named them.
     session_paths owner{it->path().parent_path()};
-    bool in_session_dir = owner == source || owner.is_agent();
+    auto below = owner.dir().lexically_relative(source.dir()).generic_string();
+    bool in_session_dir = below == "." || first_agent_of(below);
     if ((in_session_dir && owner.belongs_to_original(it->path().filename())) ||
         it->path() == source.info())
       continue;

@@ -25,20 +25,28 @@ bool holds_session(const session_paths& session) {
 }
 
 std::optional<agent_path_step> first_agent_of(const std::string& path_below) {
-  auto prefix = std::string{session_paths::agents_dir_name} + "/";
-  if (path_below.rfind(prefix, 0) != 0)
-    return std::nullopt;
-  auto rest = path_below.substr(prefix.size());
-  auto slash = rest.find('/');
-  agent_path_step step{rest.substr(0, slash), {}};
-  if (step.agent_id.empty())
-    return std::nullopt;
-  if (slash != std::string::npos) {
-    step.below = rest.substr(slash + 1);
-    if (!first_agent_of(step.below))
+  // agents/<id>, repeated, each part whole: checked once, in one pass.
+  std::optional<agent_path_step> first;
+  size_t at = 0;
+  while (true) {
+    auto agents_end = path_below.find('/', at);
+    if (agents_end == std::string::npos ||
+        path_below.compare(at, agents_end - at, session_paths::agents_dir_name) != 0)
       return std::nullopt;
+    auto id_end = path_below.find('/', agents_end + 1);
+    auto id = path_below.substr(agents_end + 1, id_end == std::string::npos
+                                                   ? std::string::npos
+                                                   : id_end - agents_end - 1);
+    if (id.empty())
+      return std::nullopt;
+    if (!first)
+      first = agent_path_step{id, id_end == std::string::npos
+                                    ? std::string{}
+                                    : path_below.substr(id_end + 1)};
+    if (id_end == std::string::npos)
+      return first;
+    at = id_end + 1;
   }
-  return step;
 }
 
 bool session_paths::is_agent() const {

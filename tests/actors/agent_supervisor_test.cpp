@@ -13,6 +13,7 @@
 #include <caf/typed_event_based_actor.hpp>
 
 #include "actors/agent_supervisor.hpp"
+#include "actors/disk_io.hpp"
 #include "store/ids.hpp"
 #include "support/agent_fixture.hpp"
 
@@ -270,6 +271,7 @@ struct supervisor_fixture {
     config.registry = f.config.registry;
     config.spawn_subagent = f.config.spawn_subagent;
     auto& sys = f.actors.sys();
+    config.disk = spawn_disk_io(sys); // ends the owner can no longer take go to its queue
     supervisor = spawn_agent_supervisor(sys, config, sys.spawn(recording_owner, ends));
     self = std::make_unique<caf::scoped_actor>(sys);
   }
@@ -307,6 +309,54 @@ struct supervisor_fixture {
 };
 
 } // namespace
+
+TEST_CASE("launches still queued when the owner ends are spawned then and left to finish") {
+  supervisor_fixture s;
+  auto& self = *s.self;
+  // The launches and the end from one sender, in order: the end is taken before the first
+  // batch of spawns (a timer message) comes round.
+  for (int i = 0; i < 20; ++i)
+    self->send(s.supervisor, execute_atom::value,
+               call_of("task", {{"prompt", "quick " + std::to_string(i)},
+                                {"mode", "background"},
+                                {"model", "scripted:quick"}}));
+  agent_list left;
+  self->request(s.supervisor, std::chrono::seconds{10}, finish_atom::value, agents_at_end::finish)
+    .receive([&](agent_list& l) { left = std::move(l); },
+             [&](caf::error& err) { FAIL(s.f.actors.sys().render(err)); });
+  CHECK(left.agents.size() == 20);
+  for (auto& a : left.agents)
+    CHECK(a.state == "running");
+  auto queue = s.f.config.paths().queue();
+  REQUIRE(wait_until([&] { return read_jsonl(queue).size() == 20; }, std::chrono::seconds{30}));
+  for (auto& entry : read_jsonl(queue)) {
+    INFO(entry.dump());
+    CHECK(entry["status"] == "completed");
+    CHECK(entry["text"] == "quick answer");
+  }
+}
+
+TEST_CASE("a launch that cannot start when its owner ends is told in the owner's queue") {
+  supervisor_fixture s;
+  auto& self = *s.self;
+  std::filesystem::create_directories(s.f.config.session_dir); // the owner's, as a run has it
+  // A foreground call waits for its agent; the owner ends before the agent is spawned, and
+  // its spawn then fails.
+  auto call = self->request(s.supervisor, std::chrono::seconds{10}, execute_atom::value,
+                            call_of("task", {{"prompt", "x"}, {"mode", "foreground"},
+                                             {"model", "scripted:nosuch"}}));
+  self->request(s.supervisor, std::chrono::seconds{10}, finish_atom::value, agents_at_end::finish)
+    .receive([](agent_list&) {}, [&](caf::error& err) { FAIL(s.f.actors.sys().render(err)); });
+  tool_result answer;
+  std::move(call).receive([&](tool_result& r) { answer = std::move(r); },
+                          [&](caf::error& err) { FAIL(s.f.actors.sys().render(err)); });
+  CHECK(answer.output == "[the parent session ended]");
+  auto queue = s.f.config.paths().queue();
+  REQUIRE(wait_until([&] { return read_jsonl(queue).size() == 1; }));
+  auto entry = read_jsonl(queue).front();
+  CHECK(entry["status"] == "failed");
+  CHECK(entry["text"].get<std::string>().find("the agent could not start") != std::string::npos);
+}
 
 TEST_CASE("agent tools with input of the wrong types are error results, never a crash") {
   supervisor_fixture s;

@@ -66,6 +66,26 @@ TEST_CASE("a fork copies what the session made, pointed at the copy, and leaves 
   CHECK(read_file(from.queue()) == "{\"id\": \"ntf_1\"}\n"); // the original is untouched
 }
 
+TEST_CASE("a fork copies what the tools named like a session's own files") {
+  temp_dir home;
+  session_catalog catalog{home.path()};
+  // A session whose id is "agents" is no subagent, and neither are its tools' folders.
+  for (const char* id : {"src", "agents"}) {
+    auto from = catalog.session(id);
+    write_file(from.transcript(), nlohmann::json(user_message("a")).dump() + "\n");
+    for (const char* named : {"tool-results/queue.jsonl", "tasks/control.json",
+                              "tool-results/agents/x/session.lock", "tasks/session.json"})
+      write_file(from.dir() / named, named);
+    auto to = catalog.session(std::string{id} + "-copy");
+    REQUIRE(fork_session(read_session(from), to));
+    for (const char* named : {"tool-results/queue.jsonl", "tasks/control.json",
+                              "tool-results/agents/x/session.lock", "tasks/session.json"}) {
+      INFO(id << ": " << named);
+      CHECK(read_file(to.dir() / named) == named);
+    }
+  }
+}
+
 TEST_CASE("a fork never overwrites a session that exists") {
   temp_dir home;
   session_catalog catalog{home.path()};

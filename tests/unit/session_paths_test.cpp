@@ -72,10 +72,16 @@ TEST_CASE("a path below a session is taken one agent at a time") {
   REQUIRE(two);
   CHECK(two->agent_id == "agent_a");
   CHECK(two->below == "agents/agent_b/agents/agent_c");
-  CHECK(first_agent_of(two->below)->below == "agents/agent_c");
+  auto next = first_agent_of(two->below);
+  REQUIRE(next);
+  CHECK(next->agent_id == "agent_b");
+  CHECK(next->below == "agents/agent_c");
   // What a session's own path below its top gives back is taken apart the same way.
   auto deep = session_paths::top_level("/h", "s").agent("x").agent("y");
-  CHECK(first_agent_of(deep.path_below_top())->below == "agents/y");
+  auto down = first_agent_of(deep.path_below_top());
+  REQUIRE(down);
+  CHECK(down->agent_id == "x");
+  CHECK(down->below == "agents/y");
   for (const char* bad : {"", "agent_a", "agents/", "agents//x", "agents/a/", "agents/a/b",
                           "agents/a/tasks/b", "agents/a/agents/", "/agents/a"})
     CHECK_FALSE_MESSAGE(first_agent_of(bad), bad);
