@@ -1,6 +1,6 @@
 #include <doctest/doctest.h>
 
-#include "support/messages.hpp"
+#include "actors/session.hpp"
 #include "store/ids.hpp"
 #include "store/session_catalog.hpp"
 #include "store/session_lock.hpp"
@@ -15,7 +15,7 @@ namespace {
 // `minutes_ago` (session.json's updated_ms: later than the transcript's mtime).
 session_paths stored(const session_paths& session, const std::string& name, const std::string& cwd,
                      int minutes_ago, const std::string& state = "completed") {
-  auto prompt = nlohmann::json(user_message("prompt of " + session.id())).dump();
+  auto prompt = nlohmann::json(make_input("prompt of " + session.id())).dump();
   write_file(session.transcript(), prompt + "\n");
   session_info info;
   info.id = session.id();
@@ -176,7 +176,7 @@ TEST_CASE("a session without session.json is told by its transcript and state") 
   temp_dir home;
   session_catalog catalog{home.path()};
   auto old = catalog.session("old");
-  auto prompt = user_message("an early prompt");
+  auto prompt = make_input("an early prompt");
   prompt.timestamp_ms = 42;
   write_file(old.transcript(), nlohmann::json(prompt).dump() + "\n");
   loop_state state;
@@ -212,7 +212,7 @@ TEST_CASE("loading a session to run it again gives its history, counters and wha
   temp_dir home;
   session_catalog catalog{home.path()};
   auto s = catalog.session("again");
-  auto line = nlohmann::json(user_message("hello")).dump();
+  auto line = nlohmann::json(make_input("hello")).dump();
   write_file(s.transcript(), line + "\n" + line.substr(0, 10));
   loop_state state;
   state.turn_count = 3;

@@ -2,7 +2,7 @@
 
 #include <sys/stat.h>
 
-#include "support/messages.hpp"
+#include "actors/session.hpp"
 #include "store/session_fork.hpp"
 #include "support/file_modes.hpp"
 #include "support/test_support.hpp"
@@ -15,7 +15,7 @@ TEST_CASE("a fork copies what the session made, pointed at the copy, and leaves 
   session_catalog catalog{home.path()};
   auto from = catalog.session("src");
   auto saved = from.tool_results() / "call_1.txt";
-  auto said = user_message("see " + saved.string());
+  auto said = make_input("see " + saved.string());
   auto line = nlohmann::json(said).dump();
   write_file(from.state(), "{\"turn_count\": 1}");
   write_file(from.info(), "{\"name\": \"original\"}");
@@ -27,7 +27,7 @@ TEST_CASE("a fork copies what the session made, pointed at the copy, and leaves 
   ::chmod(saved.c_str(), 0644);
   write_file(from.tasks() / "task_1.log", "log");
   auto agent = from.agent("agent_a");
-  write_file(agent.transcript(), nlohmann::json(user_message("child " + from.dir().string() +
+  write_file(agent.transcript(), nlohmann::json(make_input("child " + from.dir().string() +
                                                            "/x")).dump() + "\n");
   write_file(agent.info(), "{\"name\": \"child\"}");
   write_file(agent.queue(), "{\"id\": \"ntf_2\"}\n");
@@ -35,7 +35,7 @@ TEST_CASE("a fork copies what the session made, pointed at the copy, and leaves 
   // The last line is being written by the running original: not copied. A session whose id
   // extends the source's is not a path into it.
   auto neighbour = catalog.session("src2");
-  auto mention = user_message("not mine: " + neighbour.dir().string() + "/x");
+  auto mention = make_input("not mine: " + neighbour.dir().string() + "/x");
   write_file(from.transcript(),
              line + "\n" + nlohmann::json(mention).dump() + "\n" + line.substr(0, 12));
 
@@ -72,7 +72,7 @@ TEST_CASE("a fork copies what the tools named like a session's own files") {
   // A session whose id is "agents" is no subagent, and neither are its tools' folders.
   for (const char* id : {"src", "agents"}) {
     auto from = catalog.session(id);
-    write_file(from.transcript(), nlohmann::json(user_message("a")).dump() + "\n");
+    write_file(from.transcript(), nlohmann::json(make_input("a")).dump() + "\n");
     for (const char* named : {"tool-results/queue.jsonl", "tasks/control.json",
                               "tool-results/agents/x/session.lock", "tasks/session.json"})
       write_file(from.dir() / named, named);
@@ -90,7 +90,7 @@ TEST_CASE("a fork never overwrites a session that exists") {
   temp_dir home;
   session_catalog catalog{home.path()};
   auto from = catalog.session("src");
-  write_file(from.transcript(), nlohmann::json(user_message("a")).dump() + "\n");
+  write_file(from.transcript(), nlohmann::json(make_input("a")).dump() + "\n");
   auto taken = catalog.session("taken");
   write_file(taken.transcript(), "kept\n");
   auto refused = fork_session(read_session(from), taken);
@@ -103,7 +103,7 @@ TEST_CASE("a fork that fails part-way takes back what it wrote, but not the call
   temp_dir home;
   session_catalog catalog{home.path()};
   auto from = catalog.session("src");
-  write_file(from.transcript(), nlohmann::json(user_message("a")).dump() + "\n");
+  write_file(from.transcript(), nlohmann::json(make_input("a")).dump() + "\n");
   write_file(from.tasks() / "task_1.log", "log");
   auto to = catalog.session("copy");
   write_file(to.lock(), "");

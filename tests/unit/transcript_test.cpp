@@ -1,6 +1,6 @@
 #include <doctest/doctest.h>
 
-#include "support/messages.hpp"
+#include "actors/session.hpp"
 #include "store/transcript.hpp"
 #include "support/test_support.hpp"
 
@@ -12,8 +12,8 @@ TEST_CASE("appended messages load back in order") {
   auto path = dir / "s/transcript.jsonl";
   auto writer = transcript_writer::open(path);
   REQUIRE(writer);
-  auto a = user_message("first");
-  auto b = user_message("second");
+  auto a = make_input("first");
+  auto b = make_input("second");
   REQUIRE(writer->append(a));
   REQUIRE(writer->append(b));
   auto loaded = load_transcript(path);
@@ -27,7 +27,7 @@ TEST_CASE("appended messages load back in order") {
 TEST_CASE("a torn last line is moved aside and the file repaired") {
   temp_dir dir;
   auto path = dir / "transcript.jsonl";
-  auto good = nlohmann::json(user_message("kept")).dump();
+  auto good = nlohmann::json(make_input("kept")).dump();
   write_file(path, good + "\n{\"id\":\"msg_x\",\"role\":\"assis");
   auto loaded = load_transcript(path);
   REQUIRE(loaded);
@@ -38,7 +38,7 @@ TEST_CASE("a torn last line is moved aside and the file repaired") {
   CHECK(read_file(path.string() + ".torn") == "{\"id\":\"msg_x\",\"role\":\"assis\n");
   // Appending after the repair yields a clean file.
   auto writer = transcript_writer::open(path);
-  REQUIRE(writer->append(user_message("next")));
+  REQUIRE(writer->append(make_input("next")));
   auto again = load_transcript(path);
   REQUIRE(again);
   CHECK(again->messages.size() == 2);
@@ -47,7 +47,7 @@ TEST_CASE("a torn last line is moved aside and the file repaired") {
 TEST_CASE("a complete but invalid last line is an error, not a repair") {
   temp_dir dir;
   auto path = dir / "transcript.jsonl";
-  auto content = nlohmann::json(user_message("a")).dump() + "\n{\"role\": \"wizard\"}\n";
+  auto content = nlohmann::json(make_input("a")).dump() + "\n{\"role\": \"wizard\"}\n";
   write_file(path, content);
   auto loaded = load_transcript(path);
   REQUIRE_FALSE(loaded);
@@ -59,7 +59,7 @@ TEST_CASE("a complete but invalid last line is an error, not a repair") {
 TEST_CASE("a valid last line without its newline is kept and completed") {
   temp_dir dir;
   auto path = dir / "transcript.jsonl";
-  write_file(path, nlohmann::json(user_message("a")).dump());
+  write_file(path, nlohmann::json(make_input("a")).dump());
   auto loaded = load_transcript(path);
   REQUIRE(loaded);
   CHECK(loaded->messages.size() == 1);
@@ -69,7 +69,7 @@ TEST_CASE("a valid last line without its newline is kept and completed") {
 TEST_CASE("a corrupt line before the end is an error naming the line") {
   temp_dir dir;
   auto path = dir / "transcript.jsonl";
-  auto good = nlohmann::json(user_message("a")).dump();
+  auto good = nlohmann::json(make_input("a")).dump();
   write_file(path, good + "\nnot json\n" + good + "\n");
   auto loaded = load_transcript(path);
   REQUIRE_FALSE(loaded);
@@ -81,7 +81,7 @@ TEST_CASE("a corrupt line before the end is an error naming the line") {
 TEST_CASE("a torn line that cannot be saved aside stays in place, and appends after it stay readable") {
   temp_dir dir;
   auto path = dir / "transcript.jsonl";
-  auto good = nlohmann::json(user_message("kept")).dump();
+  auto good = nlohmann::json(make_input("kept")).dump();
   auto torn = std::string{R"({"id":"msg_x","role":"assistant","content":"half)"};
   write_file(path, good + "\n" + torn);
   std::filesystem::create_directories(path.string() + ".torn"); // cannot be written: a directory
@@ -95,7 +95,7 @@ TEST_CASE("a torn line that cannot be saved aside stays in place, and appends af
   // torn one, which keeps its bytes.
   auto writer = transcript_writer::open(path);
   REQUIRE(writer);
-  REQUIRE(writer->append(user_message("next")));
+  REQUIRE(writer->append(make_input("next")));
   auto again = load_transcript(path);
   REQUIRE(again);
   REQUIRE(again->messages.size() == 2);
@@ -110,7 +110,7 @@ TEST_CASE("a torn line that cannot be saved aside stays in place, and appends af
 TEST_CASE("a torn line saved only in part is not cut, and the part is taken back") {
   temp_dir dir;
   auto path = dir / "transcript.jsonl";
-  auto good = nlohmann::json(user_message("kept")).dump();
+  auto good = nlohmann::json(make_input("kept")).dump();
   auto torn = "{\"id\":\"msg_x\",\"role\":\"assistant\",\"content\":\"" + std::string(3000, 'z');
   write_file(path, good + "\n" + torn);
   auto earlier = std::string(5000, 'e') + "\n"; // what an earlier repair saved
@@ -143,18 +143,18 @@ TEST_CASE("a transcript append that fails part-way is taken back") {
   auto path = dir / "transcript.jsonl";
   auto writer = transcript_writer::open(path);
   REQUIRE(writer);
-  REQUIRE(writer->append(user_message("first")));
+  REQUIRE(writer->append(make_input("first")));
   auto content = read_file(path);
   expected<bool> failed = true;
   {
     file_size_limit full{content.size() + 100};
-    failed = writer->append(user_message(std::string(5000, 'q')));
+    failed = writer->append(make_input(std::string(5000, 'q')));
   }
   REQUIRE(!failed);
   CHECK(failed.error().find("File too large") != std::string::npos);
   CHECK(failed.error().find("Success") == std::string::npos);
   CHECK(read_file(path) == content);
-  REQUIRE(writer->append(user_message("third")));
+  REQUIRE(writer->append(make_input("third")));
   auto loaded = load_transcript(path);
   REQUIRE(loaded);
   REQUIRE(loaded->messages.size() == 2);
@@ -164,7 +164,7 @@ TEST_CASE("a transcript append that fails part-way is taken back") {
 TEST_CASE("a transcript line nested 100,000 deep is a bad line, not a crash") {
   temp_dir dir;
   auto path = dir / "transcript.jsonl";
-  auto good = nlohmann::json(user_message("kept")).dump();
+  auto good = nlohmann::json(make_input("kept")).dump();
   auto deep = R"({"id": "m", "role": "assistant", "tool_calls": [{"name": "shell", "input": )" +
               std::string(100000, '[') + std::string(100000, ']') + "}]}";
   write_file(path, good + "\n" + deep + "\n");
@@ -193,7 +193,7 @@ TEST_CASE("a number past a double's range is a bad line that names itself, not a
   // check for a line cut short must take it as a whole, bad line.
   temp_dir dir;
   auto path = dir / "transcript.jsonl";
-  write_file(path, nlohmann::json(user_message("kept")).dump() + "\n" +
+  write_file(path, nlohmann::json(make_input("kept")).dump() + "\n" +
                      R"({"content":"x","id":"m3","role":"user","timestamp_ms":1e999})" "\n");
   for (auto access : {transcript_access::reader, transcript_access::owner}) {
     auto loaded = load_transcript(path, access);
@@ -205,8 +205,8 @@ TEST_CASE("a number past a double's range is a bad line that names itself, not a
 TEST_CASE("a reader never repairs nor reads a line its writer may still be writing") {
   temp_dir dir;
   auto path = dir / "transcript.jsonl";
-  auto good = nlohmann::json(user_message("whole")).dump();
-  auto partial = nlohmann::json(user_message("being written")).dump();
+  auto good = nlohmann::json(make_input("whole")).dump();
+  auto partial = nlohmann::json(make_input("being written")).dump();
   partial.resize(partial.size() / 2);
   write_file(path, good + "\n" + partial);
   auto shown = load_transcript(path, transcript_access::reader);
@@ -228,11 +228,11 @@ TEST_CASE("a reader never repairs nor reads a line its writer may still be writi
 TEST_CASE("the first prompt of a transcript is its first user message from a prompt") {
   temp_dir dir;
   auto path = dir / "transcript.jsonl";
-  auto notice = user_message("a notification first", message_origin::task_notification);
-  auto prompt = user_message(std::string(300, 'p'));
+  auto notice = make_input("a notification first", message_origin::task_notification);
+  auto prompt = make_input(std::string(300, 'p'));
   prompt.timestamp_ms = 1234;
   write_file(path, nlohmann::json(notice).dump() + "\nnot json\n" + nlohmann::json(prompt).dump() +
-                     "\n" + nlohmann::json(user_message("second prompt")).dump() + "\n");
+                     "\n" + nlohmann::json(make_input("second prompt")).dump() + "\n");
   auto first = read_first_prompt(path);
   REQUIRE(first);
   CHECK(first->text == std::string(200, 'p'));
