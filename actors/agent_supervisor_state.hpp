@@ -124,6 +124,14 @@ tool_result wait_answer(self_ptr self, const agent_wait& w, const std::string& w
 /// A wait that ends without giving its results: they are told as notifications after all.
 void release_taken(self_ptr self, const agent_wait& w);
 
+/// Spawns the next launches, a few per call, and schedules the rest on a timer message (none
+/// while finishing: what is left is spawned at once).
+void spawn_some(self_ptr self);
+
+/// The task tool: a launch checked and answered at once (a background one), its agent spawned
+/// after; a resume's prompt given to the agent.
+caf::result<tool_result> launch(self_ptr self, const tool_call& call);
+
 /// task_wait.
 caf::result<tool_result> wait_for(self_ptr self, const tool_call& call);
 
