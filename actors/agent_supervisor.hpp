@@ -1,6 +1,6 @@
 #pragma once
-// The agent supervisor: owns the child agents one owner launches (a parent session today, a
-// fleet next). See agent_supervisor_actor in protocol/interfaces.hpp for what it answers.
+// The agent supervisor: owns the child agents one owner (a parent session) launches. A fleet's
+// tasks are top-level sessions on the fleet dispatcher instead (actors/fleet_dispatcher). See agent_supervisor_actor in protocol/interfaces.hpp for what it answers.
 
 #include <cstddef>
 #include <cstdint>

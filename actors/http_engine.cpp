@@ -1,4 +1,5 @@
 #include "actors/http_engine.hpp"
+#include "actors/provider_gate.hpp"
 
 #include "actors/curl_library.hpp"
 
@@ -320,6 +321,7 @@ private:
 struct http_engine::handle {
   std::shared_ptr<wake_signal> signal;
   caf::actor engine;
+  provider_gate_actor gate;
 
   void wake() const { signal->notify(); }
 };
@@ -335,6 +337,7 @@ expected<http_engine> http_engine::start(caf::actor_system& sys, const std::stri
   result.handle_ = std::make_shared<handle>();
   auto wake = std::make_shared<wake_signal>();
   result.handle_->signal = wake;
+  result.handle_->gate = spawn_provider_gate(sys);
   result.handle_->engine = sys.spawn<caf::detached>([wake, &functions](caf::blocking_actor* self) {
     engine_loop loop{functions, wake->fd};
     bool running = true;
@@ -373,7 +376,10 @@ void http_engine::cancel(uint64_t id) const {
 
 void http_engine::stop() const {
   caf::anon_send_exit(handle_->engine, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(handle_->gate, caf::exit_reason::user_shutdown);
   handle_->wake();
 }
+
+provider_gate_actor http_engine::gate() const { return handle_->gate; }
 
 } // namespace troupe

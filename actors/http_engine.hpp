@@ -37,6 +37,10 @@ public:
   /// Stops the engine; transfers in flight are dropped.
   void stop() const;
 
+  /// The gate every model client sending through this engine asks before a request, and tells
+  /// of a provider's pause (429, 529).
+  provider_gate_actor gate() const;
+
 private:
   struct handle;
   std::shared_ptr<handle> handle_;

@@ -21,6 +21,7 @@ using clock_type = std::chrono::steady_clock;
 
 /// The generation in flight (a model client serves one step at a time).
 struct generation {
+  uint64_t serial = 0;
   caf::typed_response_promise<model_reply> promise;
   model_request request;
   step_actor requester;
@@ -45,7 +46,11 @@ struct generation {
 struct http_model_state {
   http_model_config config;
   http_engine engine;
+  /// Asked before every attempt, told of a 429/529: the provider's pauses are the process's.
+  provider_gate_actor gate;
   uint64_t sequence = 0;
+  /// Counts generations: an admission that comes back for one that has ended is dropped.
+  uint64_t generations = 0;
   std::unique_ptr<generation> current;
   std::mt19937 random{std::random_device{}()};
 };
@@ -121,7 +126,7 @@ void schedule_watch(self_ptr self) {
                      due_atom::value, g.watch_timer);
 }
 
-void start_attempt(self_ptr self) {
+void send_attempt(self_ptr self) {
   auto& st = self->state;
   auto& g = *st.current;
   auto call = build_request(st.config.provider, g.request);
@@ -149,6 +154,28 @@ void start_attempt(self_ptr self) {
   schedule_watch(self);
 }
 
+template <class F>
+void guarded(self_ptr self, F&& f);
+
+// Sends the next attempt once the provider's gate lets it (at once unless the provider asked
+// the process for a pause).
+void start_attempt(self_ptr self) {
+  auto& st = self->state;
+  if (!st.gate) {
+    send_attempt(self);
+    return;
+  }
+  auto serial = st.current->serial;
+  auto go = [self, serial] {
+    auto& state = self->state;
+    // Cancelled, or finished, while it waited.
+    if (state.current && state.current->serial == serial && state.current->transfer == 0)
+      guarded(self, [&] { send_attempt(self); });
+  };
+  self->request(st.gate, caf::infinite, admit_atom::value, st.config.provider.base_url)
+    .then([go](bool) { go(); }, [go](caf::error&) { go(); }); // no gate: no pause to wait for
+}
+
 // Retries when attempts are left; returns false when the caller must fail instead.
 bool retry(self_ptr self, int32_t status, const std::string& why) {
   auto& st = self->state;
@@ -170,6 +197,11 @@ bool retry(self_ptr self, int32_t status, const std::string& why) {
   progress.status = status;
   progress.error = why;
   self->send(g.requester, std::move(progress));
+  // Too many requests, or overloaded: the provider's answer holds for every client of the
+  // process, not this one alone.
+  if ((status == 429 || status == 529) && st.gate)
+    self->send(st.gate, pause_atom::value, st.config.provider.base_url,
+               static_cast<int64_t>(delay.count()));
   self->delayed_send(self, delay, due_atom::value, g.retry_timer);
   return true;
 }
@@ -326,6 +358,7 @@ http_model_actor::behavior_type http_model(self_ptr self, http_model_config conf
                                            http_engine engine) {
   self->state.config = std::move(config);
   self->state.engine = std::move(engine);
+  self->state.gate = self->state.engine.gate();
   return {
     [=](generate_atom, model_request& request) -> caf::result<model_reply> {
       auto& st = self->state;
@@ -337,6 +370,7 @@ http_model_actor::behavior_type http_model(self_ptr self, http_model_config conf
       }
       st.current = std::make_unique<generation>();
       auto& g = *st.current;
+      g.serial = ++st.generations;
       // Before make_response_promise, which takes the sender out of the current message.
       g.requester = caf::actor_cast<step_actor>(self->current_sender());
       g.promise = self->make_response_promise<model_reply>();

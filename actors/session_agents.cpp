@@ -37,6 +37,7 @@ bool accept_agent_end(session_ptr self, agent_ended end) {
     return true;
   }
   st.info.cost_usd += end.agent.cost_usd;
+  st.run_cost_usd += end.agent.cost_usd;
   if (end.answered)
     return true;
   return accept_notification(self, std::move(end.notification));

@@ -158,6 +158,10 @@ void end_session(session_ptr self, terminal_reason reason, std::string error,
   ended.result_text = st.last_assistant_text;
   ended.state = st.state;
   ended.usage = st.usage;
+  ended.total_usage = st.info.usage;
+  ended.cost_usd = st.run_cost_usd;
+  ended.total_cost_usd = st.info.cost_usd;
+  ended.cost_known = st.info.cost_known;
   ended.duration_ms = std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count();
   ended.permission_denials = st.permission_denials;
   if (reason == terminal_reason::error)
@@ -194,9 +198,10 @@ void count_usage(session_ptr self, const token_usage& usage) {
   st.usage += usage;      // this run's (the result line)
   st.info.usage += usage; // the session's, over every run (session.json, the status line)
   // Priced per call: a /model switch changes the price from then on.
-  if (auto cost = cost_usd(st.current_model.name, usage))
+  if (auto cost = cost_usd(st.current_model.name, usage)) {
     st.info.cost_usd += *cost;
-  else
+    st.run_cost_usd += *cost;
+  } else
     st.info.cost_known = false;
 }
 

@@ -98,6 +98,8 @@ struct session_state {
   bool naming = false;
   bool name_pending = false;
   token_usage usage;
+  /// This run's cost, its subagents' included (the result line's; session.json has the total).
+  double run_cost_usd = 0;
   std::string last_assistant_text;
   /// A subagent's final answer of each turn of this run: a child resumed while it ran reports
   /// every job it was given, not only the last.

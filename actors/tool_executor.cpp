@@ -81,6 +81,10 @@ struct tool_executor_state {
   std::unordered_map<uint64_t, runner> busy_runners;
   /// The session's bash, started on first use and again after it ends.
   shell_process shell;
+  /// Counts shell commands: an idle timer whose count is still the latest finds the shell idle.
+  uint64_t shell_commands = 0;
+  /// The shell was stopped for being idle: the next command's result says it runs in a new one.
+  bool shell_stopped_idle = false;
   std::map<std::string, background_task> tasks;
   uint64_t next_waiter = 0;
   /// Told when a background task ends on its own (not stopped, nobody waiting for it).
@@ -128,6 +132,9 @@ struct tool_executor_state {
     caf::anon_send(disk, append_atom::value, context.notification_queue.string(), std::move(n));
   }
 };
+
+/// Marks an idle timer's due_atom (its count below) apart from a job's timeout (a job id).
+constexpr uint64_t idle_timer_bit = uint64_t{1} << 63;
 
 /// Most idle runners kept for the next calls (one reply runs at most 10 read-only calls).
 constexpr size_t max_idle_runners = 10;
@@ -322,6 +329,7 @@ caf::result<tool_result> execute(self_ptr self, const tool_call& call) {
   }
   if (!st.jobs.empty())
     return error_result("the shell is busy with another command; run commands one at a time");
+  ++st.shell_commands;
   if (st.shell.pid < 0) {
     auto started = start_shell(st.context, random_hex(16));
     if (!started)
@@ -439,6 +447,16 @@ tool_executor_actor::behavior_type tool_executor(self_ptr self,
       self->state.helpers.erase(i);
     },
     [=](due_atom, uint64_t id) {
+      auto& st = self->state;
+      if ((id & idle_timer_bit) != 0) {
+        // Idle since the command this timer followed: nothing runs in it, nothing came after.
+        if ((id & ~idle_timer_bit) == st.shell_commands && st.jobs.empty() && st.shell.pid >= 0) {
+          spdlog::debug("stopping the shell after {} ms idle", st.context.shell_idle_stop.count());
+          stop_shell(st.shell, true);
+          st.shell_stopped_idle = true;
+        }
+        return;
+      }
       auto i = self->state.jobs.find(id);
       if (i == self->state.jobs.end() || i->second.interrupted)
         return;
@@ -459,9 +477,23 @@ tool_executor_actor::behavior_type tool_executor(self_ptr self,
         if (!job.timed_out && !job.interrupted)
           result.output += "\n[the shell exited; the next command starts a new one]";
       }
-      apply_output_budget(result, self->state.context, job.call_id);
+      auto& st = self->state;
+      if (st.shell_stopped_idle) {
+        auto idle = st.context.shell_idle_stop.count();
+        result.output = "[the shell had been idle for " +
+                        (idle % 1000 == 0 ? std::to_string(idle / 1000) + " s"
+                                          : std::to_string(idle) + " ms") +
+                        " and was stopped: this command ran in a new one, in the workspace, "
+                        "with no variables, functions or jobs of earlier commands]\n" +
+                        result.output;
+        st.shell_stopped_idle = false;
+      }
+      apply_output_budget(result, st.context, job.call_id);
       job.promise.deliver(std::move(result));
-      self->state.jobs.erase(i);
+      st.jobs.erase(i);
+      if (st.context.shell_idle_stop.count() > 0 && st.shell.pid >= 0)
+        self->delayed_send(self, st.context.shell_idle_stop, due_atom::value,
+                           idle_timer_bit | st.shell_commands);
     },
   };
 }

@@ -7,7 +7,12 @@
 // a request body by Content-Length, and a chunked `text/event-stream` reply in OpenAI's
 // chat.completion.chunk format, each event its own chunk, ending with `data: [DONE]`.
 //
-// Usage: bench_stream_server [latency_ms=200]   (prints "PORT n", exits when stdin closes)
+// With tool_steps > 0 (bench/fleet_scale.py) it plays an agent's model statelessly: a request
+// whose conversation holds fewer than tool_steps tool results gets a `todo` call (a tool that
+// starts no process), the next one the text reply; so every agent takes tool_steps + 1 steps.
+//
+// Usage: bench_stream_server [latency_ms=200] [tool_steps=0]
+//   (prints "PORT n", exits when stdin closes; SIGUSR1 prints "REQUESTS n" on stderr)
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -18,6 +23,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -39,7 +46,11 @@ struct connection {
 struct due_reply {
   clock_type::time_point at;
   int fd;
+  /// Tool results in its conversation (with tool_steps > 0).
+  size_t tool_results = 0;
 };
+
+volatile sig_atomic_t report_requested = 0;
 
 std::string chunk(std::string_view data) {
   char size[16];
@@ -62,6 +73,33 @@ std::string make_reply() {
   out += chunk("data: [DONE]\n\n");
   out += "0\r\n\r\n";
   return out;
+}
+
+// A streamed reply holding one call of the `todo` tool, numbered so ids stay unique in one
+// conversation.
+std::string make_tool_reply(size_t number) {
+  std::string out = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                    "Transfer-Encoding: chunked\r\nConnection: keep-alive\r\n\r\n";
+  out += chunk("data: {\"id\":\"bench\",\"object\":\"chat.completion.chunk\",\"choices\":[{"
+               "\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":null,\"tool_calls\":[{"
+               "\"index\":0,\"id\":\"call_" + std::to_string(number) + "\",\"type\":\"function\","
+               "\"function\":{\"name\":\"todo\",\"arguments\":\"{\\\"todos\\\":[]}\"}}]},"
+               "\"finish_reason\":null}]}\n\n");
+  out += chunk("data: {\"id\":\"bench\",\"object\":\"chat.completion.chunk\",\"choices\":[{"
+               "\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}],\"usage\":{"
+               "\"prompt_tokens\":5,\"completion_tokens\":7}}\n\n");
+  out += chunk("data: [DONE]\n\n");
+  out += "0\r\n\r\n";
+  return out;
+}
+
+// How many tool results the request's conversation holds (troupe writes compact JSON).
+size_t tool_results_in(std::string_view request) {
+  size_t count = 0;
+  for (auto at = request.find("\"role\":\"tool\""); at != std::string_view::npos;
+       at = request.find("\"role\":\"tool\"", at + 1))
+    ++count;
+  return count;
 }
 
 // Returns the length of one whole request at the front of `in`, or 0 if it is incomplete.
@@ -87,7 +125,13 @@ size_t complete_request(const std::string& in) {
 
 int main(int argc, char** argv) {
   auto latency = std::chrono::milliseconds{argc > 1 ? std::atoi(argv[1]) : 200};
+  size_t tool_steps = argc > 2 ? static_cast<size_t>(std::atoi(argv[2])) : 0;
   const std::string reply = make_reply();
+  std::vector<std::string> tool_replies;
+  for (size_t i = 0; i < tool_steps; ++i)
+    tool_replies.push_back(make_tool_reply(i + 1));
+  uint64_t requests = 0;
+  std::signal(SIGUSR1, [](int) { report_requested = 1; });
 
   int listener = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   int yes = 1;
@@ -131,6 +175,10 @@ int main(int argc, char** argv) {
       timeout = static_cast<int>(std::max<long>(0, wait.count()));
     }
     int n = epoll_wait(ep, events.data(), static_cast<int>(events.size()), timeout);
+    if (report_requested) {
+      report_requested = 0;
+      std::fprintf(stderr, "REQUESTS %llu\n", static_cast<unsigned long long>(requests));
+    }
     for (int i = 0; i < n; ++i) {
       int fd = events[i].data.fd;
       if (fd == STDIN_FILENO) {
@@ -153,19 +201,23 @@ int main(int argc, char** argv) {
           continue;
         }
         while (size_t whole = complete_request(c.in)) {
+          size_t tools = tool_steps > 0 ? tool_results_in({c.in.data(), whole}) : 0;
           c.in.erase(0, whole);
-          due.push_back({clock_type::now() + latency, fd});
+          due.push_back({clock_type::now() + latency, fd, tools});
+          ++requests;
         }
       }
     }
     auto now = clock_type::now();
     while (!due.empty() && due.front().at <= now) {
       int fd = due.front().fd;
+      auto tools = due.front().tool_results;
       due.pop_front();
       if (connections.count(fd) == 0)
         continue;
+      const auto& answer = tools < tool_steps ? tool_replies[tools] : reply;
       // Loopback buffers take a reply of this size whole; a short write means a dead peer.
-      if (write(fd, reply.data(), reply.size()) != static_cast<ssize_t>(reply.size()))
+      if (write(fd, answer.data(), answer.size()) != static_cast<ssize_t>(answer.size()))
         close_connection(fd);
     }
   }

@@ -8,6 +8,7 @@
 #include "orchestrator/chat_command.hpp"
 #include "orchestrator/demo_command.hpp"
 #include "orchestrator/environment.hpp"
+#include "orchestrator/fleet_command.hpp"
 #include "orchestrator/remote_commands.hpp"
 #include "orchestrator/run_command.hpp"
 #include "orchestrator/run_flags.hpp"
@@ -65,6 +66,9 @@ int run_cli(int argc, char** argv) {
   auto* rm = app.add_subcommand("rm", "remove a session that is not running");
   rm->add_option("session", target_id, "the session's id or name")->required();
 
+  fleet_flags fleet_options;
+  auto fleet = add_fleet_command(app, fleet_options);
+
   std::string demo_format = "text";
   auto* demo = app.add_subcommand("demo", "run an offline agent on a bundled script");
   demo->add_option("--output-format", demo_format, "text or stream-json")
@@ -93,6 +97,10 @@ int run_cli(int argc, char** argv) {
 
   if (*demo)
     return run_demo(demo_format);
+  if (*fleet.status)
+    return run_fleet_status(fleet_options);
+  if (*fleet.fleet)
+    return run_fleet(fleet_options);
   if (*ls)
     return run_ls(ls_json, ls_all);
   if (*show)

@@ -173,6 +173,7 @@ expected<session_actor> spawn_subagent(caf::actor_system& sys,
   context.cwd = parent_settings.cwd;
   context.home = parent_settings.home;
   context.shell_program = parent_settings.shell_program;
+  context.shell_idle_stop = parent_settings.shell_idle_stop;
   context.output_cap = parent_settings.max_tool_output;
   context.results_dir = paths.tool_results();
   context.tasks_dir = paths.tasks();
@@ -194,26 +195,68 @@ expected<session_actor> spawn_subagent(caf::actor_system& sys,
   return spawn_agent(sys, std::move(child), std::move(context), std::move(client));
 }
 
+// The tools a run offers: the built-in ones but those a bare deny rule removes. One registry
+// per set of removed tools in a fleet.
+std::shared_ptr<const tool_registry> offered_registry(const permission_policy& permissions,
+                                                      agent_commons* commons) {
+  std::vector<tool_spec> offered;
+  std::string removed;
+  auto builtin = make_builtin_registry();
+  for (auto& tool : builtin.tools()) {
+    if (!permissions.removes_tool(tool.name))
+      offered.push_back(tool);
+    else
+      removed += tool.name + " ";
+  }
+  if (commons)
+    if (auto known = commons->registries.find(removed); known != commons->registries.end())
+      return known->second;
+  auto registry = std::make_shared<const tool_registry>(std::move(offered));
+  if (commons)
+    commons->registries.emplace(removed, registry);
+  return registry;
+}
+
+// The system prompt for a registry and format, with `extra` instructions after it; one per
+// combination in a fleet.
+shared_value<std::string> system_prompt_for(const std::shared_ptr<const tool_registry>& registry,
+                                            tool_format format, const std::string& extra,
+                                            agent_commons* commons) {
+  auto make = [&] {
+    auto prompt = build_system_prompt(*registry, format);
+    if (extra == subagent_note)
+      return prompt + extra;
+    return extra.empty() ? prompt : prompt + "\n\n" + extra;
+  };
+  if (!commons)
+    return make();
+  auto key = std::to_string(reinterpret_cast<uintptr_t>(registry.get())) + "/" +
+             std::to_string(static_cast<int>(format)) + "/" + extra;
+  if (auto known = commons->prompts.find(key); known != commons->prompts.end())
+    return known->second;
+  shared_value<std::string> prompt{make()};
+  commons->prompts.emplace(key, prompt);
+  return prompt;
+}
+
 } // namespace
 
 expected<launched_agent> launch_agent(caf::actor_system& sys, run_settings& settings,
                                       permission_asker_actor asker) {
-  // A tool denied by a bare rule is not offered at all.
-  std::vector<tool_spec> offered;
-  auto builtin = make_builtin_registry();
-  for (auto& tool : builtin.tools())
-    if (!settings.permissions.removes_tool(tool.name))
-      offered.push_back(tool);
-  auto registry = std::make_shared<const tool_registry>(std::move(offered));
-  if (settings.permissions.mode == permission_mode::bypass)
+  auto* commons = settings.commons.get();
+  auto registry = offered_registry(settings.permissions, commons);
+  if (settings.permissions.mode == permission_mode::bypass && !commons)
     std::fprintf(stderr, "troupe: WARNING: permission mode bypass: every tool call runs without "
                          "asking (deny rules still hold)\n");
   spdlog::info("permission mode {}", to_string(settings.permissions.mode));
-  auto paths = session_paths::top_level(settings.troupe_home, settings.session_id);
+  auto paths = settings.session_dir.empty()
+                 ? session_paths::top_level(settings.troupe_home, settings.session_id)
+                 : session_paths{settings.session_dir};
   tool_context tools;
   tools.cwd = settings.cwd;
   tools.home = settings.home;
   tools.shell_program = settings.shell_program;
+  tools.shell_idle_stop = settings.shell_idle_stop;
   tools.output_cap = settings.max_tool_output;
   tools.results_dir = paths.tool_results();
   tools.tasks_dir = paths.tasks();
@@ -224,7 +267,8 @@ expected<launched_agent> launch_agent(caf::actor_system& sys, run_settings& sett
   session.session_id = settings.session_id;
   session.session_dir = paths.dir();
   session.model_name = settings.model_name;
-  session.system_prompt = build_system_prompt(*registry, settings.format);
+  session.system_prompt = system_prompt_for(registry, settings.format, settings.extra_system,
+                                            commons);
   session.format = settings.format;
   session.cwd = settings.cwd;
   session.registry = registry;
@@ -245,7 +289,7 @@ expected<launched_agent> launch_agent(caf::actor_system& sys, run_settings& sett
   session.interactive = settings.interactive;
   session.wait_for_notifications = settings.wait_notifications;
   session.idle_timeout = settings.idle_timeout;
-  session.disk = spawn_disk_io(sys, settings.max_notification_bytes);
+  session.disk = commons ? commons->disk : spawn_disk_io(sys, settings.max_notification_bytes);
   session.hook_commands = settings.hook_commands;
   session.hook_shell = settings.shell_program;
   // Tool processes can reach this session: `troupe notify "$TROUPE_SESSION_ID" …`.
@@ -256,10 +300,16 @@ expected<launched_agent> launch_agent(caf::actor_system& sys, run_settings& sett
   std::optional<http_engine> engine;
   model_client_actor model;
   if (settings.http_model) {
-    auto started = http_engine::start(sys, settings.libcurl);
-    if (!started)
-      return failure{started.error()};
-    engine = std::move(*started);
+    if (commons && commons->engine) {
+      engine = commons->engine;
+    } else {
+      auto started = http_engine::start(sys, settings.libcurl);
+      if (!started)
+        return failure{started.error()};
+      engine = std::move(*started);
+      if (commons)
+        commons->engine = engine;
+    }
     // The reply may take what the context budget keeps free for it.
     settings.http_model->provider.max_tokens =
       static_cast<int32_t>(settings.budget.output_reserve());
@@ -271,7 +321,7 @@ expected<launched_agent> launch_agent(caf::actor_system& sys, run_settings& sett
   setup->disk = session.disk;
   for (auto format : {tool_format::tool, tool_format::markdown, tool_format::xml})
     setup->child_prompts.at(static_cast<size_t>(format)) =
-      build_system_prompt(*registry, format) + subagent_note;
+      system_prompt_for(registry, format, subagent_note, commons);
   {
     run_settings shared = settings;
     shared.history.clear();
@@ -322,7 +372,9 @@ expected<launched_agent> launch_agent(caf::actor_system& sys, run_settings& sett
   };
   // A chat with an API model has the model name it (one short request on the side); headless
   // runs and scripted models take the prompt's first words, with no request.
-  if (settings.interactive && settings.http_model && engine) {
+  if (commons) {
+    // Named from its prompt when it ends; no namer actor per task.
+  } else if (settings.interactive && settings.http_model && engine) {
     auto naming = *settings.http_model;
     naming.provider.max_tokens = 32;
     naming.provider.stream = false;
@@ -336,10 +388,13 @@ expected<launched_agent> launch_agent(caf::actor_system& sys, run_settings& sett
   else
     model = spawn_scripted_model(sys, std::move(*settings.model_script));
   launched.agent = spawn_agent(sys, std::move(session), std::move(tools), std::move(model));
-  launched.stop_engine = [setup] {
-    if (setup->engine)
+  // A fleet's engine is the fleet's to stop; the setup stays alive with the agent all the same.
+  launched.stop_engine = [setup, shared = commons != nullptr] {
+    if (setup->engine && !shared)
       setup->engine->stop();
   };
+  if (commons)
+    return launched;
   // Other processes reach the session here (`troupe notify`, `interrupt`, `background`).
   if (auto endpoint = spawn_control_endpoint(sys, launched.agent, paths); !endpoint)
     spdlog::warn("{}; troupe notify will queue messages for the next resume", endpoint.error());

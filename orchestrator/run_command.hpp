@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <map>
 #include <memory>
 #include <filesystem>
 #include <optional>
@@ -24,6 +25,7 @@
 #include "providers/scripted_script.hpp"
 #include "tools/permissions.hpp"
 #include "tools/process_reaper.hpp"
+#include "tools/registry.hpp"
 #include "tools/tool_spec.hpp"
 
 namespace caf {
@@ -43,6 +45,16 @@ struct model_choice {
 
 /// Resolves a model spec ("openai/…", "scripted:PATH", …) the way --model is resolved.
 using model_resolver = std::function<expected<model_choice>(const std::string& spec)>;
+
+/// What the agents of one fleet share, made once for all of them: the HTTP engine, the disk
+/// actor, and one tool registry and system prompt per permission set (ten thousand agents hold
+/// one copy each, not ten thousand). Used from the fleet dispatcher's thread only.
+struct agent_commons {
+  std::optional<http_engine> engine;
+  disk_io_actor disk;
+  std::map<std::string, std::shared_ptr<const tool_registry>> registries;
+  std::map<std::string, shared_value<std::string>> prompts;
+};
 
 /// A checked run: every value here is known to be usable.
 struct run_settings {
@@ -65,9 +77,13 @@ struct run_settings {
   std::filesystem::path home;
   /// Absolute path of the bash the shell tool runs.
   std::string shell_program = "/bin/bash";
+  /// A shell idle this long is stopped (0: never; fleets set it).
+  std::chrono::milliseconds shell_idle_stop{0};
   /// The libcurl to load for HTTP models ($TROUPE_LIBCURL, else libcurl.so.4).
   std::string libcurl = "libcurl.so.4";
   std::string session_id;
+  /// The session's directory when it is not $TROUPE_HOME/sessions/<id> (a fleet's task).
+  std::filesystem::path session_dir;
   /// What session.json starts from (name, creation time, fork origin, cost so far).
   session_info info;
   /// The model a resumed session ran with: used when --model names none.
@@ -95,6 +111,13 @@ struct run_settings {
   model_resolver resolve_model;
   /// The context budget of another model (the table, settings files, flags), for /model.
   std::function<expected<context_budget>(const std::string& model)> resolve_budget;
+  /// More system instructions after troupe's own (a fleet task's "system").
+  std::string extra_system;
+  /// Set for a fleet's task: the parts shared with the other tasks. The task's session then has
+  /// no control endpoint of its own (a descriptor and a socket per task would not scale; troupe
+  /// notify queues for it durably), no namer (named from its prompt), and nobody is warned per
+  /// task of the permission mode.
+  std::shared_ptr<agent_commons> commons;
   int32_t max_agent_depth = default_agent_depth;
   size_t max_agents = default_max_agents;
   /// Background subagents still running when the run ends are left to finish (the process

@@ -122,7 +122,13 @@ expected<bool> resolve_session(const run_flags& flags, run_settings& settings) {
   }
   // The lock before anything is read: one process runs a session at a time, and only the one
   // that holds it may repair its transcript.
-  auto own = catalog.session(settings.session_id);
+  // A session continued in place may be a fleet's task, whose directory is the fleet's.
+  auto own = from && !flags.fork ? from->paths : catalog.session(settings.session_id);
+  if (own.dir() != catalog.session(settings.session_id).dir())
+    settings.session_dir = own.dir();
+  if (auto fleet = fleet_of(own); fleet && lock_held(fleet->lock()))
+    return failure{"session " + own.id() + " is a task of fleet " + fleet->id() +
+                   ", which is running in another process; resume it once the fleet has ended"};
   std::error_code exists_ec;
   settings.created_session_dir = !std::filesystem::exists(own.dir(), exists_ec);
   auto locked = session_lock::take(own);
@@ -155,8 +161,7 @@ expected<bool> resolve_session(const run_flags& flags, run_settings& settings) {
 
 } // namespace
 
-expected<run_settings> resolve_run(const run_flags& flags, bool interactive) {
-  run_settings settings;
+expected<bool> resolve_basics(const run_flags& flags, run_settings& settings) {
   settings.render.format =
     flags.output_format == "stream-json" ? output_format::stream_json : output_format::text;
   settings.render.include_partial_messages = flags.include_partial_messages;
@@ -189,16 +194,10 @@ expected<run_settings> resolve_run(const run_flags& flags, bool interactive) {
   settings.shell_program = find_bash();
   settings.troupe_home = troupe_home();
   settings.libcurl = env_or("TROUPE_LIBCURL", "libcurl.so.4");
-  settings.interactive = interactive;
-  auto resumed = resolve_session(flags, settings);
-  // Bad input found from here on leaves no directory behind for a session it would have made.
-  new_session_cleanup leave_no_trace{
-    settings.created_session_dir
-      ? std::optional{session_paths::top_level(settings.troupe_home, settings.session_id)}
-      : std::nullopt};
-  if (!resumed)
-    return failure{resumed.error()};
+  return true;
+}
 
+expected<bool> resolve_agent(const run_flags& flags, bool interactive, run_settings& settings) {
   if (auto model = resolve_model(flags, settings); !model)
     return failure{model.error()};
   if (settings.http_model)
@@ -234,6 +233,24 @@ expected<run_settings> resolve_run(const run_flags& flags, bool interactive) {
     settings.idle_timeout = std::chrono::seconds{flags.idle_timeout_s};
   settings.permissions = std::move(*permissions);
   settings.ask_on_terminal = isatty(STDIN_FILENO) != 0 && isatty(STDERR_FILENO) != 0;
+  return true;
+}
+
+expected<run_settings> resolve_run(const run_flags& flags, bool interactive) {
+  run_settings settings;
+  if (auto basics = resolve_basics(flags, settings); !basics)
+    return failure{basics.error()};
+  settings.interactive = interactive;
+  auto resumed = resolve_session(flags, settings);
+  // Bad input found from here on leaves no directory behind for a session it would have made.
+  new_session_cleanup leave_no_trace{
+    settings.created_session_dir
+      ? std::optional{session_paths::top_level(settings.troupe_home, settings.session_id)}
+      : std::nullopt};
+  if (!resumed)
+    return failure{resumed.error()};
+  if (auto agent = resolve_agent(flags, interactive, settings); !agent)
+    return failure{agent.error()};
 
   // A chat asks for its input; a run needs a prompt, unless it resumes a session whose last
   // message was never answered (crash recovery answers it).

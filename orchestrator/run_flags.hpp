@@ -66,6 +66,14 @@ std::string join_words(const std::vector<std::string>& words);
 /// Joins the words of a prompt; with none, reads stdin when it is not a terminal.
 std::string read_prompt(const std::vector<std::string>& words);
 
+/// The first half of resolve_run, which knows no session: caps, the workspace (--cwd), the home
+/// directories, bash and libcurl.
+expected<bool> resolve_basics(const run_flags& flags, run_settings& settings);
+
+/// The second half, once the session (and so its workspace and recorded model) is known: the
+/// model, permissions, context budget, hooks and subagent caps.
+expected<bool> resolve_agent(const run_flags& flags, bool interactive, run_settings& settings);
+
 /// Turns flags, environment and settings files into a checked run, or a one-line error.
 /// `interactive` (chat): a prompt is optional and the session waits for input.
 expected<run_settings> resolve_run(const run_flags& flags, bool interactive);

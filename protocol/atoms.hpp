@@ -31,5 +31,8 @@ using hook_atom = caf::atom_constant<caf::atom("hook")>;
 using list_atom = caf::atom_constant<caf::atom("list")>;
 using finish_atom = caf::atom_constant<caf::atom("finish")>;
 using spawn_atom = caf::atom_constant<caf::atom("spawn")>;
+using admit_atom = caf::atom_constant<caf::atom("admit")>;
+using pause_atom = caf::atom_constant<caf::atom("pause")>;
+using progress_atom = caf::atom_constant<caf::atom("progress")>;
 
 } // namespace troupe

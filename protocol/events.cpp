@@ -70,8 +70,9 @@ void to_json(nlohmann::json& j, const session_ended_event& x) {
        {"reason", x.reason},         {"error_message", x.error_message},
        {"error_kind", x.error_kind},
        {"result_text", x.result_text}, {"state", x.state},
-       {"usage", x.usage},           {"duration_ms", x.duration_ms},
-       {"permission_denials", x.permission_denials}};
+       {"usage", x.usage},           {"cost_usd", x.cost_usd}, {"total_usage", x.total_usage},
+       {"total_cost_usd", x.total_cost_usd}, {"cost_known", x.cost_known},
+       {"duration_ms", x.duration_ms}, {"permission_denials", x.permission_denials}};
   if (!x.agents_left.empty())
     j["agents_left"] = x.agents_left;
 }
@@ -84,6 +85,11 @@ void from_json(const nlohmann::json& j, session_ended_event& x) {
   j.at("result_text").get_to(x.result_text);
   j.at("state").get_to(x.state);
   j.at("usage").get_to(x.usage);
+  if (auto total = j.find("total_usage"); total != j.end())
+    total->get_to(x.total_usage);
+  x.cost_usd = j.value("cost_usd", 0.0);
+  x.total_cost_usd = j.value("total_cost_usd", 0.0);
+  x.cost_known = j.value("cost_known", true);
   j.at("duration_ms").get_to(x.duration_ms);
   if (auto denials = j.find("permission_denials"); denials != j.end())
     denials->get_to(x.permission_denials);

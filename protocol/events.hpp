@@ -68,7 +68,14 @@ struct session_ended_event {
   /// The last assistant text, the run's answer.
   std::string result_text;
   loop_state state;
+  /// This run's usage, and its cost (subagents' included).
   token_usage usage;
+  double cost_usd = 0;
+  /// The session's usage and cost over all its runs, its subagents' included (the cost is
+  /// unknown when a model's price is not in the table).
+  token_usage total_usage;
+  double total_cost_usd = 0;
+  bool cost_known = true;
   int64_t duration_ms = 0;
   /// Every call the permission check refused during the session, in order.
   std::vector<permission_denial> permission_denials;
@@ -80,8 +87,8 @@ struct session_ended_event {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, session_ended_event& x) {
   return f(caf::meta::type_name("session_ended_event"), x.session_id, x.reason, x.error_message,
-           x.error_kind, x.result_text, x.state, x.usage, x.duration_ms, x.permission_denials,
-           x.agents_left);
+           x.error_kind, x.result_text, x.state, x.usage, x.cost_usd, x.total_usage, x.total_cost_usd,
+           x.cost_known, x.duration_ms, x.permission_denials, x.agents_left);
 }
 
 /// What a generation in flight is doing: text arriving, or a retry being waited for.

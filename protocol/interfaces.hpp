@@ -122,6 +122,19 @@ using agent_supervisor_actor = caf::typed_actor<
   // Internal: a task_wait's timeout (its serial).
   caf::reacts_to<due_atom, uint64_t>>;
 
+/// Runs a fleet's tasks, each a top-level session it launches, subscribes to and hears end:
+/// at most N at once, within the token and cost budgets, one result line per task.
+using fleet_dispatcher_actor = event_sink_actor::extend<
+  // Begin launching.
+  caf::reacts_to<start_atom>,
+  // Stop (Ctrl+C): no task starts any more and the running ones are interrupted; their state
+  // stays on disk and no result is written for them, so that a rerun resumes them.
+  caf::reacts_to<interrupt_atom>,
+  // Internal: launch the next tasks.
+  caf::reacts_to<spawn_atom>,
+  // Internal: time for a progress report.
+  caf::reacts_to<progress_atom>>;
+
 /// Runs tool calls for one session; blocking work happens off the scheduler threads.
 using tool_executor_actor = caf::typed_actor<
   // Run one call. Bad input and failures are results with is_error, never CAF errors.
@@ -209,6 +222,18 @@ using http_client_actor = caf::typed_actor<
   caf::reacts_to<http_body_chunk>,
   // The transfer is over (complete or failed). Nothing follows for this id.
   caf::reacts_to<http_transfer_done>>;
+
+/// Holds back the requests of every HTTP model client of the process to a provider that asked
+/// for a pause (429, 529): one client's Retry-After pauses them all, instead of each finding out
+/// with a request of its own. Providers are named by their base URL.
+using provider_gate_actor = caf::typed_actor<
+  // May a request to this provider go? Answered at once, or when the provider's pause ends.
+  caf::replies_to<admit_atom, std::string>::with<bool>,
+  // The provider asked for a pause of this many milliseconds (from now): requests wait until
+  // it ends (a longer pause already on stays).
+  caf::reacts_to<pause_atom, std::string, int64_t>,
+  // Internal: a provider's pause may be over.
+  caf::reacts_to<due_atom, std::string>>;
 
 /// A model client that talks HTTP through the engine.
 using http_model_actor = model_client_actor::extend_with<http_client_actor>;

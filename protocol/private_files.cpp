@@ -103,4 +103,25 @@ std::string read_whole_file(const std::filesystem::path& path, std::string& cont
   return {};
 }
 
+std::string append_or_take_back(int fd, const std::string& data,
+                                const std::filesystem::path& path) {
+  struct stat before{};
+  if (::fstat(fd, &before) != 0)
+    return "cannot write " + path.string() + ": " + std::strerror(errno);
+  auto problem = write_fully(fd, data.data(), data.size(), path);
+  if (problem.empty())
+    return {};
+  if (::ftruncate(fd, before.st_size) != 0)
+    return problem + "; and cannot take the part written back: " + std::strerror(errno);
+  return problem + "; the file is as it was";
+}
+
+bool ends_with_newline(int fd) {
+  struct stat st{};
+  if (::fstat(fd, &st) != 0 || st.st_size == 0)
+    return true;
+  char last = '\n';
+  return ::pread(fd, &last, 1, st.st_size - 1) != 1 || last == '\n';
+}
+
 } // namespace troupe

@@ -56,4 +56,13 @@ std::string read_whole_file(const std::filesystem::path& path, std::string& cont
 /// error message, empty on success.
 std::string write_private_file(const std::filesystem::path& path, const std::string& content);
 
+/// Appends `data` to `fd`, or leaves the file as it was: a write that fails part-way (disk full)
+/// is taken back, so no half line stays behind to swallow the next one. Returns an error
+/// message naming `path`, empty on success.
+std::string append_or_take_back(int fd, const std::string& data,
+                                const std::filesystem::path& path);
+
+/// Whether the last byte of the file behind `fd` is a newline (an empty file counts as ended).
+bool ends_with_newline(int fd);
+
 } // namespace troupe

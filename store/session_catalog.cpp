@@ -173,10 +173,35 @@ expected<session_paths> session_catalog::existing(const std::string& session_id)
     if (denied(transcript_ec) || denied(control_ec))
       return failure{"permission denied: cannot read " + session.dir().string() +
                      " (the session belongs to another user?)"};
+    if (auto task = fleet_task_session(session_id))
+      return task;
+    else if (task.error() != "none")
+      return failure{task.error()};
     return failure{"unknown session '" + session_id + "' (no " +
                    session.transcript().string() + ")"};
   }
   return session;
+}
+
+expected<session_paths> session_catalog::fleet_task_session(const std::string& session_id) const {
+  std::vector<session_paths> found;
+  std::error_code ec;
+  for (auto it = std::filesystem::directory_iterator(fleets_root(root_.parent_path()), ec);
+       !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+    auto task = fleet_paths{it->path()}.task_session(session_id);
+    if (holds_session(task))
+      found.push_back(task);
+  }
+  if (found.empty())
+    return failure{"none"};
+  if (found.size() > 1) {
+    std::string fleets;
+    for (auto& task : found)
+      fleets += (fleets.empty() ? "" : ", ") + fleet_of(task)->id();
+    return failure{"session '" + session_id + "' is a task of several fleets (" + fleets +
+                   "); look in the fleet's sessions/ folder"};
+  }
+  return found.front();
 }
 
 expected<stored_session> session_catalog::find(const std::string& id_or_name) const {

@@ -94,7 +94,8 @@ public:
   expected<std::vector<stored_session>> list() const;
 
   /// An id that names an existing session (a transcript, or a control file of one starting):
-  /// never a silently created directory.
+  /// never a silently created directory. A top-level session first, else a fleet's task
+  /// session (an id that several fleets hold is an error naming them).
   expected<session_paths> existing(const std::string& session_id) const;
 
   /// The session with this id, else the one with this name. A name that several sessions
@@ -117,6 +118,9 @@ public:
   expected<stored_session> newest_in(const std::filesystem::path& cwd) const;
 
 private:
+  /// The task session with this id in any fleet; the error "none" when no fleet has it.
+  expected<session_paths> fleet_task_session(const std::string& session_id) const;
+
   std::filesystem::path root_;
 };
 

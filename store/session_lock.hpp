@@ -17,6 +17,8 @@ public:
   /// Takes the lock of `session` (its directory created 0700 if needed, an older one tightened);
   /// fails, saying so, when another process holds it.
   static expected<std::shared_ptr<session_lock>> take(const session_paths& session);
+  /// Takes the lock of a fleet: held, it stands for the lock of every task session in it.
+  static expected<std::shared_ptr<session_lock>> take(const fleet_paths& fleet);
   session_lock(const session_lock&) = delete;
   session_lock& operator=(const session_lock&) = delete;
   ~session_lock();
@@ -26,8 +28,12 @@ private:
   int fd_ = -1;
 };
 
-/// True when a process holds the lock of `session` (it is running). Asks, never takes: a probe
-/// never gets in the way of a run that is starting.
+/// True when a process holds the lock of `session` (it is running). A fleet task's session has
+/// no lock of its own: it runs while its fleet's lock is held and its session.json says it runs.
+/// Asks, never takes: a probe never gets in the way of a run that is starting.
 bool session_running(const session_paths& session);
+
+/// True when a process holds the lock file at `path`.
+bool lock_held(const std::filesystem::path& path);
 
 } // namespace troupe

@@ -1,5 +1,10 @@
 #include "store/session_paths.hpp"
 
+#include <algorithm>
+#include <cctype>
+#include <cstdint>
+#include <cstdio>
+
 namespace troupe {
 
 std::filesystem::path set_aside_path(const std::filesystem::path& queue) {
@@ -12,6 +17,42 @@ std::filesystem::path torn_lines_path(const std::filesystem::path& transcript) {
 
 std::filesystem::path sessions_root(const std::filesystem::path& troupe_home) {
   return troupe_home / "sessions";
+}
+
+std::filesystem::path fleets_root(const std::filesystem::path& troupe_home) {
+  return troupe_home / "fleets";
+}
+
+std::optional<fleet_paths> fleet_of(const session_paths& session) {
+  auto sessions = session.dir().parent_path();
+  auto fleet = sessions.parent_path();
+  if (session.dir().filename().empty() || sessions.filename() != "sessions" ||
+      fleet.parent_path().filename() != "fleets")
+    return std::nullopt;
+  return fleet_paths{fleet};
+}
+
+std::string task_session_id(const std::string& fleet_id, const std::string& task_id) {
+  constexpr size_t longest_kept = 100;
+  auto nameable = !task_id.empty() && task_id.size() <= longest_kept && task_id != "." &&
+                  task_id != ".." &&
+                  std::all_of(task_id.begin(), task_id.end(), [](unsigned char c) {
+                    return std::isalnum(c) || c == '.' || c == '_' || c == '-';
+                  });
+  if (nameable)
+    return fleet_id + "-" + task_id;
+  // FNV-1a over the whole id: stable across runs and machines, unlike std::hash.
+  uint64_t hash = 14695981039346656037ull;
+  for (unsigned char c : task_id) {
+    hash ^= c;
+    hash *= 1099511628211ull;
+  }
+  std::string readable;
+  for (unsigned char c : task_id.substr(0, 40))
+    readable += std::isalnum(c) ? static_cast<char>(c) : '_';
+  char digits[17];
+  std::snprintf(digits, sizeof digits, "%016llx", static_cast<unsigned long long>(hash));
+  return fleet_id + "-" + readable + "-" + digits;
 }
 
 session_paths session_paths::top_level(const std::filesystem::path& troupe_home,

@@ -19,6 +19,9 @@ std::filesystem::path torn_lines_path(const std::filesystem::path& transcript);
 /// <troupe home>/sessions: the directory of every top-level session.
 std::filesystem::path sessions_root(const std::filesystem::path& troupe_home);
 
+/// <troupe home>/fleets: the directory of every fleet (troupe fleet).
+std::filesystem::path fleets_root(const std::filesystem::path& troupe_home);
+
 /// The files of one session's (or subagent's) directory.
 class session_paths {
 public:
@@ -83,6 +86,46 @@ public:
 private:
   std::filesystem::path dir_;
 };
+
+/// The files of one fleet's directory, <troupe home>/fleets/<fleet id>: its tasks as given, its
+/// results, its lock, and one session directory per task under sessions/.
+class fleet_paths {
+public:
+  fleet_paths() = default;
+  explicit fleet_paths(std::filesystem::path dir) : dir_(std::move(dir)) {}
+  static fleet_paths of(const std::filesystem::path& troupe_home, const std::string& fleet_id) {
+    return fleet_paths{fleets_root(troupe_home) / fleet_id};
+  }
+
+  const std::filesystem::path& dir() const { return dir_; }
+  std::string id() const { return dir_.filename().string(); }
+  /// fleet.json: what the fleet was started with (its tasks file, results file, task count).
+  std::filesystem::path info() const { return dir_ / "fleet.json"; }
+  /// tasks.jsonl: the tasks as read, one JSON object per line (CSV input is converted).
+  std::filesystem::path tasks() const { return dir_ / "tasks.jsonl"; }
+  /// results.jsonl: the default results file.
+  std::filesystem::path results() const { return dir_ / "results.jsonl"; }
+  /// fleet.lock: held by the process that runs the fleet (and so every task session in it).
+  std::filesystem::path lock() const { return dir_ / "fleet.lock"; }
+  /// sessions/: one directory per task.
+  std::filesystem::path sessions() const { return dir_ / "sessions"; }
+  session_paths task_session(const std::string& session_id) const {
+    return session_paths{sessions() / session_id};
+  }
+
+private:
+  std::filesystem::path dir_;
+};
+
+/// The fleet a session's directory belongs to, when it is a fleet task's (…/fleets/F/sessions/S);
+/// a subagent of a task belongs to no fleet directly (ask with its top()).
+std::optional<fleet_paths> fleet_of(const session_paths& session);
+
+/// The session id of a fleet's task: the fleet's id, '-', and the task's id when that can name
+/// a directory (letters, digits, '.', '_', '-'; at most 100 characters), else a readable part
+/// of it and a hash of the whole. Stable (a rerun finds the task's session again) and unique
+/// across fleets (troupe show finds it by this id alone).
+std::string task_session_id(const std::string& fleet_id, const std::string& task_id);
 
 /// True when `session`'s directory holds a session: it has a transcript (an id whose directory
 /// has none is free, or a session still starting).

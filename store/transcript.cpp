@@ -17,34 +17,7 @@
 
 namespace troupe {
 
-namespace {
-
-// Appends `data` to `fd`, or leaves the file as it was: a write that fails part-way (disk full)
-// is taken back, so no half line stays behind to swallow the next one.
-expected<bool> append_or_take_back(int fd, const std::string& data,
-                                   const std::filesystem::path& path) {
-  struct stat before{};
-  if (::fstat(fd, &before) != 0)
-    return failure{"cannot write " + path.string() + ": " + std::strerror(errno)};
-  auto problem = write_fully(fd, data.data(), data.size(), path);
-  if (problem.empty())
-    return true;
-  if (::ftruncate(fd, before.st_size) != 0)
-    return failure{problem + "; and cannot take the part written back: " + std::strerror(errno)};
-  return failure{problem + "; the file is as it was"};
-}
-
-// Whether the last byte of the file behind `fd` is a newline (an empty file counts as ended).
-bool ends_with_newline(int fd) {
-  struct stat st{};
-  if (::fstat(fd, &st) != 0 || st.st_size == 0)
-    return true;
-  char last = '\n';
-  return ::pread(fd, &last, 1, st.st_size - 1) != 1 || last == '\n';
-}
-
-// A line a crash cut short: a JSON object whose text ran out before it was complete.
-bool cut_short(const std::string& line) {
+bool json_line_cut_short(const std::string& line) {
   if (line.empty() || line.front() != '{')
     return false;
   try {
@@ -56,6 +29,8 @@ bool cut_short(const std::string& line) {
     return false; // whole but bad, such as a number past a double's range (1e999)
   }
 }
+
+namespace {
 
 // Saves a torn line in `torn` (appended, 0600, synced), every byte checked; on any failure the
 // file is cut back to what it was and the error returned.
@@ -106,10 +81,10 @@ expected<bool> transcript_writer::append(const message& msg) {
   line.push_back('\n');
   if (end_torn_line_)
     line.insert(0, "\n");
-  auto written = append_or_take_back(fd_.get(), line, path_);
-  if (written)
-    end_torn_line_ = false;
-  return written;
+  if (auto problem = append_or_take_back(fd_.get(), line, path_); !problem.empty())
+    return failure{problem};
+  end_torn_line_ = false;
+  return true;
 }
 
 void transcript_writer::sync() {
@@ -172,7 +147,7 @@ expected<loaded_transcript> load_transcript(const std::filesystem::path& path,
         note(where + " moved to " + torn_path.string());
         break;
       }
-      if (!ok && cut_short(line)) {
+      if (!ok && json_line_cut_short(line)) {
         // A torn line that could not be moved aside when it was found: kept, not read.
         note("transcript " + path.string() + ": line " + std::to_string(line_number) +
              " is a torn line kept in place; skipped");

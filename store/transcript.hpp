@@ -37,6 +37,10 @@ private:
   bool end_torn_line_ = false;
 };
 
+/// True when `line` is a JSON object whose text ran out before it was complete: a line a crash
+/// cut short (a whole line that is bad JSON is not).
+bool json_line_cut_short(const std::string& line);
+
 /// What load_transcript found.
 struct loaded_transcript {
   std::vector<message> messages;

@@ -45,6 +45,10 @@ struct tool_context {
   std::filesystem::path notification_queue;
   /// The bash the shell tool runs, as an absolute path: searching PATH on every call costs a
   /// failed execve per PATH entry.
+  /// A shell idle this long is stopped (its processes with it); the next command starts a new
+  /// one, and says so. 0: kept until the session ends. Fleets set it: ten thousand idle bash
+  /// processes would not fit.
+  std::chrono::milliseconds shell_idle_stop{0};
   std::string shell_program = "/bin/bash";
   /// Shell commands that do not set their own timeout are killed after this long.
   std::chrono::milliseconds shell_timeout{120000};

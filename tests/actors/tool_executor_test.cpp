@@ -28,8 +28,10 @@ struct executor_fixture {
   tool_executor_actor executor;
 
   explicit executor_fixture(size_t output_cap = 30000, size_t capture_cap = 10 << 20,
-                            std::string owner = "") {
+                            std::string owner = "",
+                            std::chrono::milliseconds shell_idle_stop = {}) {
     context.cwd = dir.path();
+    context.shell_idle_stop = shell_idle_stop;
     context.process_owner = std::move(owner);
     context.output_cap = output_cap;
     context.capture_cap = capture_cap;
@@ -89,6 +91,24 @@ TEST_CASE("one bash serves the session: functions and plain variables persist") 
   executor_fixture f;
   CHECK_FALSE(f.shell("greet() { echo \"hi $1\"; }; PLAIN=kept").is_error);
   CHECK(f.shell("greet you; echo $PLAIN").output == "hi you\nkept\n");
+}
+
+TEST_CASE("a shell idle past shell_idle_stop is stopped, and the next command says it is new") {
+  using namespace std::chrono_literals;
+  executor_fixture f{30000, 10 << 20, "idle-test", 150ms};
+  auto first = f.shell("export KEPT=yes; sleep 30 & echo $$");
+  auto bash_pid = std::stol(first.output);
+  CHECK(f.shell("echo ${KEPT-unset}").output == "yes\n"); // used again in time: kept
+  // Idle now: the timer of the last command stops bash and what it left running.
+  for (int i = 0; i < 200 && ::kill(static_cast<pid_t>(bash_pid), 0) == 0; ++i)
+    std::this_thread::sleep_for(10ms);
+  CHECK(::kill(static_cast<pid_t>(bash_pid), 0) != 0);
+  auto next = f.shell("echo ${KEPT-unset}");
+  CHECK(next.output.rfind("[the shell had been idle for 150 ms and was stopped: this command ran in "
+                          "a new one", 0) == 0);
+  CHECK(next.output.find("\nunset\n") != std::string::npos);
+  // Said once: the command after it runs in the new shell as usual.
+  CHECK(f.shell("echo again").output == "again\n");
 }
 
 TEST_CASE("a shell that exits or is killed is started again for the next command") {

@@ -1,0 +1,106 @@
+#include <doctest/doctest.h>
+
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "store/fleet_results.hpp"
+#include "store/session_catalog.hpp"
+#include "store/session_lock.hpp"
+#include "store/state_files.hpp"
+#include "support/test_support.hpp"
+
+using namespace troupe;
+using namespace troupe::test;
+
+namespace {
+
+void write_text(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream out{path, std::ios::binary};
+  out << text;
+}
+
+} // namespace
+
+TEST_CASE("a results line cut short by a kill does not count, and the next append ends it") {
+  temp_dir dir;
+  auto path = dir.path() / "out" / "results.jsonl";
+  {
+    auto writer = fleet_results_writer::open(path);
+    REQUIRE(writer);
+    REQUIRE(writer->append(R"({"id":"a","terminal_reason":"completed"})"));
+  }
+  std::ofstream{path, std::ios::app} << R"({"id":"b","terminal_reason":"completed"})"; // no newline
+  auto read = read_fleet_results(path);
+  REQUIRE(read);
+  CHECK(read->by_id.size() == 1);
+  CHECK(read->by_id.count("a") == 1);
+  CHECK(read->skipped == std::vector<std::string>{"line 2: cut short"});
+  {
+    auto writer = fleet_results_writer::open(path);
+    REQUIRE(writer);
+    REQUIRE(writer->append(R"({"id":"b","terminal_reason":"max_turns"})"));
+  }
+  read = read_fleet_results(path);
+  REQUIRE(read);
+  CHECK(read->by_id.size() == 2);
+  CHECK(read->by_id.at("b").terminal_reason == "max_turns");
+  CHECK(read->skipped == std::vector<std::string>{"line 2: not a result"});
+}
+
+TEST_CASE("counts: completed, failed in any other way, and not started for the budget") {
+  temp_dir dir;
+  auto path = dir.path() / "r.jsonl";
+  write_text(path, R"({"id":"a","terminal_reason":"completed"})"
+                   "\n"
+                   R"({"id":"b","terminal_reason":"max_turns"})"
+                   "\n"
+                   R"({"id":"c","error":"budget"})"
+                   "\n"
+                   R"({"id":"d","error":"invalid task: no \"prompt\""})"
+                   "\n"
+                   R"({"id":"a","terminal_reason":"error"})"
+                   "\n");
+  auto read = read_fleet_results(path);
+  REQUIRE(read);
+  auto counts = count_fleet_results(*read);
+  CHECK(counts.completed == 1); // the first line for an id wins
+  CHECK(counts.failed == 2);
+  CHECK(counts.budget == 1);
+  CHECK(counts.by_reason.at("max_turns") == 1);
+  CHECK(read_fleet_results(dir.path() / "none.jsonl")->by_id.empty());
+}
+
+TEST_CASE("a fleet's task session is found by its id and runs while the fleet's lock is held") {
+  temp_dir dir;
+  auto fleet = fleet_paths::of(dir.path(), "f1");
+  auto task = fleet.task_session(task_session_id("f1", "a"));
+  std::filesystem::create_directories(task.dir());
+  write_text(task.transcript(), "");
+  session_info info;
+  info.id = task.id();
+  info.state = "running";
+  auto info_file = json_file::open(task.info());
+  REQUIRE(info_file);
+  REQUIRE(info_file->write(nlohmann::json(info)));
+  REQUIRE(fleet_of(task));
+  CHECK(fleet_of(task)->id() == "f1");
+  CHECK_FALSE(fleet_of(session_paths::top_level(dir.path(), "x")));
+
+  session_catalog catalog{dir.path()};
+  auto found = catalog.existing("f1-a");
+  REQUIRE(found);
+  CHECK(found->dir() == task.dir());
+  CHECK_FALSE(session_running(task));
+  {
+    auto lock = session_lock::take(fleet);
+    REQUIRE(lock);
+    CHECK(session_running(task));
+    CHECK(catalog.find("f1-a")->live);
+    auto second = session_lock::take(fleet);
+    REQUIRE_FALSE(second);
+    CHECK(second.error().find("fleet f1 is running in another process") == 0);
+  }
+  CHECK_FALSE(session_running(task));
+  CHECK(catalog.find("f1-a")->state_text() == "crashed");
+}
