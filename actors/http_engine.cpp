@@ -4,6 +4,7 @@
 #include "actors/curl_library.hpp"
 
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -124,11 +125,22 @@ size_t on_body(char* data, size_t size, size_t count, void* user) {
 // every transfer on every wake-up, which at a thousand streams is most of the CPU.)
 class engine_loop {
 public:
+  static long connection_cap() {
+    struct rlimit limit{};
+    if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY)
+      return 8192;
+    return std::clamp(static_cast<long>(limit.rlim_cur / 4), 64L, 8192L);
+  }
+
   engine_loop(const curl_functions& curl, int wake_fd)
     : curl_(curl), multi_(curl.multi_init()), epoll_(epoll_create1(EPOLL_CLOEXEC)),
       wake_fd_(wake_fd) {
     watch(wake_fd_, EPOLLIN);
     curl_.multi_setopt(multi_, CURLMOPT_MAXCONNECTS, 2048L);
+    // Ten thousand agents asking at once must not open ten thousand sockets beside their own
+    // files: past a quarter of the descriptors the process may open, requests wait in curl's
+    // queue for a connection instead of failing with EMFILE.
+    curl_.multi_setopt(multi_, CURLMOPT_MAX_TOTAL_CONNECTIONS, connection_cap());
     curl_.multi_setopt(multi_, CURLMOPT_SOCKETFUNCTION, on_socket);
     curl_.multi_setopt(multi_, CURLMOPT_SOCKETDATA, this);
     curl_.multi_setopt(multi_, CURLMOPT_TIMERFUNCTION, on_timer);

@@ -131,6 +131,9 @@ struct session_config {
   /// The subagents an earlier run of this session launched (their session.json under agents/):
   /// /agents lists them, and their ids can be resumed.
   std::vector<session_info> past_agents;
+  /// state.json and session.json stay open between writes (one descriptor each); a fleet's
+  /// tasks open them per write instead, so a running agent holds one descriptor, its transcript.
+  bool keep_state_files_open = true;
   /// Does the blocking file work (durable queues, fsync); shared by the sessions of a process.
   /// Unset: spawn_agent starts one for this agent.
   disk_io_actor disk;

@@ -558,9 +558,13 @@ int run_fleet(const fleet_flags& flags) {
     return fail(earlier.error());
   for (auto& skipped : earlier->skipped)
     spdlog::warn("{}: {} (not a result: that task runs again)", results_path.string(), skipped);
-  auto writer = fleet_results_writer::open(results_path);
+  std::string torn;
+  auto writer = fleet_results_writer::open(results_path, &torn);
   if (!writer)
     return fail(writer.error());
+  if (!torn.empty())
+    spdlog::warn("{}: cut off its last line, which a kill left without its end (that task runs "
+                 "again): {}", results_path.string(), torn.substr(0, 200));
   // The fleet's own copy of its tasks: `troupe fleet --fleet-id ID` reruns it without the file.
   if (source != fleet.tasks().string()) {
     std::string copy;

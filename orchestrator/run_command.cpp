@@ -164,6 +164,7 @@ expected<session_actor> spawn_subagent(caf::actor_system& sys,
   child.parent_queue = paths.launcher()->queue();
   child.stop_children_on_end = !parent_settings.let_agents_finish;
   child.disk = setup->disk;
+  child.keep_state_files_open = parent_settings.commons == nullptr;
   // Hooks guard subagents' calls as they guard the parent's (the input names the agent).
   child.hook_commands = parent_settings.hook_commands;
   child.hook_shell = parent_settings.shell_program;
@@ -201,8 +202,15 @@ std::shared_ptr<const tool_registry> offered_registry(const permission_policy& p
                                                       agent_commons* commons) {
   std::vector<tool_spec> offered;
   std::string removed;
-  auto builtin = make_builtin_registry();
-  for (auto& tool : builtin.tools()) {
+  // Built once per fleet: the specs' schemas are the costly part of a launch.
+  std::shared_ptr<const tool_registry> built;
+  if (commons && commons->builtin)
+    built = commons->builtin;
+  else
+    built = std::make_shared<const tool_registry>(make_builtin_registry());
+  if (commons)
+    commons->builtin = built;
+  for (auto& tool : built->tools()) {
     if (!permissions.removes_tool(tool.name))
       offered.push_back(tool);
     else
@@ -290,6 +298,7 @@ expected<launched_agent> launch_agent(caf::actor_system& sys, run_settings& sett
   session.wait_for_notifications = settings.wait_notifications;
   session.idle_timeout = settings.idle_timeout;
   session.disk = commons ? commons->disk : spawn_disk_io(sys, settings.max_notification_bytes);
+  session.keep_state_files_open = commons == nullptr;
   session.hook_commands = settings.hook_commands;
   session.hook_shell = settings.shell_program;
   // Tool processes can reach this session: `troupe notify "$TROUPE_SESSION_ID" …`.

@@ -52,6 +52,7 @@ using model_resolver = std::function<expected<model_choice>(const std::string& s
 struct agent_commons {
   std::optional<http_engine> engine;
   disk_io_actor disk;
+  std::shared_ptr<const tool_registry> builtin;
   std::map<std::string, std::shared_ptr<const tool_registry>> registries;
   std::map<std::string, shared_value<std::string>> prompts;
 };

@@ -1,6 +1,11 @@
 #include "store/fleet_results.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <string_view>
 
 #include <cerrno>
 #include <cstring>
@@ -12,7 +17,8 @@
 
 namespace troupe {
 
-expected<fleet_results_writer> fleet_results_writer::open(const std::filesystem::path& path) {
+expected<fleet_results_writer> fleet_results_writer::open(const std::filesystem::path& path,
+                                                           std::string* cut) {
   if (path.has_parent_path())
     if (auto problem = make_private_dirs(path.parent_path()); !problem.empty())
       return failure{problem};
@@ -22,15 +28,42 @@ expected<fleet_results_writer> fleet_results_writer::open(const std::filesystem:
   fleet_results_writer writer;
   writer.fd_ = file_handle{fd};
   writer.path_ = path;
-  writer.end_torn_line_ = !ends_with_newline(fd);
+  if (!ends_with_newline(fd)) {
+    struct stat st{};
+    if (::fstat(fd, &st) != 0)
+      return failure{"cannot read " + path.string() + ": " + std::strerror(errno)};
+    // Back to just after the last newline (or the start): the torn line's bytes are read
+    // backwards in blocks, never the whole file.
+    off_t end = st.st_size;
+    std::string tail;
+    char block[4096];
+    off_t keep = 0;
+    for (off_t at = end; at > 0;) {
+      auto size = static_cast<size_t>(std::min<off_t>(at, sizeof block));
+      at -= static_cast<off_t>(size);
+      if (::pread(fd, block, size, at) != static_cast<ssize_t>(size))
+        return failure{"cannot read " + path.string() + ": " + std::strerror(errno)};
+      auto text = std::string_view{block, size};
+      auto newline = text.rfind('\n');
+      if (newline != std::string_view::npos) {
+        keep = at + static_cast<off_t>(newline) + 1;
+        tail.insert(0, text.substr(newline + 1));
+        break;
+      }
+      tail.insert(0, text);
+    }
+    if (::ftruncate(fd, keep) != 0)
+      return failure{"cannot cut the torn last line of " + path.string() + ": " +
+                     std::strerror(errno)};
+    if (cut)
+      *cut = std::move(tail);
+  }
   return writer;
 }
 
 expected<bool> fleet_results_writer::append(const std::string& line) {
-  auto data = (end_torn_line_ ? "\n" : "") + line + "\n";
-  if (auto problem = append_or_take_back(fd_.get(), data, path_); !problem.empty())
+  if (auto problem = append_or_take_back(fd_.get(), line + "\n", path_); !problem.empty())
     return failure{problem};
-  end_torn_line_ = false;
   return true;
 }
 

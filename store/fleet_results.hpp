@@ -18,8 +18,11 @@ namespace troupe {
 class fleet_results_writer {
 public:
   /// Opens (creating 0600 if needed) the results file for appending. A last line without its
-  /// newline (a kill mid-write) is ended first, so it stays one bad line and swallows nothing.
-  static expected<fleet_results_writer> open(const std::filesystem::path& path);
+  /// newline (a kill mid-write) is cut off: it never counted (read_fleet_results skips it), its
+  /// task runs again and writes its whole line, and the file never holds two for one id.
+  /// `cut` is set to what was cut off.
+  static expected<fleet_results_writer> open(const std::filesystem::path& path,
+                                             std::string* cut = nullptr);
 
   /// Appends one line (a JSON object, no newline).
   expected<bool> append(const std::string& line);
@@ -29,7 +32,6 @@ public:
 private:
   file_handle fd_;
   std::filesystem::path path_;
-  bool end_torn_line_ = false;
 };
 
 /// One task's result as a rerun and `fleet status` need it.

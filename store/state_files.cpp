@@ -31,7 +31,7 @@ expected<T> read_json_as(const std::filesystem::path& path, const char* what, in
 
 } // namespace
 
-expected<json_file> json_file::open(const std::filesystem::path& path) {
+expected<json_file> json_file::open(const std::filesystem::path& path, bool keep_open) {
   if (auto problem = make_private_dirs(path.parent_path()); !problem.empty())
     return failure{problem};
   int fd = open_private(path, O_WRONLY);
@@ -42,12 +42,28 @@ expected<json_file> json_file::open(const std::filesystem::path& path) {
   file.fd_ = file_handle{fd};
   file.size_ = std::filesystem::file_size(path, ec);
   file.path_ = path;
+  file.keep_open_ = keep_open;
+  if (!keep_open)
+    file.fd_ = file_handle{};
   return file;
 }
 
 expected<bool> json_file::write(const nlohmann::json& value) {
-  if (!fd_)
-    return failure{path_.string() + " is not open"};
+  if (path_.empty())
+    return failure{"no file to write"};
+  if (!fd_) {
+    int fd = open_private(path_, O_WRONLY);
+    if (fd < 0)
+      return failure{"cannot open " + path_.string() + ": " + std::strerror(errno)};
+    fd_ = file_handle{fd};
+  }
+  struct close_after {
+    json_file& file;
+    ~close_after() {
+      if (!file.keep_open_)
+        file.fd_ = file_handle{};
+    }
+  } closing{*this};
   auto text = value.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   // Padding to the old size (JSON allows trailing whitespace) keeps it one write: no
   // truncate, so no moment at which the file holds a mix of two states.

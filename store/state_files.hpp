@@ -23,8 +23,10 @@ namespace troupe {
 /// to read again.
 class json_file {
 public:
-  /// Opens (creating if needed) the file at path.
-  static expected<json_file> open(const std::filesystem::path& path);
+  /// Opens (creating if needed) the file at path. Not `keep_open`: the descriptor is closed
+  /// again and each write opens it for itself (a fleet's ten thousand agents hold no two
+  /// descriptors each between steps).
+  static expected<json_file> open(const std::filesystem::path& path, bool keep_open = true);
 
   /// Replaces the file's content with the given value.
   expected<bool> write(const nlohmann::json& value);
@@ -33,6 +35,7 @@ private:
   file_handle fd_;
   size_t size_ = 0;
   std::filesystem::path path_;
+  bool keep_open_ = true;
 };
 
 /// How often a file read torn is read, 1 ms apart: a writer's pwrite takes microseconds.

@@ -22,7 +22,7 @@ void write_text(const std::filesystem::path& path, const std::string& text) {
 
 } // namespace
 
-TEST_CASE("a results line cut short by a kill does not count, and the next append ends it") {
+TEST_CASE("a results line cut short by a kill does not count, and is cut off before the next") {
   temp_dir dir;
   auto path = dir.path() / "out" / "results.jsonl";
   {
@@ -30,22 +30,39 @@ TEST_CASE("a results line cut short by a kill does not count, and the next appen
     REQUIRE(writer);
     REQUIRE(writer->append(R"({"id":"a","terminal_reason":"completed"})"));
   }
-  std::ofstream{path, std::ios::app} << R"({"id":"b","terminal_reason":"completed"})"; // no newline
+  // Whole but for its newline: still a line the kill cut, whose task runs again.
+  std::ofstream{path, std::ios::app} << R"({"id":"b","terminal_reason":"completed"})";
   auto read = read_fleet_results(path);
   REQUIRE(read);
   CHECK(read->by_id.size() == 1);
   CHECK(read->by_id.count("a") == 1);
   CHECK(read->skipped == std::vector<std::string>{"line 2: cut short"});
   {
-    auto writer = fleet_results_writer::open(path);
+    std::string cut;
+    auto writer = fleet_results_writer::open(path, &cut);
     REQUIRE(writer);
+    CHECK(cut == R"({"id":"b","terminal_reason":"completed"})");
     REQUIRE(writer->append(R"({"id":"b","terminal_reason":"max_turns"})"));
   }
   read = read_fleet_results(path);
   REQUIRE(read);
   CHECK(read->by_id.size() == 2);
   CHECK(read->by_id.at("b").terminal_reason == "max_turns");
-  CHECK(read->skipped == std::vector<std::string>{"line 2: not a result"});
+  CHECK(read->skipped.empty());
+  // One line per id in the file itself.
+  std::ifstream in{path};
+  std::string line;
+  int lines = 0;
+  while (std::getline(in, line))
+    ++lines;
+  CHECK(lines == 2);
+  // A file that is one torn line and nothing else is emptied.
+  auto lone = dir.path() / "lone.jsonl";
+  write_text(lone, std::string(5000, 'x'));
+  std::string cut;
+  REQUIRE(fleet_results_writer::open(lone, &cut));
+  CHECK(cut.size() == 5000);
+  CHECK(std::filesystem::file_size(lone) == 0);
 }
 
 TEST_CASE("counts: completed, failed in any other way, and not started for the budget") {

@@ -70,7 +70,7 @@ TEST_CASE("duplicate task ids refuse the whole file, whichever lines they are on
   CHECK_FALSE(parse_fleet_tasks("\n  \n", fleet_tasks_format::jsonl));
 }
 
-TEST_CASE("CSV with a header: quoting, line breaks in a field, allow split at ';', metadata") {
+TEST_CASE("CSV with a header: quoting, line breaks in a field, allow rules, metadata") {
   std::string text = "id,prompt,allow,team,max_steps\r\n"
                      "t1,\"say \"\"hi\"\", then, stop\",shell(ls *); write,red,2\r\n"
                      "t2,\"two\nlines\",,blue,\n"

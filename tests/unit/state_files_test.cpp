@@ -163,3 +163,28 @@ TEST_CASE("ls reads a torn session.json again before it falls back to the transc
     ::close(state_watch);
   }
 }
+
+TEST_CASE("a json_file not kept open holds no descriptor between writes, and writes the same") {
+  temp_dir dir;
+  auto open_descriptors = [] {
+    size_t n = 0;
+    for (auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+      (void)entry;
+      ++n;
+    }
+    return n;
+  };
+  auto before = open_descriptors();
+  auto file = json_file::open(dir / "state.json", false);
+  REQUIRE(file);
+  CHECK(open_descriptors() == before);
+  REQUIRE(file->write(nlohmann::json{{"long", std::string(100, 'x')}}));
+  REQUIRE(file->write(nlohmann::json{{"short", 1}}));
+  CHECK(open_descriptors() == before);
+  auto read = read_json_object(dir / "state.json");
+  REQUIRE(read);
+  CHECK(*read == nlohmann::json{{"short", 1}}); // padded over the longer one, still one object
+  auto kept = json_file::open(dir / "kept.json");
+  REQUIRE(kept);
+  CHECK(open_descriptors() == before + 1);
+}
