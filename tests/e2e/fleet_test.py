@@ -244,6 +244,46 @@ def case_resume_after_kill(f):
         check(after[i]["terminal_reason"] == "completed", after[i])
 
 
+def case_recovered(f):
+    """A task whose session ended but whose result line was lost (a kill between the two) is
+    not run again: its line is made from what its session wrote."""
+    done = f.script([{"text": "first and only answer",
+                      "usage": {"input_tokens": 7, "output_tokens": 3}}])
+    tasks = f.tasks([{"id": "ended", "prompt": "p", "model": done, "metadata": {"m": 1}},
+                     {"id": "killed", "prompt": "p", "model": done},
+                     {"id": "other", "prompt": "p", "model": done}])
+    r = f.run([tasks, "--fleet-id", "rec"])
+    check(r.returncode == 0, r.stderr)
+    fleet = os.path.join(f.home, "fleets", "rec")
+    out = os.path.join(fleet, "results.jsonl")
+    lines = by_id(results(out))
+    # As if killed: "ended" lost its line; "killed" also its end in session.json.
+    with open(out, "w") as o:
+        o.write(json.dumps(lines["other"]) + "\n")
+    info_path = os.path.join(fleet, "sessions", "rec-killed", "session.json")
+    with open(info_path) as i:
+        info = json.load(i)
+    info["state"] = "running"
+    with open(info_path, "w") as i:
+        json.dump(info, i)
+    transcripts = {}
+    for task in ("ended", "killed"):
+        with open(os.path.join(fleet, "sessions", f"rec-{task}", "transcript.jsonl"), "rb") as t:
+            transcripts[task] = t.read()
+    r = f.run([tasks, "--fleet-id", "rec"])
+    check(r.returncode == 0, r.stderr)
+    after = by_id(results(out))
+    check(sorted(after) == ["ended", "killed", "other"], after)
+    for task in ("ended", "killed"):
+        check(after[task]["recovered"] is True, after[task])
+        check(after[task]["terminal_reason"] == "completed", after[task])
+        check(after[task]["result"] == "first and only answer", after[task])
+        with open(os.path.join(fleet, "sessions", f"rec-{task}", "transcript.jsonl"), "rb") as t:
+            check(t.read() == transcripts[task], f"{task} did not run again")
+    check(after["ended"]["usage"]["input_tokens"] == 7, after["ended"])
+    check(after["ended"]["metadata"] == {"m": 1}, after["ended"])
+
+
 def case_interrupt(f):
     slow = f.script([{"text": "slow", "delay_ms": 30000}])
     quick = f.script([{"text": "quick"}])
@@ -349,6 +389,7 @@ CASES = {
     "budget": case_budget,
     "resume after kill -9": case_resume_after_kill,
     "ctrl-c and resume": case_interrupt,
+    "a finished task whose line was lost is not run again": case_recovered,
     "shared 429 back-off": case_shared_backoff,
 }
 
