@@ -1,6 +1,8 @@
 #include "actors/fleet_dispatcher.hpp"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <deque>
 #include <optional>
 #include <unordered_map>
@@ -92,13 +94,35 @@ void end_if_done(self_ptr self) {
   self->quit();
 }
 
-// The budget is spent: the tasks still queued will not start, and say so.
+// A task that is over without running (see fleet_settled): its line, counted.
+bool write_settled(self_ptr self, const fleet_task& task) {
+  auto& st = self->state;
+  if (!st.config->settled)
+    return false;
+  auto line = st.config->settled(task);
+  if (!line)
+    return false;
+  write_result(self, *line);
+  auto parsed = nlohmann::json::parse(*line, nullptr, false);
+  if (parsed.is_object() && parsed.value("terminal_reason", "") == "completed" &&
+      !parsed.contains("error"))
+    ++st.progress.completed;
+  else
+    ++st.progress.failed;
+  ++st.progress.ended_here;
+  return true;
+}
+
+// The budget is spent: the tasks still queued will not start, and say so (a task whose session
+// had already ended gets its own line instead).
 void refuse_queued(self_ptr self) {
   auto& st = self->state;
   st.progress.budget_spent = true;
   while (!st.queue.empty()) {
     auto task = std::move(st.queue.front());
     st.queue.pop_front();
+    if (write_settled(self, task))
+      continue;
     write_result(self, fleet_error_line(task, task_session_id(st.config->fleet_id, task.id),
                                         "budget"));
     ++st.progress.budget;
@@ -119,22 +143,26 @@ void launch_some(self_ptr self) {
     auto task = std::move(st.queue.front());
     st.queue.pop_front();
     ++started;
-    if (config.settled)
-      if (auto line = config.settled(task)) {
-        write_result(self, *line);
-        auto parsed = nlohmann::json::parse(*line, nullptr, false);
-        if (parsed.is_object() && parsed.value("terminal_reason", "") == "completed" &&
-            !parsed.contains("error"))
-          ++st.progress.completed;
-        else
-          ++st.progress.failed;
-        continue;
-      }
     auto session_id = task_session_id(config.fleet_id, task.id);
+    auto leave = [&](const std::string& why) {
+      spdlog::warn("fleet: task {} left for a rerun: {}", task.id, why);
+      ++st.progress.left;
+    };
+    if (auto busy = config.busy ? config.busy(task) : std::string{}; !busy.empty()) {
+      leave(busy);
+      continue;
+    }
+    if (write_settled(self, task))
+      continue;
     auto launched = config.launch(self->system(), task);
+    if (launched && !launched->not_now.empty()) {
+      leave(launched->not_now);
+      continue;
+    }
     if (!launched) {
       write_result(self, fleet_error_line(task, session_id, launched.error()));
       ++st.progress.failed;
+      ++st.progress.ended_here;
       continue;
     }
     auto session = launched->session;
@@ -174,19 +202,27 @@ void on_ended(self_ptr self, const session_ended_event& ended) {
   st.progress.cost_usd += ended.cost_usd;
   if (!ended.cost_known)
     st.progress.cost_known = false;
-  ++st.progress.ended_here;
   // Stopped by Ctrl+C: its state is on disk and a rerun resumes it; a result now would make
-  // the rerun skip it.
-  if (st.progress.stopping && ended.reason == terminal_reason::interrupted) {
+  // the rerun skip it. The same for a task the descriptors ran out on: that may pass.
+  bool out_of_descriptors = ended.reason == terminal_reason::error &&
+                            ended.error_message.find(std::strerror(EMFILE)) != std::string::npos;
+  if ((st.progress.stopping && ended.reason == terminal_reason::interrupted) ||
+      out_of_descriptors) {
+    if (out_of_descriptors) {
+      spdlog::warn("fleet: task {} left for a rerun: {}", task.id, ended.error_message);
+      ++st.progress.left;
+    }
+    schedule_launches(self);
     end_if_done(self);
     return;
   }
   write_result(self, fleet_result_line(task, ended));
+  ++st.progress.ended_here;
   if (ended.reason == terminal_reason::completed)
     ++st.progress.completed;
   else
     ++st.progress.failed;
-  if (budget_spent(st) && !st.queue.empty())
+  if (budget_spent(st) && !st.queue.empty() && !st.progress.stopping)
     refuse_queued(self);
   schedule_launches(self);
   end_if_done(self);

@@ -30,9 +30,11 @@ struct fleet_progress {
   int64_t failed = 0;
   /// Not started for the budget.
   int64_t budget = 0;
+  /// Left without a result for a rerun: could not run now (see fleet_launch::not_now).
+  int64_t left = 0;
   int64_t running = 0;
   int64_t queued = 0;
-  /// Tasks that ended in this run (the rate and the ETA count these).
+  /// Tasks that got their result in this run (the rate and the ETA count these).
   int64_t ended_here = 0;
   /// This run's tokens and cost (the budgets count these).
   token_usage usage;
@@ -51,6 +53,10 @@ struct fleet_progress {
 struct fleet_launch {
   session_actor session;
   std::function<void()> ended;
+  /// No session: the task cannot run now for a reason that may pass (its session runs in
+  /// another process, the disk or the descriptors ran out). It gets no result line, so a rerun
+  /// runs it; this says why.
+  std::string not_now;
 };
 
 /// Launches a task; an error is the task's result.
@@ -70,7 +76,10 @@ struct fleet_dispatcher_config {
   int64_t budget_tokens = 0;
   double budget_usd = 0;
   fleet_launcher launch;
-  /// Asked before each launch; a line it returns is written instead.
+  /// Asked first, before each launch: why the task cannot run now (its session runs in another
+  /// process), empty when it can. Such a task gets no line and is left for a rerun.
+  std::function<std::string(const fleet_task&)> busy;
+  /// Asked next; a line it returns is written instead of launching.
   fleet_settled settled;
   fleet_results_writer results;
   /// Each result line as written (stream-json echoes it on stdout).

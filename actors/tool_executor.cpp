@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <fstream>
 #include <chrono>
 #include <filesystem>
 #include <map>
@@ -132,6 +133,14 @@ struct tool_executor_state {
     caf::anon_send(disk, append_atom::value, context.notification_queue.string(), std::move(n));
   }
 };
+
+/// Whether a process has children of its own (its main thread's list in /proc).
+bool has_children(pid_t pid) {
+  auto path = "/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children";
+  std::ifstream in{path};
+  std::string first;
+  return in && (in >> first) && !first.empty();
+}
 
 /// Marks an idle timer's due_atom (its count below) apart from a job's timeout (a job id).
 constexpr uint64_t idle_timer_bit = uint64_t{1} << 63;
@@ -450,11 +459,16 @@ tool_executor_actor::behavior_type tool_executor(self_ptr self,
       auto& st = self->state;
       if ((id & idle_timer_bit) != 0) {
         // Idle since the command this timer followed: nothing runs in it, nothing came after.
-        if ((id & ~idle_timer_bit) == st.shell_commands && st.jobs.empty() && st.shell.pid >= 0) {
-          spdlog::debug("stopping the shell after {} ms idle", st.context.shell_idle_stop.count());
-          stop_shell(st.shell, true);
-          st.shell_stopped_idle = true;
+        if ((id & ~idle_timer_bit) != st.shell_commands || !st.jobs.empty() || st.shell.pid < 0)
+          return;
+        // A job it runs (`server &`) is work, not idleness: looked at again later.
+        if (has_children(st.shell.pid)) {
+          self->delayed_send(self, st.context.shell_idle_stop, due_atom::value, id);
+          return;
         }
+        spdlog::debug("stopping the shell after {} ms idle", st.context.shell_idle_stop.count());
+        stop_shell(st.shell, true);
+        st.shell_stopped_idle = true;
         return;
       }
       auto i = self->state.jobs.find(id);

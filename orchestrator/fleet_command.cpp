@@ -9,6 +9,7 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <fstream>
 #include <future>
 #include <iostream>
 #include <iterator>
@@ -81,15 +82,29 @@ std::string fleet_id_for_out(const std::filesystem::path& out) {
 }
 
 // Ten thousand agents hold a transcript each while they run, and their tools' pipes: the soft
-// limit (often 1024) is raised to the hard one. Children inherit it.
-void raise_open_file_limit() {
+// limit (often 1024) is raised to the hard one. Children inherit it. Returns the limit now.
+rlim_t raise_open_file_limit() {
   struct rlimit limit{};
-  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur >= limit.rlim_max)
-    return;
-  auto soft = limit.rlim_cur;
-  limit.rlim_cur = limit.rlim_max;
-  if (::setrlimit(RLIMIT_NOFILE, &limit) == 0)
-    spdlog::info("open file limit raised from {} to {}", soft, limit.rlim_max);
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0)
+    return 1024;
+  if (limit.rlim_cur < limit.rlim_max) {
+    auto soft = limit.rlim_cur;
+    limit.rlim_cur = limit.rlim_max;
+    if (::setrlimit(RLIMIT_NOFILE, &limit) == 0)
+      spdlog::info("open file limit raised from {} to {}", soft, limit.rlim_max);
+    else
+      limit.rlim_cur = soft;
+  }
+  return std::min<rlim_t>(limit.rlim_cur, rlim_t{1} << 24);
+}
+
+// The results file as one path whatever its spelling (./r.jsonl, a//r.jsonl, a symlink): the
+// fleet named after it is the same fleet.
+std::filesystem::path real_out(const std::string& out) {
+  std::error_code ec;
+  auto absolute = std::filesystem::absolute(out, ec);
+  auto real = std::filesystem::weakly_canonical(absolute, ec);
+  return ec ? absolute.lexically_normal() : real;
 }
 
 expected<std::string> read_tasks_text(const std::string& source) {
@@ -99,9 +114,17 @@ expected<std::string> read_tasks_text(const std::string& source) {
       return failure{"cannot read the tasks from stdin"};
     return text;
   }
-  std::string text;
-  if (auto problem = read_whole_file(source, text); !problem.empty())
-    return failure{"tasks file: " + problem};
+  std::error_code ec;
+  if (std::filesystem::is_directory(source, ec))
+    return failure{"tasks file: " + source + " is a directory"};
+  // Not only regular files: a pipe (`troupe fleet <(…)`) is read the same way.
+  std::ifstream in{source, std::ios::binary};
+  if (!in)
+    return failure{"tasks file: cannot read " + source + ": " +
+                   (std::filesystem::exists(source, ec) ? "permission denied" : "no such file")};
+  std::string text{std::istreambuf_iterator<char>{in}, std::istreambuf_iterator<char>{}};
+  if (in.bad())
+    return failure{"tasks file: cannot read " + source};
   return text;
 }
 
@@ -198,6 +221,10 @@ std::optional<std::string> settled_line(const fleet_paths& fleet, const fleet_ta
     if (last == loaded->messages.rend() || last->role != role::assistant ||
         !last->tool_calls.empty() || awaits_answer(*last))
       return std::nullopt;
+    // Waiting for background subagents is no end: their news would have started a turn.
+    for (auto& agent : agents_of(session))
+      if (agent.state == "running")
+        return std::nullopt;
     state = "completed";
   }
   nlohmann::json line = {{"id", task.id},
@@ -211,13 +238,22 @@ std::optional<std::string> settled_line(const fleet_paths& fleet, const fleet_ta
                                                              : nlohmann::json(nullptr)},
                          {"duration_ms", nullptr},
                          {"recovered", true}};
+  // session.json keeps the end's reason, not its message.
+  if (state != "completed")
+    line["error"] = state + " (recovered from the task's session, which does not keep the "
+                            "message: troupe show " + session.id() + ")";
   if (!task.metadata.empty())
     line["metadata"] = nlohmann::json::parse(task.metadata, nullptr, false);
   return dump(line);
 }
 
-// A task's session run on its own (troupe run --resume holds its session.lock).
-bool session_running_alone(const session_paths& session) { return lock_held(session.lock()); }
+// Why a task cannot run now: `troupe run --resume` runs its session (and holds its lock).
+std::string task_busy(const fleet_paths& fleet, const fleet_task& task) {
+  auto session = fleet.task_session(task_session_id(fleet.id(), task.id));
+  if (lock_held(session.lock()))
+    return "session " + session.id() + " is running in another process (troupe run --resume?)";
+  return {};
+}
 
 // Builds and spawns one task's agent from the fleet's checked settings.
 struct task_launcher {
@@ -283,18 +319,20 @@ struct task_launcher {
 
     auto session = fleet.task_session(settings.session_id);
     settings.session_dir = session.dir();
-    // A `troupe run --resume` of this task's session holds its own lock meanwhile.
-    if (session_running_alone(session))
-      return failure{"session " + session.id() + " is running in another process (troupe run "
-                     "--resume?); rerun the fleet once it has ended"};
+    // What fails here may pass (a full disk, no descriptor left): no result, a rerun retries.
+    auto not_now = [](std::string why) {
+      fleet_launch later;
+      later.not_now = std::move(why);
+      return later;
+    };
     if (auto problem = make_private_dirs(session.dir()); !problem.empty())
-      return failure{problem};
+      return not_now(problem);
     settings.info.first_prompt = task.prompt.substr(0, 200);
     if (holds_session(session)) {
       // Cut off by a kill or a Ctrl+C: the transcript goes on where it stopped.
       auto loaded = load_session(session, transcript_access::owner);
       if (!loaded)
-        return failure{loaded.error()};
+        return not_now(loaded.error());
       warn_of_load_problems(*loaded);
       settings.history = std::move(loaded->history);
       settings.resumed_state = loaded->state;
@@ -302,29 +340,101 @@ struct task_launcher {
       auto last = std::find_if(settings.history.rbegin(), settings.history.rend(),
                                [](const message& m) { return !is_bookkeeping(m); });
       bool unanswered = last != settings.history.rend() && awaits_answer(*last);
-      settings.prompt = settings.history.empty() ? task.prompt
-                        : unanswered             ? std::string{}
-                                                 : std::string{resume_prompt};
+      // Cut off before its prompt was logged (only start-up's bookkeeping is there): the task
+      // starts; an unanswered last message is answered; otherwise it is told to go on.
+      bool prompted = std::any_of(settings.history.begin(), settings.history.end(),
+                                  [](const message& m) {
+                                    return m.role == role::user &&
+                                           m.origin == message_origin::prompt;
+                                  });
+      settings.prompt = !prompted   ? task.prompt
+                        : unanswered ? std::string{}
+                                     : std::string{resume_prompt};
     } else {
       settings.prompt = task.prompt;
     }
     auto launched = launch_agent(sys, settings, {});
     if (!launched)
-      return failure{launched.error()};
-    return fleet_launch{launched->agent, std::move(launched->stop_engine)};
+      return not_now(launched.error());
+    return fleet_launch{launched->agent, std::move(launched->stop_engine), {}};
   }
 };
 
-// fleet.json: what `fleet status` needs to find the results and count the tasks.
-void write_fleet_record(const fleet_paths& fleet, const std::filesystem::path& results,
-                        const std::string& source, int64_t total) {
+// fleet.json: what `fleet status` needs (its results file, its task count and the ids of its
+// invalid lines) and the flags it ran with, so that `troupe fleet --fleet-id ID` alone reruns it
+// as it was started.
+void write_fleet_record(const fleet_paths& fleet, const fleet_flags& flags,
+                        const std::filesystem::path& results, const std::string& source,
+                        int64_t total, const std::vector<std::string>& invalid_ids) {
+  const auto& agent = flags.agent;
   nlohmann::json record = {{"id", fleet.id()},
                            {"results", results.string()},
                            {"tasks_source", source},
                            {"total", total},
-                           {"updated_ms", now_ms()}};
+                           {"invalid_ids", invalid_ids},
+                           {"updated_ms", now_ms()},
+                           {"flags",
+                            {{"cwd", agent.cwd},
+                             {"model", agent.model},
+                             {"max_steps", agent.max_steps},
+                             {"permission_mode", agent.permission_mode},
+                             {"allow", agent.allow},
+                             {"deny", agent.deny},
+                             {"settings", agent.settings_file},
+                             {"tool_format", agent.tool_format},
+                             {"no_stream", agent.no_stream},
+                             {"max_tool_output", agent.max_tool_output},
+                             {"max_agents", agent.max_agents},
+                             {"max_agent_depth", agent.max_agent_depth},
+                             {"concurrency", flags.concurrency},
+                             {"shell_idle_stop", flags.shell_idle_stop}}}};
   if (auto problem = write_private_file(fleet.info(), dump(record) + "\n"); !problem.empty())
     spdlog::warn("fleet: {}", problem);
+}
+
+std::optional<nlohmann::json> read_fleet_record(const fleet_paths& fleet) {
+  std::string text;
+  if (!read_whole_file(fleet.info(), text).empty())
+    return std::nullopt;
+  auto record = nlohmann::json::parse(text, nullptr, false);
+  if (!record.is_object())
+    return std::nullopt;
+  return record;
+}
+
+// A rerun's flags: what it gives, else what the fleet was started with.
+void fill_from_record(fleet_flags& flags, const nlohmann::json& record) {
+  auto recorded = record.value("flags", nlohmann::json::object());
+  if (!recorded.is_object())
+    return;
+  auto text = [&](std::string& value, const char* key) {
+    if (value.empty() && recorded.contains(key) && recorded[key].is_string())
+      value = recorded[key].get<std::string>();
+  };
+  auto rules = [&](std::vector<std::string>& value, const char* key) {
+    if (value.empty() && recorded.contains(key) && recorded[key].is_array())
+      for (auto& rule : recorded[key])
+        if (rule.is_string())
+          value.push_back(rule.get<std::string>());
+  };
+  auto& agent = flags.agent;
+  text(agent.cwd, "cwd");
+  text(agent.model, "model");
+  text(agent.max_steps, "max_steps");
+  text(agent.permission_mode, "permission_mode");
+  rules(agent.allow, "allow");
+  rules(agent.deny, "deny");
+  text(agent.settings_file, "settings");
+  text(agent.tool_format, "tool_format");
+  text(agent.max_tool_output, "max_tool_output");
+  text(agent.max_agents, "max_agents");
+  text(agent.max_agent_depth, "max_agent_depth");
+  text(flags.concurrency, "concurrency");
+  text(flags.shell_idle_stop, "shell_idle_stop");
+  if (recorded.value("no_stream", false))
+    agent.no_stream = true;
+  if (flags.out.empty() && record.contains("results") && record["results"].is_string())
+    flags.out = record["results"].get<std::string>();
 }
 
 // Prints on one stream from whichever thread reports (the dispatcher's, the main thread).
@@ -461,21 +571,26 @@ fleet_commands add_fleet_command(CLI::App& app, fleet_flags& flags) {
 
 int run_fleet(const fleet_flags& flags) {
   auto home = troupe_home();
+  fleet_flags given = flags;
   // Which fleet: named, named by its results file, or new.
   std::error_code ec;
-  std::filesystem::path out;
-  if (!flags.out.empty())
-    out = std::filesystem::absolute(flags.out, ec);
-  std::string fleet_id = flags.fleet_id;
-  if (!fleet_id.empty() && !is_valid_session_id(fleet_id))
-    return fail("invalid --fleet-id '" + fleet_id + "': use letters, digits, '.', '_' and '-'");
+  std::string fleet_id = given.fleet_id;
+  if (!fleet_id.empty() && (!is_valid_session_id(fleet_id) || fleet_id.size() > 64))
+    return fail("invalid --fleet-id '" + fleet_id +
+                "': at most 64 letters, digits, '.', '_' and '-'");
   if (fleet_id.empty())
-    fleet_id = out.empty() ? new_session_id() : fleet_id_for_out(out);
+    fleet_id = given.out.empty() ? new_session_id() : fleet_id_for_out(real_out(given.out));
   auto fleet = fleet_paths::of(home, fleet_id);
+  // A rerun goes on as the fleet was started: its results file, workspace, model, rules.
+  auto record = read_fleet_record(fleet);
+  if (record)
+    fill_from_record(given, *record);
+  auto out = given.out.empty() ? std::filesystem::path{} : real_out(given.out);
 
   // The tasks: the file given, else the fleet's own copy from an earlier run.
-  std::string source = flags.tasks;
-  if (source.empty()) {
+  std::string source = given.tasks;
+  bool own_copy = source.empty();
+  if (own_copy) {
     if (flags.fleet_id.empty() && flags.out.empty())
       return fail("no tasks file: troupe fleet TASKS.jsonl (or TASKS.csv, or - for stdin)");
     if (!std::filesystem::exists(fleet.tasks(), ec))
@@ -489,38 +604,43 @@ int run_fleet(const fleet_flags& flags) {
   if (!parsed)
     return fail(source + ": " + parsed.error());
 
-  auto concurrency = flags.concurrency.empty()
+  auto concurrency = given.concurrency.empty()
                        ? expected<long>{default_concurrency}
-                       : positive_count(flags.concurrency, "--concurrency", most_concurrency, "tasks");
+                       : positive_count(given.concurrency, "--concurrency", most_concurrency, "tasks");
   if (!concurrency)
     return fail(concurrency.error());
   int64_t budget_tokens = 0;
-  if (!flags.budget_tokens.empty()) {
-    auto tokens = positive_count(flags.budget_tokens, "--budget-tokens", 1L << 50, "tokens");
+  if (!given.budget_tokens.empty()) {
+    auto tokens = positive_count(given.budget_tokens, "--budget-tokens", 1L << 50, "tokens");
     if (!tokens)
       return fail(tokens.error());
     budget_tokens = *tokens;
   }
   double budget_usd = 0;
-  if (!flags.budget_usd.empty()) {
+  if (!given.budget_usd.empty()) {
     char* end = nullptr;
-    budget_usd = std::strtod(flags.budget_usd.c_str(), &end);
-    if (end == flags.budget_usd.c_str() || *end != '\0' || !(budget_usd > 0) ||
+    budget_usd = std::strtod(given.budget_usd.c_str(), &end);
+    if (end == given.budget_usd.c_str() || *end != '\0' || !(budget_usd > 0) ||
         !std::isfinite(budget_usd))
-      return fail("invalid --budget-usd '" + flags.budget_usd + "': a positive amount, e.g. 2.50");
+      return fail("invalid --budget-usd '" + given.budget_usd + "': a positive amount, e.g. 2.50");
   }
+  auto idle_stop = given.shell_idle_stop.empty()
+                     ? expected<long>{default_shell_idle_stop_s}
+                     : parse_count(given.shell_idle_stop, "--shell-idle-stop", 0, 86400, "seconds");
+  if (!idle_stop)
+    return fail(idle_stop.error());
 
   run_settings base;
-  if (auto basics = resolve_basics(flags.agent, base); !basics)
+  if (auto basics = resolve_basics(given.agent, base); !basics)
     return fail(basics.error());
-  // Tasks that each name their model need none from the fleet: the first one's stands in for
-  // what the fleet's settings are checked with.
-  auto agent_flags = flags.agent;
+  // Tasks that each name their model need none from the fleet: the first usable one stands in
+  // for what the fleet's settings are checked with (a task whose model cannot be used fails
+  // alone, later).
+  auto agent_flags = given.agent;
   bool every_task_names_a_model =
     !parsed->tasks.empty() && std::all_of(parsed->tasks.begin(), parsed->tasks.end(),
                                           [](const fleet_task& t) { return !t.model.empty(); });
   if (agent_flags.model.empty() && env_or("TROUPE_MODEL").empty() && every_task_names_a_model) {
-    // A task whose model cannot be used fails alone, later; the first usable one is taken.
     std::optional<std::string> first_error;
     std::set<std::string> tried;
     for (auto& task : parsed->tasks) {
@@ -539,16 +659,23 @@ int run_fleet(const fleet_flags& flags) {
     }
     if (first_error)
       return fail(*first_error);
+    agent_flags.model.clear(); // not the fleet's: not recorded as such
   } else if (auto agent = resolve_agent(agent_flags, false, base); !agent) {
     return fail(agent.error());
   }
   base.ask_on_terminal = false; // nobody answers questions for a fleet
-  auto idle_stop = flags.shell_idle_stop.empty()
-                     ? expected<long>{default_shell_idle_stop_s}
-                     : parse_count(flags.shell_idle_stop, "--shell-idle-stop", 0, 86400, "seconds");
-  if (!idle_stop)
-    return fail(idle_stop.error());
   base.shell_idle_stop = std::chrono::seconds{*idle_stop};
+  // Each running task holds a descriptor (its transcript), and the HTTP engine up to a quarter
+  // of them: more tasks at once than that would fail on EMFILE, not wait.
+  auto descriptors = raise_open_file_limit();
+  auto most_at_once = std::max<long>(1, static_cast<long>(descriptors - descriptors / 4) - 256);
+  if (*concurrency > most_at_once) {
+    spdlog::warn("--concurrency {} is more than {} open files allow (ulimit -n {}): {} tasks run "
+                 "at once",
+                 *concurrency, descriptors, descriptors, most_at_once);
+    concurrency = most_at_once;
+  }
+
   auto locked = session_lock::take(fleet);
   if (!locked)
     return fail(locked.error());
@@ -566,71 +693,87 @@ int run_fleet(const fleet_flags& flags) {
     spdlog::warn("{}: cut off its last line, which a kill left without its end (that task runs "
                  "again): {}", results_path.string(), torn.substr(0, 200));
   // The fleet's own copy of its tasks: `troupe fleet --fleet-id ID` reruns it without the file.
-  if (source != fleet.tasks().string()) {
+  std::vector<std::string> invalid_ids;
+  for (auto& error : parsed->errors)
+    invalid_ids.push_back(error.id);
+  if (!own_copy) {
     std::string copy;
     for (auto& task : parsed->tasks)
       copy += fleet_task_line(task) + "\n";
     if (auto problem = write_private_file(fleet.tasks(), copy); !problem.empty())
       return fail(problem);
+  } else if (record && record->contains("invalid_ids") && (*record)["invalid_ids"].is_array()) {
+    for (auto& id : (*record)["invalid_ids"])
+      if (id.is_string())
+        invalid_ids.push_back(id.get<std::string>());
   }
-  auto total = static_cast<int64_t>(parsed->tasks.size() + parsed->errors.size());
-  write_fleet_record(fleet, results_path, source == "-" ? "stdin" : source, total);
+  auto total = static_cast<int64_t>(parsed->tasks.size() + invalid_ids.size());
+  // Recorded as they resolve: a rerun from another directory finds the same workspace, script
+  // and settings file.
+  auto recorded = given;
+  recorded.agent.cwd = base.cwd.string();
+  std::error_code here_ec;
+  auto here = std::filesystem::current_path(here_ec);
+  if (!agent_flags.model.empty())
+    recorded.agent.model = anchored_model_spec(agent_flags.model, here);
+  if (!recorded.agent.settings_file.empty())
+    recorded.agent.settings_file = std::filesystem::absolute(recorded.agent.settings_file).string();
+  write_fleet_record(fleet, recorded, results_path, source == "-" ? "stdin" : source, total,
+                     invalid_ids);
 
+  bool stream_json = given.agent.output_format == "stream-json";
+  bool live = isatty(STDERR_FILENO) != 0;
+  auto output = std::make_shared<fleet_output>(fleet_id, stream_json, live);
   auto config = std::make_shared<fleet_dispatcher_config>();
   config->fleet_id = fleet_id;
   config->concurrency = static_cast<size_t>(*concurrency);
   config->budget_tokens = budget_tokens;
   config->budget_usd = budget_usd;
   config->start.total = total;
-  // What earlier runs finished counts, as far as it is one of this file's tasks.
-  std::set<std::string> known;
+  // What earlier runs finished counts, as far as it is one of this file's tasks. A task refused
+  // for the budget is not finished: it runs again, and its new line follows.
+  std::set<std::string> known{invalid_ids.begin(), invalid_ids.end()};
   for (auto& task : parsed->tasks)
     known.insert(task.id);
-  for (auto& error : parsed->errors)
-    known.insert(error.id.empty() ? "line-" + std::to_string(error.line) : error.id);
+  auto finished = [&](const std::string& id) {
+    auto at = earlier->by_id.find(id);
+    return at != earlier->by_id.end() && at->second.error != "budget";
+  };
   for (auto& [id, result] : earlier->by_id) {
-    if (!known.count(id))
+    if (!known.count(id) || !finished(id))
       continue;
-    if (result.error == "budget")
-      ++config->start.budget;
-    else if (result.error.empty() && result.terminal_reason == "completed")
+    if (result.error.empty() && result.terminal_reason == "completed")
       ++config->start.completed;
     else
       ++config->start.failed;
   }
-  // Invalid lines get their result line now (once), under their id or their line number.
-  for (auto& error : parsed->errors) {
-    fleet_task named;
-    named.id = error.id.empty() ? "line-" + std::to_string(error.line) : error.id;
-    if (earlier->by_id.count(named.id))
-      continue;
-    spdlog::warn("{}: line {}: {}", source, error.line, error.message);
-    if (auto written = writer->append(fleet_error_line(
-          named, "", "invalid task (line " + std::to_string(error.line) + "): " + error.message));
-        !written)
-      return fail_at_runtime(written.error());
-    ++config->start.failed;
-  }
-  for (auto& task : parsed->tasks)
-    if (!earlier->by_id.count(task.id))
-      config->tasks.push_back(std::move(task));
-  config->results = std::move(*writer);
-
-  bool stream_json = flags.agent.output_format == "stream-json";
-  bool live = isatty(STDERR_FILENO) != 0;
-  auto output = std::make_shared<fleet_output>(fleet_id, stream_json, live);
   output->event({{"type", "fleet_started"},
                  {"fleet_id", fleet_id},
                  {"results", results_path.string()},
                  {"total", total},
-                 {"to_run", config->tasks.size()},
-                 {"done_before", config->start.completed + config->start.failed +
-                                   config->start.budget}});
+                 {"done_before", config->start.completed + config->start.failed}});
+  // Invalid lines get their result line now (once), under their id or their line number.
+  for (auto& error : parsed->errors) {
+    fleet_task named;
+    named.id = error.id;
+    if (finished(named.id))
+      continue;
+    spdlog::warn("{}: line {}: {}", source, error.line, error.message);
+    auto line = fleet_error_line(named, "", "invalid task (line " + std::to_string(error.line) +
+                                              "): " + error.message);
+    if (auto written = writer->append(line); !written)
+      return fail_at_runtime(written.error());
+    output->result(line);
+    ++config->start.failed;
+  }
+  for (auto& task : parsed->tasks)
+    if (!finished(task.id))
+      config->tasks.push_back(std::move(task));
+  config->results = std::move(*writer);
   if (base.permissions.mode == permission_mode::bypass)
     std::fprintf(stderr, "troupe: WARNING: permission mode bypass: every tool call of every "
                          "task runs without asking (deny rules still hold)\n");
 
-  raise_open_file_limit();
   block_termination_signals();
   if (base.http_model)
     http_engine::warm_up(base.libcurl);
@@ -643,15 +786,30 @@ int run_fleet(const fleet_flags& flags) {
   auto commons = std::make_shared<agent_commons>();
   commons->disk = spawn_disk_io(sys, base.max_notification_bytes);
   auto shared_base = std::make_shared<run_settings>(std::move(base));
-  config->launch = task_launcher{shared_base, agent_flags, fleet, commons, {}};
+  config->launch = task_launcher{shared_base, given.agent, fleet, commons, {}};
+  config->busy = [fleet](const fleet_task& task) { return task_busy(fleet, task); };
   config->settled = [fleet](const fleet_task& task) { return settled_line(fleet, task); };
   config->on_result = [output](const std::string& line) { output->result(line); };
   config->progress_every = live ? terminal_progress_every : plain_progress_every;
   config->on_progress = [output](const fleet_progress& p) { output->progress(p, false); };
   auto ended = std::make_shared<std::promise<fleet_progress>>();
   auto ended_future = ended->get_future();
-  config->on_end = [ended](const fleet_progress& p) { ended->set_value(p); };
+  auto end_told = std::make_shared<std::atomic<bool>>(false);
+  config->on_end = [ended, end_told](const fleet_progress& p) {
+    if (!end_told->exchange(true))
+      ended->set_value(p);
+  };
   auto dispatcher = spawn_fleet_dispatcher(sys, config);
+  // A dispatcher that fails inside (an exception) ends the wait too, instead of hanging it.
+  caf::actor_cast<caf::actor>(dispatcher)->attach_functor([ended, end_told, total] {
+    if (end_told->exchange(true))
+      return;
+    spdlog::error("fleet: the dispatcher stopped before the fleet's end; the results written "
+                  "so far are kept, and a rerun runs the rest");
+    fleet_progress lost;
+    lost.total = total;
+    ended->set_value(lost);
+  });
 
   std::atomic<int> signals_seen{0};
   signal_forwarder forwarder{[&](int sig) {
@@ -682,16 +840,18 @@ int run_fleet(const fleet_flags& flags) {
   caf::anon_send_exit(commons->disk, caf::exit_reason::user_shutdown);
   config.reset();
   commons.reset();
-  auto failed = last->failed + last->budget;
-  int code = last->stopping ? 130 : failed > 0 || last->queued > 0 ? 1 : 0;
+  auto left = last->total - last->completed - last->failed - last->budget;
+  int code = last->stopping                                   ? 130
+             : last->failed > 0 || last->budget > 0 || left > 0 ? 1
+                                                               : 0;
   if (!stream_json) {
     std::printf("fleet %s: %" PRId64 " completed, %" PRId64 " failed", fleet_id.c_str(),
                 last->completed, last->failed);
     if (last->budget > 0)
-      std::printf(", %" PRId64 " not started (budget)", last->budget);
-    if (last->stopping)
-      std::printf(", %" PRId64 " left for a rerun (troupe fleet --fleet-id %s)",
-                  last->total - last->completed - last->failed - last->budget, fleet_id.c_str());
+      std::printf(", %" PRId64 " not started (budget; a rerun runs them)", last->budget);
+    if (left > 0)
+      std::printf(", %" PRId64 " left for a rerun (troupe fleet --fleet-id %s)", left,
+                  fleet_id.c_str());
     std::printf("; results in %s\n", results_path.string().c_str());
     std::fflush(stdout);
   }

@@ -38,6 +38,11 @@ int answer_of_session(const stored_session& session, control_command command,
                       const std::string& arg) {
   if (!session.unreadable.empty())
     return fail_at_runtime("cannot reach session " + session.info.id + ": " + session.unreadable);
+  // A fleet's task has no control socket of its own (see README, Fleets).
+  if (auto fleet = fleet_of(session.paths); fleet && session.live)
+    return fail_at_runtime("session " + session.info.id + " is a task of fleet " + fleet->id() +
+                           ", whose tasks take no commands of their own; interrupt the fleet "
+                           "(Ctrl+C, or kill -INT its process), and rerun it to resume");
   return answer_of(session.paths, command, arg, "session " + session.info.id);
 }
 

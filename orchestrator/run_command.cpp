@@ -48,6 +48,9 @@ struct subagent_setup {
   std::shared_ptr<const tool_registry> registry;
   std::shared_ptr<const permission_policy> permissions;
   std::optional<http_engine> engine;
+  /// The engine was started for this agent's subagents (its own model is scripted): stopped
+  /// with it, even in a fleet, whose shared engine is the fleet's to stop.
+  bool own_engine = false;
   disk_io_actor disk;
   subagent_factory factory; // itself: subagents launch subagents
   /// A subagent's system prompt for the shared registry, one per tool format, made before any
@@ -78,6 +81,7 @@ expected<bool> ensure_engine(caf::actor_system& sys, subagent_setup& setup) {
   if (!started)
     return failure{started.error()};
   setup.engine = std::move(*started);
+  setup.own_engine = true;
   return true;
 }
 
@@ -236,7 +240,9 @@ shared_value<std::string> system_prompt_for(const std::shared_ptr<const tool_reg
       return prompt + extra;
     return extra.empty() ? prompt : prompt + "\n\n" + extra;
   };
-  if (!commons)
+  // A task's own text makes a prompt of its own, dropped with the task: only the shared ones
+  // are kept.
+  if (!commons || (!extra.empty() && extra != subagent_note))
     return make();
   auto key = std::to_string(reinterpret_cast<uintptr_t>(registry.get())) + "/" +
              std::to_string(static_cast<int>(format)) + "/" + extra;
@@ -399,7 +405,7 @@ expected<launched_agent> launch_agent(caf::actor_system& sys, run_settings& sett
   launched.agent = spawn_agent(sys, std::move(session), std::move(tools), std::move(model));
   // A fleet's engine is the fleet's to stop; the setup stays alive with the agent all the same.
   launched.stop_engine = [setup, shared = commons != nullptr] {
-    if (setup->engine && !shared)
+    if (setup->engine && (!shared || setup->own_engine))
       setup->engine->stop();
   };
   if (commons)

@@ -101,7 +101,7 @@ expected<fleet_results> read_fleet_results(const std::filesystem::path& path) {
       result.terminal_reason = reason->get<std::string>();
     if (auto error = object.find("error"); error != object.end() && error->is_string())
       result.error = error->get<std::string>();
-    results.by_id.emplace(result.id, std::move(result));
+    results.by_id[result.id] = std::move(result);
   }
   return results;
 }

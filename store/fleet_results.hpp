@@ -42,7 +42,8 @@ struct fleet_result {
   std::string error;
 };
 
-/// What a results file holds: each id's result (the first line for an id wins), and the lines
+/// What a results file holds: each id's result (the last line for an id wins: a task refused
+/// for the budget runs again on a rerun, and its new line follows), and the lines
 /// that are no result (cut short, not JSON, no id), by number.
 struct fleet_results {
   std::map<std::string, fleet_result> by_id;

@@ -319,7 +319,9 @@ fleet_tasks_format guess_fleet_tasks_format(const std::string& file_name,
                                                           : fleet_tasks_format::csv;
 }
 
-expected<fleet_tasks> parse_fleet_tasks(const std::string& text, fleet_tasks_format format) {
+expected<fleet_tasks> parse_fleet_tasks(const std::string& raw, fleet_tasks_format format) {
+  // A byte-order mark (Excel's "CSV UTF-8" starts with one) is no part of the first field.
+  std::string text = raw.rfind("\xEF\xBB\xBF", 0) == 0 ? raw.substr(3) : raw;
   fleet_tasks parsed;
   if (format == fleet_tasks_format::csv) {
     auto csv = parse_csv(text);
@@ -331,13 +333,16 @@ expected<fleet_tasks> parse_fleet_tasks(const std::string& text, fleet_tasks_for
   }
   if (parsed.tasks.empty() && parsed.errors.empty())
     return failure{"the tasks file holds no task"};
+  // A line without a readable id is named by its number, as its result line is; a task that
+  // took that name is a duplicate of it.
+  for (auto& error : parsed.errors)
+    if (error.id.empty())
+      error.id = "line-" + std::to_string(error.line);
   // Two tasks with one id (or ids that share a session directory) would share a result line
   // and a session: nothing runs until the file says which is which.
   std::map<std::string, int64_t> seen;
   std::map<std::string, int64_t> seen_sessions;
   auto check = [&](const std::string& id, int64_t line) -> std::string {
-    if (id.empty())
-      return {};
     auto [at, fresh] = seen.emplace(id, line);
     if (!fresh)
       return "duplicate task id \"" + id + "\" on lines " + std::to_string(at->second) +

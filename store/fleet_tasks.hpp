@@ -31,7 +31,8 @@ struct fleet_task {
   int64_t line = 0;
 };
 
-/// A line that is no usable task: its number, why, and its id when one could be read.
+/// A line that is no usable task: its number, why, and its id when one could be read, else
+/// "line-N".
 struct fleet_task_error {
   int64_t line = 0;
   std::string id;
@@ -53,7 +54,8 @@ fleet_tasks_format guess_fleet_tasks_format(const std::string& file_name, const 
 /// system, allow (strings), metadata (an object); any other field makes the line an error (a
 /// typo must not run a task without what it meant). CSV: a header with at least id and prompt;
 /// allow is split at ';', columns troupe does not know become metadata. An empty line is
-/// skipped. Fails as a whole (an error for the user, nothing run) on duplicate ids, a CSV
+/// skipped, and a leading byte-order mark. Fails as a whole (an error for the user, nothing
+/// run) on duplicate ids (a bad line's "line-N" included), a CSV
 /// header without id or prompt, or a file with no task at all.
 expected<fleet_tasks> parse_fleet_tasks(const std::string& text, fleet_tasks_format format);
 

@@ -76,11 +76,14 @@ session_lock::~session_lock() {
 }
 
 bool session_running(const session_paths& session) {
+  // `troupe run --resume` of a fleet's task takes the task's own lock.
+  if (lock_held(session.lock()))
+    return true;
   if (auto fleet = fleet_of(session)) {
     auto info = read_session_info(session.info());
     return info && info->state == "running" && lock_held(fleet->lock());
   }
-  return lock_held(session.lock());
+  return false;
 }
 
 bool lock_held(const std::filesystem::path& path) {

@@ -29,6 +29,11 @@ std::optional<fleet_paths> fleet_of(const session_paths& session) {
   if (session.dir().filename().empty() || sessions.filename() != "sessions" ||
       fleet.parent_path().filename() != "fleets")
     return std::nullopt;
+  // The shape alone is not enough: a troupe home may itself sit in a folder named fleets/.
+  std::error_code ec;
+  if (!std::filesystem::exists(fleet_paths{fleet}.info(), ec) &&
+      !std::filesystem::exists(fleet_paths{fleet}.lock(), ec))
+    return std::nullopt;
   return fleet_paths{fleet};
 }
 
@@ -39,7 +44,9 @@ std::string task_session_id(const std::string& fleet_id, const std::string& task
                   std::all_of(task_id.begin(), task_id.end(), [](unsigned char c) {
                     return std::isalnum(c) || c == '.' || c == '_' || c == '-';
                   });
-  if (nameable)
+  // Within a session id's 128 characters, or troupe show could not name it.
+  constexpr size_t longest_session_id = 128;
+  if (nameable && fleet_id.size() + 1 + task_id.size() <= longest_session_id)
     return fleet_id + "-" + task_id;
   // FNV-1a over the whole id: stable across runs and machines, unlike std::hash.
   uint64_t hash = 14695981039346656037ull;
@@ -48,7 +55,9 @@ std::string task_session_id(const std::string& fleet_id, const std::string& task
     hash *= 1099511628211ull;
   }
   std::string readable;
-  for (unsigned char c : task_id.substr(0, 40))
+  auto room = longest_session_id > fleet_id.size() + 18 ? longest_session_id - fleet_id.size() - 18
+                                                         : size_t{0};
+  for (unsigned char c : task_id.substr(0, std::min<size_t>(40, room)))
     readable += std::isalnum(c) ? static_cast<char>(c) : '_';
   char digits[17];
   std::snprintf(digits, sizeof digits, "%016llx", static_cast<unsigned long long>(hash));

@@ -96,19 +96,26 @@ TEST_CASE("one bash serves the session: functions and plain variables persist") 
 TEST_CASE("a shell idle past shell_idle_stop is stopped, and the next command says it is new") {
   using namespace std::chrono_literals;
   executor_fixture f{30000, 10 << 20, "idle-test", 150ms};
-  auto first = f.shell("export KEPT=yes; sleep 30 & echo $$");
+  auto alive = [](long pid) { return ::kill(static_cast<pid_t>(pid), 0) == 0; };
+  auto first = f.shell("export KEPT=yes; echo $$");
   auto bash_pid = std::stol(first.output);
   CHECK(f.shell("echo ${KEPT-unset}").output == "yes\n"); // used again in time: kept
-  // Idle now: the timer of the last command stops bash and what it left running.
-  for (int i = 0; i < 200 && ::kill(static_cast<pid_t>(bash_pid), 0) == 0; ++i)
+  // Idle now: the timer of the last command stops bash.
+  for (int i = 0; i < 200 && alive(bash_pid); ++i)
     std::this_thread::sleep_for(10ms);
-  CHECK(::kill(static_cast<pid_t>(bash_pid), 0) != 0);
+  CHECK_FALSE(alive(bash_pid));
   auto next = f.shell("echo ${KEPT-unset}");
-  CHECK(next.output.rfind("[the shell had been idle for 150 ms and was stopped: this command ran in "
-                          "a new one", 0) == 0);
+  CHECK(next.output.rfind("[the shell had been idle for 150 ms and was stopped: this command ran "
+                          "in a new one", 0) == 0);
   CHECK(next.output.find("\nunset\n") != std::string::npos);
   // Said once: the command after it runs in the new shell as usual.
   CHECK(f.shell("echo again").output == "again\n");
+  // A shell with a job of its own running is not idle: it stays, and so does the job.
+  auto with_job = f.shell("sleep 30 & echo $$");
+  auto busy_pid = std::stol(with_job.output);
+  std::this_thread::sleep_for(600ms);
+  CHECK(alive(busy_pid));
+  CHECK(f.shell("jobs | wc -l").output == "1\n");
 }
 
 TEST_CASE("a shell that exits or is killed is started again for the next command") {

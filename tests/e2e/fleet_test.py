@@ -18,7 +18,7 @@ import tempfile
 import threading
 import time
 
-TROUPE = sys.argv[1]
+TROUPE = os.path.abspath(sys.argv[1])
 CASE = sys.argv[2]
 
 
@@ -53,13 +53,14 @@ class Fleet:
                 f.write((line if isinstance(line, str) else json.dumps(line)) + "\n")
         return path
 
-    def run(self, args, extra_env=None, timeout=120, stdin=None):
+    def run(self, args, extra_env=None, timeout=120, stdin=None, cwd=None):
         return subprocess.run([TROUPE, "fleet", "--cwd", self.work] + args, env=self.env(extra_env),
-                              capture_output=True, text=True, timeout=timeout, stdin=stdin)
+                              capture_output=True, text=True, timeout=timeout, stdin=stdin,
+                              cwd=cwd)
 
-    def troupe(self, args, timeout=60):
+    def troupe(self, args, timeout=60, cwd=None):
         return subprocess.run([TROUPE] + args, env=self.env(), capture_output=True, text=True,
-                              timeout=timeout)
+                              timeout=timeout, cwd=cwd)
 
 
 def results(path):
@@ -138,13 +139,13 @@ def case_mixed_outcomes(f):
 
 
 def case_stream_json(f):
-    tasks = f.tasks(outcome_tasks(f)[:2])
+    tasks = f.tasks(outcome_tasks(f)[:2] + ["{not json"])
     r = f.run([tasks, "--output-format", "stream-json", "--fleet-id", "sj"])
     events = [json.loads(line) for line in r.stdout.splitlines()]
     kinds = [e["type"] for e in events]
     check(kinds[0] == "fleet_started" and kinds[-1] == "fleet_ended", kinds)
-    check(kinds.count("fleet_task_result") == 2, kinds)
-    check(events[-1]["completed"] == 1 and events[-1]["failed"] == 1, events[-1])
+    check(kinds.count("fleet_task_result") == 3, kinds)  # the bad line's result too
+    check(events[-1]["completed"] == 1 and events[-1]["failed"] == 2, events[-1])
     on_disk = results(os.path.join(f.home, "fleets", "sj", "results.jsonl"))
     streamed = [{k: v for k, v in e.items() if k != "type"} for e in events
                 if e["type"] == "fleet_task_result"]
@@ -203,6 +204,14 @@ def case_budget(f):
     check(sorted(refused) == ["t2", "t3", "t4", "t5"], lines)
     check(not os.path.exists(os.path.join(f.home, "fleets", "budget", "sessions", "budget-t2")),
           "a task refused for the budget never started")
+    # A rerun with more budget runs them (their new line follows and wins); the others stay.
+    r = f.run([tasks, "--fleet-id", "budget", "--budget-tokens", "100000"])
+    check(r.returncode == 0, r.stdout + r.stderr)
+    status = json.loads(f.troupe(["fleet", "status", "budget", "--json"]).stdout)
+    check(status["completed"] == 6 and status["budget"] == 0, status)
+    with open(os.path.join(f.home, "fleets", "budget", "sessions", "budget-t0",
+                           "transcript.jsonl")) as t:
+        check(sum(1 for line in t if '"origin":"prompt"' in line) == 1, "t0 ran once")
 
 
 def case_resume_after_kill(f):
@@ -231,8 +240,19 @@ def case_resume_after_kill(f):
         transcript = os.path.join(fleet_dir, "sessions", line["session_id"], "transcript.jsonl")
         with open(transcript, "rb") as t:
             finished[i] = t.read()
-    r = f.run([tasks, "--out", out, "--concurrency", "8"])
+    cut_off = {}
+    for i in ids:
+        transcript = os.path.join(fleet_dir, "sessions", f"{os.path.basename(fleet_dir)}-{i}",
+                                  "transcript.jsonl")
+        if i not in before and os.path.exists(transcript):
+            with open(transcript, "rb") as t:
+                data = t.read()
+            cut_off[i] = data[: data.rfind(b"\n") + 1]
+    check(cut_off, "some tasks were cut off mid-run")
+    # The same results file spelled another way is the same fleet.
+    r = f.run([tasks, "--out", "./kill.jsonl", "--concurrency", "8"], cwd=f.root)
     check(r.returncode == 0, r.stderr)
+    check(len(os.listdir(sessions)) == 1, f"one fleet: {os.listdir(sessions)}")
     after = by_id(results(out))  # no duplicate line
     check(sorted(after) == ids, f"every id once: {sorted(after)}")
     for i, line in before.items():
@@ -242,6 +262,11 @@ def case_resume_after_kill(f):
             check(t.read() == finished[i], f"{i} finished before the kill and did not run again")
     for i in ids:
         check(after[i]["terminal_reason"] == "completed", after[i])
+    # A task cut off went on from its transcript: what it had written is still its start.
+    for i, data in cut_off.items():
+        transcript = os.path.join(fleet_dir, "sessions", after[i]["session_id"], "transcript.jsonl")
+        with open(transcript, "rb") as t:
+            check(t.read().startswith(data), f"{i} resumed its transcript")
 
 
 def case_recovered(f):
@@ -309,8 +334,10 @@ def case_interrupt(f):
     # The rerun resumes the interrupted task (a continuation prompt) and runs the rest.
     with open(slow[len("scripted:"):], "w") as script:
         script.write(json.dumps({"text": "resumed and done"}) + "\n")
-    r = f.run([tasks, "--fleet-id", "intr"])
-    check(r.returncode == 0, r.stderr)
+    # The rerun the message names: the fleet id alone, from anywhere, goes on as it started.
+    check("troupe fleet --fleet-id intr" in out, out)
+    r = f.troupe(["fleet", "--fleet-id", "intr"], cwd="/")
+    check(r.returncode == 0, r.stdout + r.stderr)
     lines = by_id(results(results_path))
     check(sorted(lines) == ["q0", "q1", "q2", "slow"], lines)
     check(lines["slow"]["result"] == "resumed and done", lines["slow"])

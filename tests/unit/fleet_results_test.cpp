@@ -81,10 +81,11 @@ TEST_CASE("counts: completed, failed in any other way, and not started for the b
   auto read = read_fleet_results(path);
   REQUIRE(read);
   auto counts = count_fleet_results(*read);
-  CHECK(counts.completed == 1); // the first line for an id wins
-  CHECK(counts.failed == 2);
+  CHECK(counts.completed == 0); // the last line for an id wins
+  CHECK(counts.failed == 3);
   CHECK(counts.budget == 1);
   CHECK(counts.by_reason.at("max_turns") == 1);
+  CHECK(counts.by_reason.at("error") == 1);
   CHECK(read_fleet_results(dir.path() / "none.jsonl")->by_id.empty());
 }
 
@@ -93,6 +94,10 @@ TEST_CASE("a fleet's task session is found by its id and runs while the fleet's 
   auto fleet = fleet_paths::of(dir.path(), "f1");
   auto task = fleet.task_session(task_session_id("f1", "a"));
   std::filesystem::create_directories(task.dir());
+  // Only a folder that is a fleet's (it has fleet.json) makes its sessions fleet tasks: a troupe
+  // home that sits in a folder named fleets/ is no fleet.
+  CHECK_FALSE(fleet_of(task));
+  write_text(fleet.info(), "{}");
   write_text(task.transcript(), "");
   session_info info;
   info.id = task.id();
@@ -120,4 +125,8 @@ TEST_CASE("a fleet's task session is found by its id and runs while the fleet's 
   }
   CHECK_FALSE(session_running(task));
   CHECK(catalog.find("f1-a")->state_text() == "crashed");
+  // troupe run --resume of the task holds the task's own lock: running too.
+  auto own = session_lock::take(task);
+  REQUIRE(own);
+  CHECK(session_running(task));
 }

@@ -45,6 +45,7 @@ TEST_CASE("a JSONL tasks file: every field read, a bad line named by its number,
   CHECK(parsed->errors[1].line == 5);
   CHECK(parsed->errors[1].message == "not valid JSON");
   CHECK(parsed->errors[2].message == "no \"id\"");
+  CHECK(parsed->errors[2].id == "line-6"); // named by its line, as its result is
   CHECK(parsed->errors[3].id == "f");
   CHECK(parsed->errors[3].message == "\"prompt\" is missing or empty");
   CHECK(parsed->errors[4].message.find("\"max_steps\" must be an integer") == 0);
@@ -68,6 +69,11 @@ TEST_CASE("duplicate task ids refuse the whole file, whichever lines they are on
                                      fleet_tasks_format::jsonl);
   REQUIRE_FALSE(bad_twice);
   CHECK_FALSE(parse_fleet_tasks("\n  \n", fleet_tasks_format::jsonl));
+  // A task may not take the name a bad line's result has.
+  auto named_like_a_line = parse_fleet_tasks("not json\n{\"id\":\"line-1\",\"prompt\":\"y\"}\n",
+                                             fleet_tasks_format::jsonl);
+  REQUIRE_FALSE(named_like_a_line);
+  CHECK(named_like_a_line.error().find("duplicate task id \"line-1\"") == 0);
 }
 
 TEST_CASE("CSV with a header: quoting, line breaks in a field, allow rules, metadata") {
@@ -93,6 +99,11 @@ TEST_CASE("CSV with a header: quoting, line breaks in a field, allow rules, meta
   CHECK(parsed->errors[1].message.find("\"max_steps\"") == 0);
   CHECK(parsed->errors[2].message.find("not closed") != std::string::npos);
 
+  // Excel's CSV UTF-8 starts with a byte-order mark.
+  auto marked = parse_fleet_tasks("\xEF\xBB\xBFid,prompt\n1,x\n", fleet_tasks_format::csv);
+  REQUIRE(marked);
+  CHECK(marked->tasks.size() == 1);
+
   auto headless = parse_fleet_tasks("a,b\n1,2\n", fleet_tasks_format::csv);
   REQUIRE_FALSE(headless);
   CHECK(headless.error().find("has no \"id\" column") != std::string::npos);
@@ -114,6 +125,11 @@ TEST_CASE("a task's session id: the fleet's id and the task's, hashed when it ca
   CHECK(task_session_id("f1", "a/b") != task_session_id("f1", "a?b"));
   CHECK(task_session_id("f1", "..") != "f1-..");
   CHECK(task_session_id("f1", std::string(300, 'x')).size() < 80);
+  // Always a session id troupe show can take: at most 128 characters.
+  auto long_fleet = std::string(64, 'f');
+  CHECK(task_session_id(long_fleet, std::string(100, 'y')).size() <= 128);
+  CHECK(task_session_id(long_fleet, std::string(100, 'y')) !=
+        task_session_id(long_fleet, std::string(99, 'y')));
   // Two ids that would share a directory are refused like duplicates.
   auto same = parse_fleet_tasks("{\"id\":\"ok\",\"prompt\":\"x\"}\n", fleet_tasks_format::jsonl);
   CHECK(same);
