@@ -111,7 +111,7 @@ def env_for(root, port):
     return env
 
 
-def run_fleet(root, port, tasks, concurrency):
+def run_fleet(root, port, tasks, concurrency, fleet_id=None):
     path = os.path.join(root, f"tasks{tasks}.jsonl")
     with open(path, "w") as f:
         for i in range(tasks):
@@ -120,7 +120,7 @@ def run_fleet(root, port, tasks, concurrency):
     start = time.monotonic()
     proc = subprocess.Popen([TROUPE, "fleet", path, "--model", "openai/gpt-4.1",
                              "--concurrency", str(concurrency), "--permission-mode", "bypass",
-                             "--cwd", os.path.join(root, "work"), "--fleet-id", f"f{tasks}"],
+                             "--cwd", os.path.join(root, "work"), "--fleet-id", fleet_id or f"f{tasks}"],
                             env=env_for(root, port), stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, text=True)
     peak_rss = peak_fds = 0
@@ -131,7 +131,7 @@ def run_fleet(root, port, tasks, concurrency):
     wall = time.monotonic() - start
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     out = proc.stdout.read()
-    with open(os.path.join(root, "home", "fleets", f"f{tasks}", "results.jsonl")) as f:
+    with open(os.path.join(root, "home", "fleets", fleet_id or f"f{tasks}", "results.jsonl")) as f:
         lines = [json.loads(line) for line in f]
     completed = sum(1 for line in lines if line.get("terminal_reason") == "completed")
     return wall, usage, peak_rss, peak_fds, completed, out
@@ -161,7 +161,7 @@ def main():
         if completed != TASKS:
             print(out)
         if COMPARE:
-            wall_f, _, rss_f, _, done_f, _ = run_fleet(root, port, COMPARE, COMPARE)
+            wall_f, _, rss_f, _, done_f, _ = run_fleet(root, port, COMPARE, COMPARE, "compare")
             print(f"compare: one troupe fleet of {COMPARE}: wall {wall_f:.2f} s, "
                   f"RSS {rss_f / 2**20:.0f} MiB, {done_f} completed")
             env = env_for(root, port)
@@ -173,16 +173,19 @@ def main():
                      "--permission-mode", "bypass", "--cwd", os.path.join(root, "work"),
                      f"task {i}: keep your todo list"],
                     env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-            peak_sum = 0
-            while any(p.poll() is None for p in procs):
-                children, rss = scan()
-                peak_sum = max(peak_sum, tree_rss([p.pid for p in procs if p.poll() is None],
-                                                  children, rss))
-                time.sleep(0.1)
+            # Each process's own peak (wait4's ru_maxrss), summed: what they would hold if
+            # they all ran at once, as a fleet's tasks do.
+            peak_sum, ok, pending = 0, 0, {p.pid for p in procs}
+            while pending:
+                pid, status, usage = os.wait4(-1, 0)
+                if pid in pending:
+                    pending.discard(pid)
+                    peak_sum += usage.ru_maxrss * 1024
+                    ok += 1 if os.waitstatus_to_exitcode(status) == 0 else 0
             wall_r = time.monotonic() - start
-            ok = sum(1 for p in procs if p.returncode == 0)
-            print(f"compare: {COMPARE} troupe run processes at once: wall {wall_r:.2f} s, "
-                  f"summed RSS at peak {peak_sum / 2**20:.0f} MiB, {ok} exited 0")
+            print(f"compare: {COMPARE} troupe run processes started at once: wall {wall_r:.2f} s, "
+                  f"summed peak RSS {peak_sum / 2**20:.0f} MiB "
+                  f"({peak_sum / COMPARE / 2**20:.1f} MiB each), {ok} exited 0")
         server.stdin.close()
         server.wait()
     finally:

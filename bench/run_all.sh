@@ -15,6 +15,10 @@ python3 "$here/provider_steps.py" "$build/troupe" 50 3 openai
 python3 "$here/provider_steps.py" "$build/troupe" 50 3 anthropic
 python3 "$here/agent_fanout.py" "$build/troupe" 1000 3 text
 python3 "$here/agent_fanout.py" "$build/troupe" 1000 3 shell
+# troupe fleet: 10,000 tasks of 5 steps at 100 ms of model latency, all at once; then 1,000
+# tasks through one fleet beside 1,000 troupe run processes.
+python3 "$here/fleet_scale.py" "$build" 10000 5 100
+python3 "$here/fleet_scale.py" "$build" 1000 5 100 --compare 1000
 
 # 1,000 concurrent streams, 200 ms of model latency, through one engine. The load server is
 # bench_stream_server (C++, epoll): the Python fixture's own CPU would be what is measured.
