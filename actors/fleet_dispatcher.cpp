@@ -68,10 +68,10 @@ fleet_progress snapshot(self_ptr self) {
 
 void write_result(self_ptr self, const std::string& line) {
   auto& config = *self->state.config;
-  // A result that cannot be written is not lost silently: the task runs again next time.
+  // A result that cannot be written is not lost silently: a rerun writes it (a task whose
+  // session ended gets its line from its files) or runs the task.
   if (auto written = config.results.append(line); !written)
-    spdlog::error("fleet: {}; that task will run again when the fleet is resumed",
-                  written.error());
+    spdlog::error("fleet: {}; a rerun of the fleet writes that task's line", written.error());
   if (config.on_result)
     config.on_result(line);
 }
