@@ -121,6 +121,11 @@ void refuse_queued(self_ptr self) {
   while (!st.queue.empty()) {
     auto task = std::move(st.queue.front());
     st.queue.pop_front();
+    if (auto busy = st.config->busy ? st.config->busy(task) : std::string{}; !busy.empty()) {
+      spdlog::warn("fleet: task {} left for a rerun: {}", task.id, busy);
+      ++st.progress.left;
+      continue;
+    }
     if (write_settled(self, task))
       continue;
     write_result(self, fleet_error_line(task, task_session_id(st.config->fleet_id, task.id),

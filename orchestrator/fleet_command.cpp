@@ -5,10 +5,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cinttypes>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <future>
 #include <iostream>
@@ -107,12 +109,17 @@ std::filesystem::path real_out(const std::string& out) {
   return ec ? absolute.lexically_normal() : real;
 }
 
+// Excel's "CSV UTF-8" (and some editors' JSONL) starts with one; the format is guessed after.
+std::string without_byte_order_mark(std::string text) {
+  return text.rfind("\xEF\xBB\xBF", 0) == 0 ? text.substr(3) : text;
+}
+
 expected<std::string> read_tasks_text(const std::string& source) {
   if (source == "-") {
     std::string text{std::istreambuf_iterator<char>{std::cin}, std::istreambuf_iterator<char>{}};
     if (std::cin.bad())
       return failure{"cannot read the tasks from stdin"};
-    return text;
+    return without_byte_order_mark(std::move(text));
   }
   std::error_code ec;
   if (std::filesystem::is_directory(source, ec))
@@ -125,7 +132,7 @@ expected<std::string> read_tasks_text(const std::string& source) {
   std::string text{std::istreambuf_iterator<char>{in}, std::istreambuf_iterator<char>{}};
   if (in.bad())
     return failure{"tasks file: cannot read " + source};
-  return text;
+  return without_byte_order_mark(std::move(text));
 }
 
 std::string format_count(double n) {
@@ -186,7 +193,8 @@ nlohmann::json progress_json(const std::string& fleet_id, const fleet_progress& 
           {"failed", p.failed},       {"budget", p.budget},     {"running", p.running},
           {"queued", p.queued},       {"usage", p.usage},       {"elapsed_ms", p.elapsed_ms},
           {"cost_usd", p.cost_known ? nlohmann::json(p.cost_usd) : nlohmann::json(nullptr)},
-          {"stopping", p.stopping},   {"budget_spent", p.budget_spent}};
+          {"stopping", p.stopping},   {"budget_spent", p.budget_spent},
+          {"left", p.left}};
 }
 
 // The text of the last assistant message of a transcript (the answer of a run).
@@ -208,7 +216,11 @@ std::optional<std::string> settled_line(const fleet_paths& fleet, const fleet_ta
     return std::nullopt;
   auto stored = read_session(session);
   auto state = stored.info.state;
-  if (!stored.unreadable.empty() || state == "interrupted" || state == "backgrounded")
+  // Only an end that running again would repeat: an error (the model's, or no descriptor left),
+  // an unknown state (no session.json yet) or an interrupt is resumed instead.
+  if (!stored.unreadable.empty() ||
+      (state != "running" && state != "completed" && state != "max_turns" &&
+       state != "permission_blocked"))
     return std::nullopt;
   if (state == "running") {
     // Killed after its last reply was written but before its end was: a reply that asked for
@@ -319,11 +331,16 @@ struct task_launcher {
 
     auto session = fleet.task_session(settings.session_id);
     settings.session_dir = session.dir();
-    // What fails here may pass (a full disk, no descriptor left): no result, a rerun retries.
-    auto not_now = [](std::string why) {
-      fleet_launch later;
-      later.not_now = std::move(why);
-      return later;
+    // What fails here for want of descriptors or disk may pass: no result, a rerun retries.
+    // Anything else (a transcript with a bad line, say) is the task's result, for the user.
+    auto not_now = [](std::string why) -> expected<fleet_launch> {
+      for (int passing : {EMFILE, ENFILE, ENOSPC, EDQUOT})
+        if (why.find(std::strerror(passing)) != std::string::npos) {
+          fleet_launch later;
+          later.not_now = std::move(why);
+          return later;
+        }
+      return failure{why};
     };
     if (auto problem = make_private_dirs(session.dir()); !problem.empty())
       return not_now(problem);
@@ -467,6 +484,7 @@ public:
     auto text = progress_line(fleet_id_, p);
     {
       std::lock_guard<std::mutex> lock{mutex_};
+      last_ = p;
       if (live_)
         std::fprintf(stderr, "\r\033[K%s%s", printable(text).c_str(), last ? "\n" : "");
       else
@@ -478,11 +496,18 @@ public:
     event(json);
   }
 
+  /// The last progress reported (what is known if the dispatcher dies).
+  fleet_progress last() {
+    std::lock_guard<std::mutex> lock{mutex_};
+    return last_;
+  }
+
 private:
   std::string fleet_id_;
   bool stream_json_;
   bool live_;
   std::mutex mutex_;
+  fleet_progress last_;
 };
 
 expected<long> positive_count(const std::string& text, const char* flag, long high,
@@ -708,18 +733,6 @@ int run_fleet(const fleet_flags& flags) {
         invalid_ids.push_back(id.get<std::string>());
   }
   auto total = static_cast<int64_t>(parsed->tasks.size() + invalid_ids.size());
-  // Recorded as they resolve: a rerun from another directory finds the same workspace, script
-  // and settings file.
-  auto recorded = given;
-  recorded.agent.cwd = base.cwd.string();
-  std::error_code here_ec;
-  auto here = std::filesystem::current_path(here_ec);
-  if (!agent_flags.model.empty())
-    recorded.agent.model = anchored_model_spec(agent_flags.model, here);
-  if (!recorded.agent.settings_file.empty())
-    recorded.agent.settings_file = std::filesystem::absolute(recorded.agent.settings_file).string();
-  write_fleet_record(fleet, recorded, results_path, source == "-" ? "stdin" : source, total,
-                     invalid_ids);
 
   bool stream_json = given.agent.output_format == "stream-json";
   bool live = isatty(STDERR_FILENO) != 0;
@@ -766,6 +779,19 @@ int run_fleet(const fleet_flags& flags) {
     output->result(line);
     ++config->start.failed;
   }
+  // After the invalid lines' results: a record naming them means they have their lines.
+  // Recorded as they resolve: a rerun from another directory finds the same workspace, script
+  // and settings file.
+  auto recorded = given;
+  recorded.agent.cwd = base.cwd.string();
+  std::error_code here_ec;
+  auto here = std::filesystem::current_path(here_ec);
+  if (!agent_flags.model.empty())
+    recorded.agent.model = anchored_model_spec(agent_flags.model, here);
+  if (!recorded.agent.settings_file.empty())
+    recorded.agent.settings_file = std::filesystem::absolute(recorded.agent.settings_file).string();
+  write_fleet_record(fleet, recorded, results_path, source == "-" ? "stdin" : source, total,
+                     invalid_ids);
   for (auto& task : parsed->tasks)
     if (!finished(task.id))
       config->tasks.push_back(std::move(task));
@@ -801,14 +827,15 @@ int run_fleet(const fleet_flags& flags) {
   };
   auto dispatcher = spawn_fleet_dispatcher(sys, config);
   // A dispatcher that fails inside (an exception) ends the wait too, instead of hanging it.
-  caf::actor_cast<caf::actor>(dispatcher)->attach_functor([ended, end_told, total] {
+  caf::actor_cast<caf::actor>(dispatcher)->attach_functor([ended, end_told, total, output] {
     if (end_told->exchange(true))
       return;
     spdlog::error("fleet: the dispatcher stopped before the fleet's end; the results written "
                   "so far are kept, and a rerun runs the rest");
-    fleet_progress lost;
-    lost.total = total;
-    ended->set_value(lost);
+    auto seen = output->last();
+    seen.total = total;
+    seen.running = seen.queued = 0;
+    ended->set_value(seen);
   });
 
   std::atomic<int> signals_seen{0};

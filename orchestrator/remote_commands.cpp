@@ -6,6 +6,7 @@
 #include "store/ids.hpp"
 #include "store/notification_queue.hpp"
 #include "store/session_catalog.hpp"
+#include "store/session_lock.hpp"
 #include "orchestrator/environment.hpp"
 
 namespace troupe {
@@ -39,7 +40,9 @@ int answer_of_session(const stored_session& session, control_command command,
   if (!session.unreadable.empty())
     return fail_at_runtime("cannot reach session " + session.info.id + ": " + session.unreadable);
   // A fleet's task has no control socket of its own (see README, Fleets).
-  if (auto fleet = fleet_of(session.paths); fleet && session.live)
+  // (A task `troupe run --resume` runs has its own lock and socket: that one is reachable.)
+  if (auto fleet = fleet_of(session.paths);
+      fleet && lock_held(fleet->lock()) && !lock_held(session.paths.lock()))
     return fail_at_runtime("session " + session.info.id + " is a task of fleet " + fleet->id() +
                            ", whose tasks take no commands of their own; interrupt the fleet "
                            "(Ctrl+C, or kill -INT its process), and rerun it to resume");

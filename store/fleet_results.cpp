@@ -101,7 +101,10 @@ expected<fleet_results> read_fleet_results(const std::filesystem::path& path) {
       result.terminal_reason = reason->get<std::string>();
     if (auto error = object.find("error"); error != object.end() && error->is_string())
       result.error = error->get<std::string>();
-    results.by_id[result.id] = std::move(result);
+    // A later "budget" line never hides a result (two fleets sharing one file, say).
+    auto [at, fresh] = results.by_id.try_emplace(result.id, result);
+    if (!fresh && !(result.error == "budget" && at->second.error != "budget"))
+      at->second = std::move(result);
   }
   return results;
 }

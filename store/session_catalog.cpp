@@ -197,7 +197,7 @@ expected<session_paths> session_catalog::fleet_task_session(const std::string& s
   if (found.size() > 1) {
     std::string fleets;
     for (auto& task : found)
-      fleets += (fleets.empty() ? "" : ", ") + fleet_of(task)->id();
+      fleets += (fleets.empty() ? "" : ", ") + task.dir().parent_path().parent_path().filename().string();
     return failure{"session '" + session_id + "' is a task of several fleets (" + fleets +
                    "); look in the fleet's sessions/ folder"};
   }

@@ -184,9 +184,10 @@ def case_refusals(f):
     check(r.returncode == 2 and "invalid --fleet-id" in r.stderr, r.stderr)
     r = f.troupe(["fleet", "status", "nosuch"])
     check(r.returncode != 0 and "unknown fleet 'nosuch'" in r.stderr, r.stderr)
-    # Tasks from stdin.
+    # Tasks from stdin, JSONL with a byte-order mark (guessed as JSONL all the same).
     done = f.script([{"text": "from stdin"}])
-    with open(f.tasks([{"id": "s", "prompt": "p", "model": done}], "stdin.jsonl")) as tasks:
+    path = f.tasks(['\ufeff' + json.dumps({"id": "s", "prompt": "p", "model": done})], "stdin.jsonl")
+    with open(path) as tasks:
         r = f.run(["-", "--fleet-id", "stdin"], stdin=tasks)
     check(r.returncode == 0, r.stderr)
 
@@ -314,9 +315,12 @@ def case_interrupt(f):
     quick = f.script([{"text": "quick"}])
     tasks = f.tasks([{"id": "slow", "prompt": "wait", "model": slow}]
                     + [{"id": f"q{i}", "prompt": "go", "model": quick} for i in range(3)])
-    proc = subprocess.Popen([TROUPE, "fleet", "--cwd", f.work, tasks, "--fleet-id", "intr",
-                             "--concurrency", "1"], env=f.env(), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    # Relative --cwd, and a permission mode the resumed task needs: the rerun below, from "/"
+    # with the fleet id alone, must find both in the fleet's record.
+    proc = subprocess.Popen([TROUPE, "fleet", "--cwd", "work", tasks, "--fleet-id", "intr",
+                             "--concurrency", "1", "--permission-mode", "bypass"], env=f.env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=f.root)
     state = os.path.join(f.home, "fleets", "intr", "sessions", "intr-slow", "transcript.jsonl")
     deadline = time.time() + 30
     while time.time() < deadline and not os.path.exists(state):
@@ -333,7 +337,9 @@ def case_interrupt(f):
         check(json.load(s)["state"] == "interrupted", "its state was written")
     # The rerun resumes the interrupted task (a continuation prompt) and runs the rest.
     with open(slow[len("scripted:"):], "w") as script:
-        script.write(json.dumps({"text": "resumed and done"}) + "\n")
+        script.write(json.dumps({"tool_calls": [{"name": "shell",
+                                                 "input": {"command": "touch resumed-here"}}]})
+                     + "\n" + json.dumps({"text": "resumed and done"}) + "\n")
     # The rerun the message names: the fleet id alone, from anywhere, goes on as it started.
     check("troupe fleet --fleet-id intr" in out, out)
     r = f.troupe(["fleet", "--fleet-id", "intr"], cwd="/")
@@ -341,6 +347,8 @@ def case_interrupt(f):
     lines = by_id(results(results_path))
     check(sorted(lines) == ["q0", "q1", "q2", "slow"], lines)
     check(lines["slow"]["result"] == "resumed and done", lines["slow"])
+    check(os.path.exists(os.path.join(f.work, "resumed-here")),
+          "the rerun ran in the recorded workspace, with the recorded permission mode")
 
 
 class Backoff(http.server.BaseHTTPRequestHandler):

@@ -87,6 +87,19 @@ TEST_CASE("counts: completed, failed in any other way, and not started for the b
   CHECK(counts.by_reason.at("max_turns") == 1);
   CHECK(counts.by_reason.at("error") == 1);
   CHECK(read_fleet_results(dir.path() / "none.jsonl")->by_id.empty());
+  // A "budget" line never hides a result written before it (two fleets sharing a file).
+  auto shared = dir.path() / "shared.jsonl";
+  write_text(shared, R"({"id":"x","terminal_reason":"completed"})"
+                     "\n"
+                     R"({"id":"x","error":"budget"})"
+                     "\n"
+                     R"({"id":"y","error":"budget"})"
+                     "\n"
+                     R"({"id":"y","terminal_reason":"completed"})"
+                     "\n");
+  auto both = count_fleet_results(*read_fleet_results(shared));
+  CHECK(both.completed == 2);
+  CHECK(both.budget == 0);
 }
 
 TEST_CASE("a fleet's task session is found by its id and runs while the fleet's lock is held") {
