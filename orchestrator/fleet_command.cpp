@@ -105,6 +105,13 @@ rlim_t raise_open_file_limit() {
 std::filesystem::path real_out(const std::string& out) {
   std::error_code ec;
   auto absolute = std::filesystem::absolute(out, ec);
+  // A symlink to a file not made yet: its target, which weakly_canonical leaves unresolved.
+  for (int hops = 0; hops < 40 && std::filesystem::is_symlink(absolute, ec); ++hops) {
+    auto target = std::filesystem::read_symlink(absolute, ec);
+    if (ec)
+      break;
+    absolute = target.is_absolute() ? target : absolute.parent_path() / target;
+  }
   auto real = std::filesystem::weakly_canonical(absolute, ec);
   return ec ? absolute.lexically_normal() : real;
 }
@@ -493,6 +500,8 @@ public:
     }
     auto json = progress_json(fleet_id_, p);
     json["type"] = last ? "fleet_ended" : "fleet_progress";
+    if (last) // without a result yet: what a rerun (troupe fleet --fleet-id ID) runs
+      json["left_for_rerun"] = p.total - p.completed - p.failed - p.budget;
     event(json);
   }
 
@@ -600,9 +609,10 @@ int run_fleet(const fleet_flags& flags) {
   // Which fleet: named, named by its results file, or new.
   std::error_code ec;
   std::string fleet_id = given.fleet_id;
-  if (!fleet_id.empty() && (!is_valid_session_id(fleet_id) || fleet_id.size() > 64))
+  if (!fleet_id.empty() &&
+      (!is_valid_session_id(fleet_id) || fleet_id.size() > 64 || fleet_id.front() == '-'))
     return fail("invalid --fleet-id '" + fleet_id +
-                "': at most 64 letters, digits, '.', '_' and '-'");
+                "': at most 64 letters, digits, '.', '_' and '-', not starting with '-'");
   if (fleet_id.empty())
     fleet_id = given.out.empty() ? new_session_id() : fleet_id_for_out(real_out(given.out));
   auto fleet = fleet_paths::of(home, fleet_id);
@@ -611,6 +621,11 @@ int run_fleet(const fleet_flags& flags) {
   if (record)
     fill_from_record(given, *record);
   auto out = given.out.empty() ? std::filesystem::path{} : real_out(given.out);
+  if (!out.empty() && std::filesystem::is_directory(out, ec))
+    return fail("--out " + given.out + " is a directory: name the results file");
+  if (!out.empty() && !given.tasks.empty() && given.tasks != "-" &&
+      real_out(given.tasks) == out)
+    return fail("--out " + given.out + " is the tasks file: name another file for the results");
 
   // The tasks: the file given, else the fleet's own copy from an earlier run.
   std::string source = given.tasks;
@@ -693,7 +708,9 @@ int run_fleet(const fleet_flags& flags) {
   // Each running task holds a descriptor (its transcript), and the HTTP engine up to a quarter
   // of them: more tasks at once than that would fail on EMFILE, not wait.
   auto descriptors = raise_open_file_limit();
-  auto most_at_once = std::max<long>(1, static_cast<long>(descriptors - descriptors / 4) - 256);
+  auto reserve = std::min<rlim_t>(256, descriptors / 8); // the process's own, a few tools'
+  auto most_at_once =
+    std::max<long>(1, static_cast<long>(descriptors - descriptors / 4 - reserve));
   if (*concurrency > most_at_once) {
     spdlog::warn("--concurrency {} is more than {} open files allow (ulimit -n {}): {} tasks run "
                  "at once",
@@ -748,9 +765,15 @@ int run_fleet(const fleet_flags& flags) {
   std::set<std::string> known{invalid_ids.begin(), invalid_ids.end()};
   for (auto& task : parsed->tasks)
     known.insert(task.id);
+  std::set<std::string> valid_now;
+  for (auto& task : parsed->tasks)
+    valid_now.insert(task.id);
+  // A task refused for the budget, or a line that was invalid and is a task now (the user fixed
+  // it), is not finished.
   auto finished = [&](const std::string& id) {
     auto at = earlier->by_id.find(id);
-    return at != earlier->by_id.end() && at->second.error != "budget";
+    return at != earlier->by_id.end() && at->second.error != "budget" &&
+           !(valid_now.count(id) && at->second.error.rfind("invalid task", 0) == 0);
   };
   for (auto& [id, result] : earlier->by_id) {
     if (!known.count(id) || !finished(id))

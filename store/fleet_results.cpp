@@ -28,6 +28,14 @@ expected<fleet_results_writer> fleet_results_writer::open(const std::filesystem:
   fleet_results_writer writer;
   writer.fd_ = file_handle{fd};
   writer.path_ = path;
+  // One writer per file, whichever fleet: two would write each id twice. An open-file-description
+  // lock, let go when the writer closes (or the process dies).
+  struct flock whole{};
+  whole.l_type = F_WRLCK;
+  whole.l_whence = SEEK_SET;
+  if (::fcntl(fd, F_OFD_SETLK, &whole) != 0)
+    return failure{"the results file " + path.string() +
+                   " is being written by another fleet; give this one another --out"};
   if (!ends_with_newline(fd)) {
     struct stat st{};
     if (::fstat(fd, &st) != 0)

@@ -20,7 +20,8 @@ public:
   /// Opens (creating 0600 if needed) the results file for appending. A last line without its
   /// newline (a kill mid-write) is cut off: it never counted (read_fleet_results skips it), its
   /// task runs again and writes its whole line, and the file never holds two for one id.
-  /// `cut` is set to what was cut off.
+  /// `cut` is set to what was cut off. Fails while another writer (another fleet, in any
+  /// process) holds the file.
   static expected<fleet_results_writer> open(const std::filesystem::path& path,
                                              std::string* cut = nullptr);
 

@@ -76,6 +76,11 @@ def by_id(lines):
     return out
 
 
+def by_last_id(lines):
+    """Each id's last line: its result."""
+    return {line["id"]: line for line in lines}
+
+
 def check(condition, what):
     if not condition:
         raise AssertionError(what)
@@ -136,6 +141,15 @@ def case_mixed_outcomes(f):
     again = f.run([tasks, "--out", out])
     check(len(results(out)) == 6, results(out))
     check(again.returncode == 1, again.stderr)
+    # The user fixes the bad line: that task runs now, and its new line is its result.
+    with open(tasks) as t:
+        fixed = t.read().replace('{"id": "bad", "prompt": 7}',
+                                 json.dumps({"id": "bad", "prompt": "now valid",
+                                             "model": outcome_tasks(f)[0]["model"]}))
+    with open(tasks, "w") as t:
+        t.write(fixed)
+    f.run([tasks, "--out", out])
+    check(by_last_id(results(out))["bad"].get("terminal_reason") == "completed", results(out))
 
 
 def case_stream_json(f):
@@ -182,6 +196,9 @@ def case_refusals(f):
     check(r.returncode == 2 and "--budget-usd" in r.stderr, r.stderr)
     r = f.run([f.tasks([{"id": "a", "prompt": "x"}]), "--fleet-id", "../x"])
     check(r.returncode == 2 and "invalid --fleet-id" in r.stderr, r.stderr)
+    same = f.tasks([{"id": "a", "prompt": "x"}], "same.jsonl")
+    r = f.run([same, "--out", same, "--model", f.script([{"text": "x"}])])
+    check(r.returncode == 2 and "is the tasks file" in r.stderr, r.stderr)
     r = f.troupe(["fleet", "status", "nosuch"])
     check(r.returncode != 0 and "unknown fleet 'nosuch'" in r.stderr, r.stderr)
     # Tasks from stdin, JSONL with a byte-order mark (guessed as JSONL all the same).
@@ -252,7 +269,8 @@ def case_resume_after_kill(f):
     check(cut_off, "some tasks were cut off mid-run")
     # The same results file spelled another way is the same fleet.
     r = f.run([tasks, "--out", "./kill.jsonl", "--concurrency", "8"], cwd=f.root)
-    check(r.returncode == 0, r.stderr)
+    check(r.returncode == 0, r.stderr + "\n" + "\n".join(
+        json.dumps(line) for line in results(out) if line.get("terminal_reason") != "completed"))
     check(len(os.listdir(sessions)) == 1, f"one fleet: {os.listdir(sessions)}")
     after = by_id(results(out))  # no duplicate line
     check(sorted(after) == ids, f"every id once: {sorted(after)}")

@@ -63,6 +63,12 @@ TEST_CASE("a results line cut short by a kill does not count, and is cut off bef
   REQUIRE(fleet_results_writer::open(lone, &cut));
   CHECK(cut.size() == 5000);
   CHECK(std::filesystem::file_size(lone) == 0);
+  // One writer at a time, whichever fleet it belongs to.
+  auto first = fleet_results_writer::open(lone);
+  REQUIRE(first);
+  auto second = fleet_results_writer::open(lone);
+  REQUIRE_FALSE(second);
+  CHECK(second.error().find("is being written by another fleet") != std::string::npos);
 }
 
 TEST_CASE("counts: completed, failed in any other way, and not started for the budget") {
