@@ -194,13 +194,6 @@ http_call build_anthropic_request(const provider_config& config, const model_req
                {"messages", to_anthropic_messages(request, native_tools(config, request))}};
   if (!request.system_prompt->empty())
     body["system"] = *request.system_prompt;
-  if (native_tools(config, request)) {
-    auto tools = json::array();
-    for (auto& t : *request.tools)
-      tools.push_back(
-        {{"name", t.name}, {"description", t.description}, {"input_schema", t.input_schema}});
-    body["tools"] = std::move(tools);
-  }
   if (config.stream)
     body["stream"] = true;
   http_call call;
@@ -212,6 +205,16 @@ http_call build_anthropic_request(const provider_config& config, const model_req
   call.headers.emplace_back("x-api-key", config.api_key);
   call.headers.emplace_back("anthropic-version", "2023-06-01");
   call.body = body.dump(-1, ' ', false, json::error_handler_t::replace);
+  if (native_tools(config, request))
+    append_member(call.body, "tools",
+                  cached_tools_text(request.tools, provider_kind::anthropic, [&request] {
+                    auto tools = json::array();
+                    for (auto& t : *request.tools)
+                      tools.push_back({{"name", t.name},
+                                       {"description", t.description},
+                                       {"input_schema", t.input_schema}});
+                    return tools;
+                  }));
   return call;
 }
 

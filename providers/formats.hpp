@@ -1,6 +1,7 @@
 #pragma once
 // Private to providers/: the per-provider halves behind provider.hpp.
 
+#include <functional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -72,6 +73,17 @@ bool is_native_call(const tool_call& call);
 inline bool native_tools(const provider_config& config, const model_request& request) {
   return config.format == tool_format::tool && !request.tools->empty();
 }
+
+/// The `tools` array of a request as JSON text, made by `make` (the format's array) once per
+/// set of tools and format and kept, per thread, for the last few sets: a fleet's agents share
+/// one set, whose schemas were copied into a tree and escaped again for every request.
+const std::string& cached_tools_text(const shared_value<std::vector<tool_descriptor>>& tools,
+                                     provider_kind kind,
+                                     const std::function<nlohmann::json()>& make);
+
+/// Adds `"key": value_text` (JSON text) as the last member of `object_text`, a JSON object's
+/// text.
+void append_member(std::string& object_text, const char* key, const std::string& value_text);
 
 /// Normalises stop reasons: "end_turn", "tool_use", "max_tokens", "refusal", …
 std::string normalize_stop_reason(const std::string& provider_reason);

@@ -174,16 +174,6 @@ private:
 http_call build_openai_request(const provider_config& config, const model_request& request) {
   json body = {{"model", config.model},
                {"messages", to_openai_messages(request, native_tools(config, request))}};
-  if (native_tools(config, request)) {
-    auto tools = json::array();
-    for (auto& t : *request.tools)
-      tools.push_back({{"type", "function"},
-                       {"function",
-                        {{"name", t.name},
-                         {"description", t.description},
-                         {"parameters", t.input_schema}}}});
-    body["tools"] = std::move(tools);
-  }
   if (config.stream) {
     body["stream"] = true;
     body["stream_options"] = {{"include_usage", true}};
@@ -197,6 +187,18 @@ http_call build_openai_request(const provider_config& config, const model_reques
   if (!config.api_key.empty())
     call.headers.emplace_back("authorization", "Bearer " + config.api_key);
   call.body = body.dump(-1, ' ', false, json::error_handler_t::replace);
+  if (native_tools(config, request))
+    append_member(call.body, "tools",
+                  cached_tools_text(request.tools, provider_kind::openai, [&request] {
+                    auto tools = json::array();
+                    for (auto& t : *request.tools)
+                      tools.push_back({{"type", "function"},
+                                       {"function",
+                                        {{"name", t.name},
+                                         {"description", t.description},
+                                         {"parameters", t.input_schema}}}});
+                    return tools;
+                  }));
   return call;
 }
 

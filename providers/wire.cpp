@@ -101,6 +101,40 @@ model_error_kind error_kind_for_status(int32_t status) {
   }
 }
 
+namespace detail {
+
+const std::string& cached_tools_text(const shared_value<std::vector<tool_descriptor>>& tools,
+                                     provider_kind kind,
+                                     const std::function<nlohmann::json()>& make) {
+  // Each entry holds its set alive, so a set's address names it for as long as it is here.
+  struct entry {
+    shared_value<std::vector<tool_descriptor>> tools;
+    provider_kind kind;
+    std::string text;
+  };
+  constexpr size_t kept = 8;
+  thread_local std::vector<entry> cache;
+  for (auto& known : cache)
+    if (&known.tools.get() == &tools.get() && known.kind == kind)
+      return known.text;
+  if (cache.size() >= kept)
+    cache.erase(cache.begin());
+  cache.push_back({tools, kind, make().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)});
+  return cache.back().text;
+}
+
+void append_member(std::string& object_text, const char* key, const std::string& value_text) {
+  // A dumped object ends in '}' and holds at least one member here (the model).
+  object_text.pop_back();
+  object_text += object_text.back() == '{' ? "\"" : ",\"";
+  object_text += key;
+  object_text += "\":";
+  object_text += value_text;
+  object_text += '}';
+}
+
+} // namespace detail
+
 bool is_retryable_status(int32_t status) {
   switch (status) {
     case 408:

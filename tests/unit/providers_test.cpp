@@ -220,3 +220,41 @@ TEST_CASE("usage counts that do not fit a 64-bit integer are taken as unknown, n
   CHECK(anthropic.usage.input_tokens == 0);
   CHECK(anthropic.usage.output_tokens == 7);
 }
+
+TEST_CASE("a request's tools are written from the set it offers, made once per set and format") {
+  auto set = [](const std::string& name) {
+    return shared_value<std::vector<tool_descriptor>>{std::vector<tool_descriptor>{
+      {name, "does " + name, nlohmann::json{{"type", "object"}, {"required", {"x"}}}}}};
+  };
+  auto first = set("alpha");
+  auto second = set("beta");
+  for (auto kind : {provider_kind::openai, provider_kind::anthropic}) {
+    provider_config config;
+    config.kind = kind;
+    config.model = "m";
+    config.base_url = "http://127.0.0.1:1";
+    config.format = tool_format::tool;
+    model_request request;
+    request.system_prompt = std::string{"sys"};
+    request.tools = first;
+    auto tools_of = [&](const model_request& r) {
+      auto body = nlohmann::json::parse(build_request(config, r).body);
+      REQUIRE(body.contains("tools"));
+      CHECK(body.contains("messages"));
+      CHECK(body["model"] == "m");
+      return body["tools"];
+    };
+    auto a = tools_of(request);
+    CHECK(a == tools_of(request)); // the kept text is the same
+    request.tools = second; // another set is never answered from the first's text
+    auto b = tools_of(request);
+    CHECK(a.dump().find("alpha") != std::string::npos);
+    CHECK(b.dump().find("beta") != std::string::npos);
+    CHECK(b.dump().find("alpha") == std::string::npos);
+    // Ten sets, more than are kept: each still gets its own.
+    for (int i = 0; i < 10; ++i) {
+      request.tools = set("t" + std::to_string(i));
+      CHECK(tools_of(request).dump().find("\"t" + std::to_string(i) + "\"") != std::string::npos);
+    }
+  }
+}
