@@ -134,6 +134,9 @@ struct session_config {
   /// state.json and session.json stay open between writes (one descriptor each); a fleet's
   /// tasks open them per write instead, so a running agent holds one descriptor, its transcript.
   bool keep_state_files_open = true;
+  /// At its end the transcript is fsynced (on the disk actor). A fleet's tasks leave that to
+  /// the fleet, which syncs its whole file system once at its end instead of once per task.
+  bool sync_transcript_at_end = true;
   /// Does the blocking file work (durable queues, fsync); shared by the sessions of a process.
   /// Unset: spawn_agent starts one for this agent.
   disk_io_actor disk;

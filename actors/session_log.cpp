@@ -137,8 +137,9 @@ void end_session(session_ptr self, terminal_reason reason, std::string error,
   save_info(self);
   // The terminal state is made durable off this thread: an fsync takes milliseconds, and a
   // scheduler thread blocked in one holds up every actor queued behind it.
-  if (auto fd = st.transcript.duplicate_descriptor(); fd >= 0)
-    self->send(st.config().disk, sync_atom::value, static_cast<int32_t>(fd));
+  if (st.config().sync_transcript_at_end)
+    if (auto fd = st.transcript.duplicate_descriptor(); fd >= 0)
+      self->send(st.config().disk, sync_atom::value, static_cast<int32_t>(fd));
   fire(self, hook_point::session_end);
   // External SessionEnd hooks finish before the terminal event: a front end that sees it may
   // tear everything down.

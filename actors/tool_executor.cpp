@@ -82,6 +82,9 @@ struct tool_executor_state {
   std::unordered_map<uint64_t, runner> busy_runners;
   /// The session's bash, started on first use and again after it ends.
   shell_process shell;
+  /// A shell or a background task was ever started: only then can something be left behind
+  /// to sweep at the end (a fleet's ten thousand agents that ran no process skip the walk).
+  bool started_processes = false;
   /// Counts shell commands: an idle timer whose count is still the latest finds the shell idle.
   uint64_t shell_commands = 0;
   /// The shell was stopped for being idle: the next command's result says it runs in a new one.
@@ -108,7 +111,8 @@ struct tool_executor_state {
     stop_shell(shell, true);
     // And whatever any of them left behind: setsid'd, double-forked or re-parented, it carries
     // the session's tag. Background tasks' waiters sweep their own units as they reap them.
-    stop_owned_processes(context.process_owner);
+    if (started_processes)
+      stop_owned_processes(context.process_owner);
     for (auto& idle : idle_runners)
       caf::anon_send_exit(idle.actor, caf::exit_reason::user_shutdown);
     // A busy runner is a thread the actor system waits for at exit: its scan stops now.
@@ -230,6 +234,7 @@ caf::result<tool_result> start_task(self_ptr self, const tool_call& call) {
   auto control = child_control::make();
   if (!control)
     return error_result(control.error());
+  st.started_processes = true;
   auto child = start_background(st.context, command, log, owner);
   if (!child) {
     ::close(control->second);
@@ -344,6 +349,7 @@ caf::result<tool_result> execute(self_ptr self, const tool_call& call) {
     if (!started)
       return error_result(started.error());
     st.shell = std::move(*started);
+    st.started_processes = true;
   }
   if (auto sent = send_command(st.shell, call.input.at("command").get<std::string>()); !sent) {
     stop_shell(st.shell, true);

@@ -1,5 +1,6 @@
 #include "orchestrator/fleet_command.hpp"
 
+#include <fcntl.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -461,6 +462,16 @@ void fill_from_record(fleet_flags& flags, const nlohmann::json& record) {
     flags.out = record["results"].get<std::string>();
 }
 
+// syncfs(2) on the file systems holding the fleet's folder and its results file.
+void sync_file_systems(const std::filesystem::path& fleet_dir,
+                       const std::filesystem::path& results) {
+  for (const auto& path : {fleet_dir, results}) {
+    file_handle fd{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+    if (fd && ::syncfs(fd.get()) != 0)
+      spdlog::warn("cannot sync {} to disk: {}", path.string(), std::strerror(errno));
+  }
+}
+
 // Prints on one stream from whichever thread reports (the dispatcher's, the main thread).
 class fleet_output {
 public:
@@ -884,6 +895,8 @@ int run_fleet(const fleet_flags& flags) {
     }
   }
   output->progress(*last, true);
+  // The tasks' transcripts and the results, to disk in one go (a task does not fsync its own).
+  sync_file_systems(fleet.dir(), results_path);
   // Nothing of the fleet's may keep the actor system waiting at exit.
   if (commons->engine)
     commons->engine->stop();

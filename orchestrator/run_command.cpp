@@ -169,6 +169,7 @@ expected<session_actor> spawn_subagent(caf::actor_system& sys,
   child.stop_children_on_end = !parent_settings.let_agents_finish;
   child.disk = setup->disk;
   child.keep_state_files_open = parent_settings.commons == nullptr;
+  child.sync_transcript_at_end = parent_settings.commons == nullptr;
   // Hooks guard subagents' calls as they guard the parent's (the input names the agent).
   child.hook_commands = parent_settings.hook_commands;
   child.hook_shell = parent_settings.shell_program;
@@ -305,6 +306,7 @@ expected<launched_agent> launch_agent(caf::actor_system& sys, run_settings& sett
   session.idle_timeout = settings.idle_timeout;
   session.disk = commons ? commons->disk : spawn_disk_io(sys, settings.max_notification_bytes);
   session.keep_state_files_open = commons == nullptr;
+  session.sync_transcript_at_end = commons == nullptr;
   session.hook_commands = settings.hook_commands;
   session.hook_shell = settings.shell_program;
   // Tool processes can reach this session: `troupe notify "$TROUPE_SESSION_ID" …`.

@@ -52,7 +52,10 @@ expected<bool> json_file::write(const nlohmann::json& value) {
   if (path_.empty())
     return failure{"no file to write"};
   if (!fd_) {
-    int fd = open_private(path_, O_WRONLY);
+    // Made 0600 by open(); a reopen only opens (no chmod per write), unless it is gone.
+    int fd = ::open(path_.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0 && errno == ENOENT)
+      fd = open_private(path_, O_WRONLY);
     if (fd < 0)
       return failure{"cannot open " + path_.string() + ": " + std::strerror(errno)};
     fd_ = file_handle{fd};
