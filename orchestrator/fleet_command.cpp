@@ -64,24 +64,12 @@ std::string dump(const nlohmann::json& value) {
   return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-// FNV-1a: stable across runs, unlike std::hash.
-std::string stable_hash(const std::string& text) {
-  uint64_t hash = 14695981039346656037ull;
-  for (unsigned char c : text) {
-    hash ^= c;
-    hash *= 1099511628211ull;
-  }
-  char digits[17];
-  std::snprintf(digits, sizeof digits, "%016" PRIx64, hash);
-  return std::string{digits, 10};
-}
-
 // A fleet named by its results file: a rerun with the same --out is the same fleet.
 std::string fleet_id_for_out(const std::filesystem::path& out) {
   std::string readable;
   for (unsigned char c : out.stem().string().substr(0, 40))
     readable += std::isalnum(c) || c == '-' || c == '_' ? static_cast<char>(c) : '_';
-  return (readable.empty() ? std::string{"fleet"} : readable) + "-" + stable_hash(out.string());
+  return (readable.empty() ? std::string{"fleet"} : readable) + "-" + stable_hash_hex(out.string()).substr(0, 10);
 }
 
 // Ten thousand agents hold a transcript each while they run, and their tools' pipes: the soft

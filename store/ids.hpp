@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace troupe {
 
@@ -20,6 +21,10 @@ std::string new_session_id();
 
 /// Returns true when id can name a session directory (letters, digits, '.', '_', '-').
 bool is_valid_session_id(const std::string& id);
+
+/// Returns 16 hex digits of the FNV-1a hash of `text`: the same on every run and machine
+/// (std::hash is not), for names made from text (a fleet's task ids, its results file).
+std::string stable_hash_hex(std::string_view text);
 
 /// Returns milliseconds since the Unix epoch.
 int64_t now_ms();

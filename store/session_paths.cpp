@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cstdint>
-#include <cstdio>
+
+#include "store/ids.hpp"
 
 namespace troupe {
 
@@ -48,20 +48,12 @@ std::string task_session_id(const std::string& fleet_id, const std::string& task
   constexpr size_t longest_session_id = 128;
   if (nameable && fleet_id.size() + 1 + task_id.size() <= longest_session_id)
     return fleet_id + "-" + task_id;
-  // FNV-1a over the whole id: stable across runs and machines, unlike std::hash.
-  uint64_t hash = 14695981039346656037ull;
-  for (unsigned char c : task_id) {
-    hash ^= c;
-    hash *= 1099511628211ull;
-  }
   std::string readable;
   auto room = longest_session_id > fleet_id.size() + 18 ? longest_session_id - fleet_id.size() - 18
                                                          : size_t{0};
   for (unsigned char c : task_id.substr(0, std::min<size_t>(40, room)))
     readable += std::isalnum(c) ? static_cast<char>(c) : '_';
-  char digits[17];
-  std::snprintf(digits, sizeof digits, "%016llx", static_cast<unsigned long long>(hash));
-  return fleet_id + "-" + readable + "-" + digits;
+  return fleet_id + "-" + readable + "-" + stable_hash_hex(task_id);
 }
 
 session_paths session_paths::top_level(const std::filesystem::path& troupe_home,

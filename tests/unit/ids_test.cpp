@@ -26,3 +26,9 @@ TEST_CASE("session ids sort by creation time and name a directory") {
   CHECK_FALSE(is_valid_session_id(""));
   CHECK_FALSE(is_valid_session_id(".."));
 }
+
+TEST_CASE("stable_hash_hex is FNV-1a, the same on every run and machine") {
+  CHECK(stable_hash_hex("") == "cbf29ce484222325");
+  CHECK(stable_hash_hex("a") == "af63dc4c8601ec8c");
+  CHECK(stable_hash_hex("foobar") == "85944171f73967e8");
+}
