@@ -23,6 +23,7 @@
 #include "actors/process_runner.hpp"
 #include "tools/child_process.hpp"
 #include "tools/process_reaper.hpp"
+#include "tools/sandbox.hpp"
 #include "tools/shell.hpp"
 #include "tools/task_output.hpp"
 #include "tools/task_wait.hpp"
@@ -166,15 +167,22 @@ constexpr std::chrono::seconds kill_grace{2};
 
 tool_result run_function_tool(const tool_spec& spec, const tool_call& call,
                               const tool_context& context) {
+  tool_result result;
   try {
-    if (call.approved_path.empty())
-      return spec.run(call.input, context);
-    auto for_call = context;
-    for_call.approved_path = call.approved_path;
-    return spec.run(call.input, for_call);
+    if (call.approved_path.empty()) {
+      result = spec.run(call.input, context);
+    } else {
+      auto for_call = context;
+      for_call.approved_path = call.approved_path;
+      result = spec.run(call.input, for_call);
+    }
   } catch (const std::exception& e) {
     return error_result("tool '" + spec.name + "' failed: " + e.what());
   }
+  // Paths in the sandbox's /tmp as the model named them, not where they are on the host.
+  if (context.sandbox)
+    result.output = context.sandbox->inside_view(std::move(result.output));
+  return result;
 }
 
 std::string task_ids(const tool_executor_state& st) {
@@ -195,6 +203,9 @@ tool_result task_report(const tool_executor_state& st, const std::string& id,
   // have written gigabytes, and this runs on the executor.
   auto cap = st.context.output_cap;
   auto output = log_excerpt(task.log, cap > 1024 ? cap - 512 : cap / 2);
+  if (st.context.sandbox)
+    if (auto note = st.context.sandbox->note_for(output); !note.empty())
+      output += "\n" + note;
   std::string status;
   if (task.stopped)
     status = "stopped by task_stop";
@@ -490,6 +501,9 @@ tool_executor_actor::behavior_type tool_executor(self_ptr self,
         return;
       auto& job = i->second;
       auto result = shell_result(exit, job.timed_out, job.timeout, job.interrupted);
+      if (const auto& sandbox = self->state.context.sandbox)
+        if (auto note = sandbox->note_for(exit.output); !note.empty())
+          result.output += "\n" + note;
       if (exit.shell_exited || job.timed_out || job.interrupted) {
         // bash is gone (reaped by the supervisor) or was just killed; what is left of its
         // group goes too, and the next command starts a fresh shell in the workspace.

@@ -12,6 +12,7 @@
 #include "orchestrator/remote_commands.hpp"
 #include "orchestrator/run_command.hpp"
 #include "orchestrator/run_flags.hpp"
+#include "orchestrator/sandbox_command.hpp"
 #include "orchestrator/sessions_command.hpp"
 
 namespace troupe {
@@ -69,6 +70,9 @@ int run_cli(int argc, char** argv) {
   fleet_flags fleet_options;
   auto fleet = add_fleet_command(app, fleet_options);
 
+  sandbox_flags sandbox_options;
+  auto* sandbox = add_sandbox_command(app, sandbox_options);
+
   std::string demo_format = "text";
   auto* demo = app.add_subcommand("demo", "run an offline agent on a bundled script");
   demo->add_option("--output-format", demo_format, "text or stream-json")
@@ -97,6 +101,8 @@ int run_cli(int argc, char** argv) {
 
   if (*demo)
     return run_demo(demo_format);
+  if (*sandbox)
+    return run_sandbox(sandbox_options);
   if (*fleet.status)
     return run_fleet_status(fleet_options);
   if (*fleet.fleet)

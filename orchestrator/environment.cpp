@@ -8,6 +8,7 @@
 #include <cstdlib>
 
 #include "store/notification_queue.hpp"
+#include "tools/child_process.hpp"
 
 namespace troupe {
 
@@ -30,18 +31,8 @@ std::filesystem::path home_dir() { return env_or("HOME", "/tmp"); }
 
 // The first executable bash on PATH, resolved once per run.
 std::string find_bash() {
-  auto path = env_or("PATH", "/usr/bin:/bin");
-  for (size_t start = 0; start <= path.size();) {
-    auto end = path.find(':', start);
-    auto dir = path.substr(start, end == std::string::npos ? std::string::npos : end - start);
-    auto candidate = (dir.empty() ? std::string{"."} : dir) + "/bash";
-    if (::access(candidate.c_str(), X_OK) == 0)
-      return candidate;
-    if (end == std::string::npos)
-      break;
-    start = end + 1;
-  }
-  return "/bin/bash";
+  auto found = find_program("bash");
+  return found.empty() ? "/bin/bash" : found;
 }
 
 std::filesystem::path troupe_home() {

@@ -394,6 +394,9 @@ void write_fleet_record(const fleet_paths& fleet, const fleet_flags& flags,
                              {"allow", agent.allow},
                              {"deny", agent.deny},
                              {"settings", agent.settings_file},
+                             {"sandbox", agent.sandbox},
+                             {"sandbox_network", agent.sandbox_network},
+                             {"add_dirs", agent.add_dirs},
                              {"tool_format", agent.tool_format},
                              {"no_stream", agent.no_stream},
                              {"max_tool_output", agent.max_tool_output},
@@ -438,6 +441,10 @@ void fill_from_record(fleet_flags& flags, const nlohmann::json& record) {
   rules(agent.allow, "allow");
   rules(agent.deny, "deny");
   text(agent.settings_file, "settings");
+  text(agent.sandbox, "sandbox");
+  rules(agent.add_dirs, "add_dirs");
+  if (recorded.value("sandbox_network", false))
+    agent.sandbox_network = true;
   text(agent.tool_format, "tool_format");
   text(agent.max_tool_output, "max_tool_output");
   text(agent.max_agents, "max_agents");
@@ -574,6 +581,7 @@ fleet_commands add_fleet_command(CLI::App& app, fleet_flags& flags) {
     ->expected(1)
     ->allow_extra_args(false)
     ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  add_sandbox_flags(*fleet, agent);
   fleet->add_option("--settings", agent.settings_file, "a settings JSON file read after the others")
     ->type_name("FILE");
   fleet->add_option("--max-retries", agent.max_retries,
@@ -812,6 +820,8 @@ int run_fleet(const fleet_flags& flags) {
     recorded.agent.model = anchored_model_spec(agent_flags.model, here);
   if (!recorded.agent.settings_file.empty())
     recorded.agent.settings_file = std::filesystem::absolute(recorded.agent.settings_file).string();
+  for (auto& dir : recorded.agent.add_dirs)
+    dir = std::filesystem::absolute(dir).string();
   write_fleet_record(fleet, recorded, results_path, source == "-" ? "stdin" : source, total,
                      invalid_ids);
   for (auto& task : parsed->tasks)
@@ -819,8 +829,10 @@ int run_fleet(const fleet_flags& flags) {
       config->tasks.push_back(std::move(task));
   config->results = std::move(*writer);
   if (base.permissions.mode == permission_mode::bypass)
-    std::fprintf(stderr, "troupe: WARNING: permission mode bypass: every tool call of every "
-                         "task runs without asking (deny rules still hold)\n");
+    std::fprintf(stderr,
+                 "troupe: WARNING: permission mode bypass: every tool call of every task runs "
+                 "without asking (deny rules still hold; sandbox %s)\n",
+                 to_string(base.sandbox.mode));
 
   block_termination_signals();
   if (base.http_model)

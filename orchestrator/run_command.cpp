@@ -26,6 +26,7 @@
 #include "actors/runtime.hpp"
 #include "actors/scripted_model.hpp"
 #include "store/session_catalog.hpp"
+#include "orchestrator/environment.hpp"
 #include "orchestrator/model_flags.hpp"
 #include "orchestrator/permission_prompt.hpp"
 #include "orchestrator/renderer.hpp"
@@ -189,6 +190,7 @@ expected<session_actor> spawn_subagent(caf::actor_system& sys,
   auto owner = paths.top().id() + "/" + paths.path_below_top();
   std::replace(owner.begin(), owner.end(), '/', ':');
   context.process_owner = owner;
+  context.sandbox = parent_settings.sandbox_walls;
 
   model_client_actor client;
   if (model.http_model) {
@@ -261,8 +263,16 @@ expected<launched_agent> launch_agent(caf::actor_system& sys, run_settings& sett
   auto* commons = settings.commons.get();
   auto registry = offered_registry(settings.permissions, commons);
   if (settings.permissions.mode == permission_mode::bypass && !commons)
-    std::fprintf(stderr, "troupe: WARNING: permission mode bypass: every tool call runs without "
-                         "asking (deny rules still hold)\n");
+    std::fprintf(stderr,
+                 "troupe: WARNING: permission mode bypass: every tool call runs without asking "
+                 "(deny rules still hold; sandbox %s)\n",
+                 to_string(settings.sandbox.mode));
+  if (!settings.sandbox_walls && settings.sandbox.mode != sandbox_mode::off)
+    settings.sandbox_walls = std::make_shared<const sandbox_policy>(
+      settings.sandbox, settings.cwd,
+      std::vector<std::filesystem::path>{settings.troupe_home, config_home() / "troupe"});
+  // The permission check sees paths as the tools do (/tmp is the sandbox's own).
+  settings.permissions.context.sandbox = settings.sandbox_walls;
   spdlog::info("permission mode {}", to_string(settings.permissions.mode));
   auto paths = settings.session_dir.empty()
                  ? session_paths::top_level(settings.troupe_home, settings.session_id)
@@ -277,6 +287,7 @@ expected<launched_agent> launch_agent(caf::actor_system& sys, run_settings& sett
   tools.tasks_dir = paths.tasks();
   tools.notification_queue = paths.queue();
   tools.process_owner = settings.session_id;
+  tools.sandbox = settings.sandbox_walls;
 
   session_config session;
   session.session_id = settings.session_id;

@@ -26,6 +26,7 @@
 #include "tools/permissions.hpp"
 #include "tools/process_reaper.hpp"
 #include "tools/registry.hpp"
+#include "tools/sandbox.hpp"
 #include "tools/tool_spec.hpp"
 
 namespace caf {
@@ -106,6 +107,10 @@ struct run_settings {
   std::vector<hook_command> hook_commands;
   /// What tool calls may run; the rules' bare denials are already out of the registry.
   permission_policy permissions;
+  /// The walls asked for (--sandbox, settings, the default).
+  sandbox_settings sandbox;
+  /// The session's walls, made at launch and shared with its subagents (one private /tmp).
+  std::shared_ptr<const sandbox_policy> sandbox_walls;
   /// Ask the person at the terminal about "ask" decisions (stdin and stderr are terminals).
   bool ask_on_terminal = false;
   /// For subagents launched with a model of their own, and for /model.

@@ -231,6 +231,13 @@ expected<bool> resolve_agent(const run_flags& flags, bool interactive, run_setti
   settings.wait_notifications = flags.wait_notifications;
   if (flags.wait_notifications || interactive)
     settings.idle_timeout = std::chrono::seconds{flags.idle_timeout_s};
+  // "bypass" means no questions, not no walls: a headless run or a fleet that asks nothing is
+  // sandboxed unless told otherwise.
+  auto sandbox = resolve_sandbox(flags, settings.cwd,
+                                 !interactive && permissions->mode == permission_mode::bypass);
+  if (!sandbox)
+    return failure{sandbox.error()};
+  settings.sandbox = std::move(*sandbox);
   settings.permissions = std::move(*permissions);
   settings.ask_on_terminal = isatty(STDIN_FILENO) != 0 && isatty(STDERR_FILENO) != 0;
   return true;
@@ -327,6 +334,22 @@ expected<bool> configure_logging(const std::string& log_file, const std::string&
   return true;
 }
 
+void add_sandbox_flags(CLI::App& command, run_flags& flags) {
+  command.add_option("--sandbox", flags.sandbox,
+                     "walls for tool processes and file tools: read-only, workspace-write or off "
+                     "(default: workspace-write for headless runs and fleets in bypass mode, "
+                     "else off)")
+    ->type_name("MODE");
+  command.add_flag("--sandbox-network", flags.sandbox_network,
+                   "let sandboxed tool processes use the network");
+  command.add_option("--add-dir", flags.add_dirs,
+                     "another directory the sandbox lets tools write (repeatable)")
+    ->type_name("DIR")
+    ->expected(1)
+    ->allow_extra_args(false)
+    ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+}
+
 void add_agent_flags(CLI::App& command, run_flags& flags, bool headless) {
   command.add_option("prompt", flags.prompt,
                      headless ? "the task (read from stdin when omitted)"
@@ -411,6 +434,7 @@ void add_agent_flags(CLI::App& command, run_flags& flags, bool headless) {
     ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   command.add_option("--settings", flags.settings_file, "a settings JSON file read after the others")
     ->type_name("FILE");
+  add_sandbox_flags(command, flags);
   command.add_option("--context-window", flags.context_window,
                   "the model's context window in tokens (default: the built-in table, "
                   "$TROUPE_CONTEXT_WINDOW or contextWindow in settings); the conversation is "

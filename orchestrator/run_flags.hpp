@@ -44,6 +44,10 @@ struct run_flags {
   std::vector<std::string> allow;
   std::vector<std::string> deny;
   std::string settings_file;
+  /// --sandbox MODE, --sandbox-network, --add-dir DIR (repeatable), as typed.
+  std::string sandbox;
+  bool sandbox_network = false;
+  std::vector<std::string> add_dirs;
   std::string context_window;
   std::string max_output_tokens;
   /// --resume ID|NAME, --continue (the newest session in the workspace), --fork (into a new id).
@@ -52,6 +56,9 @@ struct run_flags {
   bool continue_last = false;
   bool fork = false;
 };
+
+/// Adds --sandbox, --sandbox-network and --add-dir (run, chat, fleet, sandbox).
+void add_sandbox_flags(CLI::App& command, run_flags& flags);
 
 /// Adds the flags `troupe run` and `troupe chat` share to a subcommand; `headless` (run) adds
 /// the output format's.

@@ -82,6 +82,96 @@ expected<std::vector<hook_command>> resolve_hooks(const run_flags& flags,
   return all;
 }
 
+namespace {
+
+// An --add-dir or an "addDirs" entry: an existing directory, made absolute against `base`.
+expected<std::filesystem::path> writable_dir(const std::string& given,
+                                             const std::filesystem::path& base,
+                                             const std::string& where) {
+  std::error_code ec;
+  auto path = std::filesystem::path{given};
+  if (given.empty() || !std::filesystem::is_directory(path.is_relative() ? base / path : path, ec))
+    return failure{where + " '" + given + "': no such directory"};
+  return std::filesystem::canonical(path.is_relative() ? base / path : path, ec);
+}
+
+} // namespace
+
+expected<sandbox_settings> resolve_sandbox(const run_flags& flags,
+                                           const std::filesystem::path& workspace,
+                                           bool default_on) {
+  sandbox_settings sandbox;
+  sandbox.mode = default_on ? sandbox_mode::workspace_write : sandbox_mode::off;
+  sandbox.mode_source = default_on ? "the default for a run that asks nothing (bypass mode)"
+                                   : "the default";
+  auto files = settings_files(flags, workspace);
+  if (!files)
+    return failure{files.error()};
+  for (auto& file : *files) {
+    auto json = read_settings_file(file);
+    if (!json)
+      return failure{json.error()};
+    auto value = json->find("sandbox");
+    if (value == json->end())
+      continue;
+    auto where = "settings file " + file.string();
+    auto object = value->is_object() ? *value : nlohmann::json{{"mode", *value}};
+    for (auto& [key, item] : object.items())
+      if (key != "mode" && key != "network" && key != "addDirs")
+        return failure{where + ": unknown key sandbox." + key + " (expected mode, network, addDirs)"};
+    if (auto mode = object.find("mode"); mode != object.end()) {
+      auto parsed = mode->is_string() ? parse_sandbox_mode(mode->get<std::string>()) : std::nullopt;
+      if (!parsed)
+        return failure{where + ": \"sandbox\" must be read-only, workspace-write or off"};
+      sandbox.mode = *parsed;
+      sandbox.mode_source = where;
+    }
+    if (auto network = object.find("network"); network != object.end()) {
+      if (!network->is_boolean())
+        return failure{where + ": sandbox.network must be true or false"};
+      sandbox.network = network->get<bool>();
+    }
+    if (auto dirs = object.find("addDirs"); dirs != object.end()) {
+      if (!dirs->is_array())
+        return failure{where + ": sandbox.addDirs must be an array of directories"};
+      for (auto& dir : *dirs) {
+        // Relative to the project for the project's file, else to the workspace.
+        auto added = writable_dir(dir.is_string() ? dir.get<std::string>() : "", workspace,
+                                  where + ": sandbox.addDirs entry");
+        if (!added)
+          return failure{added.error()};
+        sandbox.add_dirs.push_back(*added);
+      }
+    }
+  }
+  if (!flags.sandbox.empty()) {
+    auto mode = parse_sandbox_mode(flags.sandbox);
+    if (!mode)
+      return failure{"invalid --sandbox '" + flags.sandbox +
+                     "': expected read-only, workspace-write or off"};
+    sandbox.mode = *mode;
+    sandbox.mode_source = "--sandbox";
+  }
+  if (flags.sandbox_network)
+    sandbox.network = true;
+  std::error_code ec;
+  auto here = std::filesystem::current_path(ec);
+  for (auto& dir : flags.add_dirs) {
+    auto added = writable_dir(dir, here, "--add-dir");
+    if (!added)
+      return failure{added.error()};
+    sandbox.add_dirs.push_back(*added);
+  }
+  if (sandbox.mode == sandbox_mode::off)
+    return sandbox;
+  if (const auto& support = probe_sandbox(); !support.works)
+    return failure{"sandbox " + std::string{to_string(sandbox.mode)} + " (" + sandbox.mode_source +
+                   ") is not available on this machine: " + support.problem +
+                   ". `troupe sandbox --check` says what is there; --sandbox off runs tools "
+                   "without walls"};
+  return sandbox;
+}
+
 expected<permission_policy> resolve_permissions(const run_flags& flags,
                                                 const std::filesystem::path& workspace) {
   permission_policy policy;

@@ -11,6 +11,7 @@
 #include "protocol/expected.hpp"
 #include "protocol/hooks.hpp"
 #include "tools/permissions.hpp"
+#include "tools/sandbox.hpp"
 
 namespace troupe {
 
@@ -27,6 +28,13 @@ expected<context_budget> resolve_budget(const run_flags& flags, const std::strin
 /// The hook commands of every settings file, in the order the files apply.
 expected<std::vector<hook_command>> resolve_hooks(const run_flags& flags,
                                                   const std::filesystem::path& workspace);
+
+/// The sandbox from the flags, then the settings files' "sandbox" (a mode, or an object with
+/// "mode", "network" and "addDirs"), then the default: workspace-write when `default_on`,
+/// else off. A mode other than off that this machine cannot provide is an error.
+expected<sandbox_settings> resolve_sandbox(const run_flags& flags,
+                                           const std::filesystem::path& workspace,
+                                           bool default_on);
 
 /// The permission policy from the settings files and the flags, which come last.
 expected<permission_policy> resolve_permissions(const run_flags& flags,

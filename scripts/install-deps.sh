@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build ccache pkg-config
   libcaf-dev libcurl4-openssl-dev nlohmann-json3-dev libspdlog-dev
-  doctest-dev libcli11-dev libbenchmark-dev libedit-dev python3 tmux
+  doctest-dev libcli11-dev libbenchmark-dev libedit-dev python3 tmux bubblewrap
 )
 if [[ "${1:-}" == "fuzz" ]]; then
   packages=(clang-14 libclang-rt-14-dev)

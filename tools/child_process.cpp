@@ -57,9 +57,27 @@ std::vector<std::string> environment_of(const child_environment& environment,
 
 } // namespace
 
+std::string find_program(std::string_view name) {
+  const char* variable = std::getenv("PATH");
+  std::string_view path = variable ? variable : "/usr/bin:/bin";
+  for (size_t start = 0; start <= path.size();) {
+    auto end = path.find(':', start);
+    auto dir = path.substr(start, end == std::string_view::npos ? std::string_view::npos
+                                                                : end - start);
+    auto candidate = std::string{dir.empty() ? std::string_view{"."} : dir} + "/" +
+                     std::string{name};
+    if (::access(candidate.c_str(), X_OK) == 0)
+      return candidate;
+    if (end == std::string_view::npos)
+      break;
+    start = end + 1;
+  }
+  return {};
+}
+
 int spawn_child(const std::string& program, const char* const argv[],
                 const child_environment& environment, const std::filesystem::path& cwd, int in,
-                int out, int err, pid_t& pid, const std::string& owner) {
+                int out, int err, pid_t& pid, const std::string& owner, int pass_fd) {
   auto env_text = environment_of(environment, owner);
   // The tag the child carries: its own owner, or one it inherits from this process's.
   auto key = std::string{process_owner_variable} + "=";
@@ -79,6 +97,8 @@ int spawn_child(const std::string& program, const char* const argv[],
   posix_spawn_file_actions_adddup2(&actions, in, 0);
   posix_spawn_file_actions_adddup2(&actions, out, 1);
   posix_spawn_file_actions_adddup2(&actions, err, 2);
+  if (pass_fd > 3)
+    posix_spawn_file_actions_adddup2(&actions, pass_fd, 3);
   posix_spawn_file_actions_addchdir_np(&actions, cwd.c_str());
 
   // The CLI blocks SIGINT/SIGTERM/SIGHUP in every thread; a child must start with a clean
@@ -235,7 +255,7 @@ expected<started_child> start_child(const child_spec& spec) {
   argv.push_back(nullptr);
   started_child child;
   int rc = spawn_child(spec.program, argv.data(), spec.environment, spec.cwd, in[0], out[1],
-                       err[1] >= 0 ? err[1] : out[1], child.pid, spec.owner);
+                       err[1] >= 0 ? err[1] : out[1], child.pid, spec.owner, spec.pass_fd);
   close_fd(in[0]);
   close_fd(out[1]);
   close_fd(err[1]);

@@ -36,14 +36,17 @@ constexpr const char* process_owner_variable = "TROUPE_PROCESS_OWNER";
 /// changed: each session passes its own to its children.
 using child_environment = std::map<std::string, std::string>;
 
+/// The first executable `name` in a directory of $PATH, "" for none.
+std::string find_program(std::string_view name);
+
 /// Starts `program` with `argv` in `cwd`, its stdin, stdout and stderr on the given
 /// descriptors, with this process's environment and `environment` over it. A non-empty `owner`
 /// is set as TROUPE_PROCESS_OWNER in the child's environment. Sets `pid` and returns 0, or
 /// returns the posix_spawn error. Never blocks on the child. Its starter must reap it with
-/// wait_child.
+/// wait_child. `pass_fd` (≥ 4), when set, is the child's fd 3 (a sandbox's seccomp program).
 int spawn_child(const std::string& program, const char* const argv[],
                 const child_environment& environment, const std::filesystem::path& cwd, int in,
-                int out, int err, pid_t& pid, const std::string& owner = "");
+                int out, int err, pid_t& pid, const std::string& owner = "", int pass_fd = -1);
 
 /// waitpid for a child started by spawn_child; once it is reaped (or is no child any more) it
 /// leaves the registry. Retries on EINTR. Returns what waitpid returned.
@@ -95,6 +98,8 @@ struct child_spec {
   std::filesystem::path output_file;
   /// Its stderr joins its stdout (one pipe).
   bool merge_errors = false;
+  /// Becomes the child's fd 3 (see spawn_child); -1: none. The caller keeps and closes it.
+  int pass_fd = -1;
 };
 
 /// A started child and the ends of its pipes its supervisor owns (-1: none).

@@ -86,6 +86,8 @@ tool_result run_edit(const nlohmann::json& input, const tool_context& ctx) {
   if (auto moved = moved_since_approval(path, file->real_path(), ctx.approved_path);
       !moved.empty())
     return error_result(moved);
+  if (auto refused = sandbox_refusal(ctx, file->real_path()); !refused.empty())
+    return error_result(refused);
   auto replaced = replace_exact(content, old_text, new_text, input.value("replace_all", false));
   if (!replaced.error.empty())
     return error_result(path.string() + ": " + replaced.error);

@@ -81,6 +81,8 @@ tool_result run_patch(const nlohmann::json& input, const tool_context& ctx) {
   if (auto moved = moved_since_approval(path, file->real_path(), ctx.approved_path);
       !moved.empty())
     return error_result(moved);
+  if (auto refused = sandbox_refusal(ctx, file->real_path()); !refused.empty())
+    return error_result(refused);
   if (auto problem = file->read(content); !problem.empty())
     return error_result(problem);
   // All hunks or none: the file is written only when every one applies.

@@ -2,6 +2,7 @@
 
 #include "tools/child_process.hpp"
 #include "tools/process_reaper.hpp"
+#include "tools/sandbox.hpp"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -61,15 +62,29 @@ expected<shell_process> start_shell(const tool_context& ctx, std::string nonce) 
     close(in[1]);
     return failure{std::string{"cannot create a pipe: "} + std::strerror(errno)};
   }
-  const char* argv[] = {"bash", "--noprofile", "--norc", nullptr};
+  std::string program = ctx.shell_program;
+  std::vector<std::string> args = {"bash", "--noprofile", "--norc"};
+  int filter_fd = -1;
+  if (ctx.sandbox)
+    if (auto wrapped = ctx.sandbox->wrap(program, args, ctx.cwd, filter_fd); !wrapped) {
+      for (int fd : {in[0], in[1], out[0], out[1]})
+        close(fd);
+      return failure{wrapped.error()};
+    }
+  std::vector<const char*> argv;
+  for (auto& arg : args)
+    argv.push_back(arg.c_str());
+  argv.push_back(nullptr);
   pid_t pid = -1;
   // Each shell its own unit: a shell killed mid-command takes what it started with it.
   auto owner = ctx.process_owner.empty() ? std::string{}
                                          : ctx.process_owner + "/shell-" + nonce.substr(0, 8);
-  int rc = spawn_child(ctx.shell_program, argv, ctx.environment, ctx.cwd, in[0], out[1], out[1], pid,
-                       owner);
+  int rc = spawn_child(program, argv.data(), ctx.environment, ctx.cwd, in[0], out[1], out[1],
+                       pid, owner, filter_fd);
   close(in[0]);
   close(out[1]);
+  if (filter_fd >= 0)
+    close(filter_fd);
   if (rc != 0) {
     close(in[1]);
     close(out[0]);
@@ -98,7 +113,14 @@ expected<started_child> start_background(const tool_context& ctx, const std::str
   spec.environment = ctx.environment;
   spec.owner = owner;
   spec.output_file = log;
-  return start_child(spec);
+  if (ctx.sandbox)
+    if (auto wrapped = ctx.sandbox->wrap(spec.program, spec.argv, spec.cwd, spec.pass_fd);
+        !wrapped)
+      return failure{wrapped.error()};
+  auto started = start_child(spec);
+  if (spec.pass_fd >= 0)
+    close(spec.pass_fd);
+  return started;
 }
 
 expected<bool> send_command(const shell_process& shell, const std::string& command) {

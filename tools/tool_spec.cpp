@@ -10,6 +10,7 @@
 #include <system_error>
 
 #include "protocol/bounded_json.hpp"
+#include "tools/sandbox.hpp"
 
 namespace troupe {
 
@@ -137,7 +138,13 @@ std::filesystem::path resolve_path(const tool_context& ctx, const std::string& p
   std::filesystem::path p{path};
   if (!ctx.home.empty() && (path == "~" || path.rfind("~/", 0) == 0))
     p = ctx.home / path.substr(path.size() > 1 ? 2 : 1);
-  return p.is_absolute() ? p.lexically_normal() : (ctx.cwd / p).lexically_normal();
+  auto resolved = p.is_absolute() ? p.lexically_normal() : (ctx.cwd / p).lexically_normal();
+  // In a sandbox, /tmp is the session's own: the file tools see what its shell sees.
+  return ctx.sandbox ? ctx.sandbox->host_path(resolved) : resolved;
+}
+
+std::string sandbox_refusal(const tool_context& ctx, const std::filesystem::path& real) {
+  return ctx.sandbox ? ctx.sandbox->write_refusal(real) : std::string{};
 }
 
 size_t char_boundary(const std::string& text, size_t pos) {

@@ -25,6 +25,8 @@ namespace troupe {
 /// says otherwise.
 inline constexpr size_t default_output_cap = 30000;
 
+class sandbox_policy;
+
 /// What a tool may know about the session it runs for.
 struct tool_context {
   /// The workspace; relative paths resolve against it and shells start in it.
@@ -64,6 +66,9 @@ struct tool_context {
   /// The deny rule (its text) that forbids reading a path, if one does: the search tools leave
   /// such files out and say so. Unset: no rule denies reading.
   std::function<std::optional<std::string>(const std::filesystem::path&)> read_denied;
+  /// The walls of the session's tool processes, which the file tools hold to as well; null:
+  /// no sandbox.
+  std::shared_ptr<const sandbox_policy> sandbox;
   /// Set once nobody waits for the call any more (an interrupt, the session ending): a long
   /// scan stops early. Unset: never.
   std::shared_ptr<const std::atomic<bool>> cancelled;
@@ -149,8 +154,12 @@ tool_result error_result(std::string message);
 /// Returns `s` without leading and trailing spaces, tabs, carriage returns and newlines.
 std::string_view trim(std::string_view s);
 
-/// Resolves a path from tool input against the workspace.
+/// Resolves a path from tool input against the workspace (in a sandbox, /tmp/… is its own).
 std::filesystem::path resolve_path(const tool_context& ctx, const std::string& path);
+
+/// Why the session's sandbox refuses a file tool's write to `real` (where the path really
+/// leads), as the tool's error; empty when it allows it or there is none.
+std::string sandbox_refusal(const tool_context& ctx, const std::filesystem::path& real);
 
 /// Writes `content` to `path` whole, creating parent directories. Returns an error message,
 /// or an empty string on success.

@@ -20,6 +20,8 @@ tool_result run_write(const nlohmann::json& input, const tool_context& ctx) {
   if (auto moved = moved_since_approval(path, file->real_path(), ctx.approved_path);
       !moved.empty())
     return error_result(moved);
+  if (auto refused = sandbox_refusal(ctx, file->real_path()); !refused.empty())
+    return error_result(refused);
   bool existed = file->exists();
   if (auto problem = file->write(content); !problem.empty())
     return error_result(problem);

@@ -1,0 +1,71 @@
+#include "orchestrator/sandbox_command.hpp"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+
+#include <CLI/CLI.hpp>
+
+#include "orchestrator/environment.hpp"
+#include "orchestrator/run_settings_files.hpp"
+#include "tools/child_process.hpp"
+#include "tools/sandbox.hpp"
+
+namespace troupe {
+
+CLI::App* add_sandbox_command(CLI::App& app, sandbox_flags& flags) {
+  auto* sandbox = app.add_subcommand(
+    "sandbox", "say what sandbox this machine offers (--check), or run a command in the walls "
+               "a session's tools get");
+  sandbox->add_flag("--check", flags.check, "say what is available; exit 1 when no sandbox is");
+  sandbox->add_option("--cwd", flags.walls.cwd, "the workspace (default: the current directory)");
+  add_sandbox_flags(*sandbox, flags.walls);
+  sandbox->add_option("command", flags.command, "the command and its arguments, after --");
+  return sandbox;
+}
+
+int run_sandbox(const sandbox_flags& flags) {
+  if (flags.check) {
+    for (auto& line : describe_sandbox_support())
+      std::printf("%s\n", line.c_str());
+    return probe_sandbox().works ? 0 : 1;
+  }
+  if (flags.command.empty())
+    return fail("troupe sandbox: give --check, or a command to run after --");
+  std::error_code ec;
+  auto workspace = flags.walls.cwd.empty() ? std::filesystem::current_path(ec)
+                                           : std::filesystem::absolute(flags.walls.cwd, ec);
+  if (ec || !std::filesystem::is_directory(workspace, ec))
+    return fail("--cwd " + flags.walls.cwd + ": no such directory");
+  workspace = std::filesystem::canonical(workspace, ec);
+  // Trying the walls means having some: workspace-write unless told otherwise.
+  auto walls = flags.walls;
+  if (walls.sandbox.empty())
+    walls.sandbox = "workspace-write";
+  auto settings = resolve_sandbox(walls, workspace, true);
+  if (!settings)
+    return fail(settings.error());
+  sandbox_policy policy{*settings, workspace, {troupe_home(), config_home() / "troupe"}};
+  std::string program = flags.command.front();
+  std::vector<std::string> args = flags.command;
+  int filter_fd = -1;
+  if (auto wrapped = policy.wrap(program, args, workspace, filter_fd); !wrapped)
+    return fail(wrapped.error());
+  std::vector<const char*> argv;
+  for (auto& arg : args)
+    argv.push_back(arg.c_str());
+  argv.push_back(nullptr);
+  pid_t pid = -1;
+  int rc = spawn_child(program, argv.data(), {}, workspace, STDIN_FILENO, STDOUT_FILENO,
+                       STDERR_FILENO, pid, "", filter_fd);
+  if (filter_fd >= 0)
+    ::close(filter_fd);
+  if (rc != 0)
+    return fail_at_runtime("cannot start " + program + ": " + std::strerror(rc));
+  int status = 0;
+  wait_child(pid, status);
+  return exit_code_of(status);
+}
+
+} // namespace troupe

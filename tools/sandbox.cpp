@@ -1,0 +1,436 @@
+#include "tools/sandbox.hpp"
+
+#include <fcntl.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstddef>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+
+#include "tools/child_process.hpp"
+
+namespace troupe {
+
+namespace {
+
+std::filesystem::path real_or_given(const std::filesystem::path& path) {
+  std::error_code ec;
+  auto real = std::filesystem::canonical(path, ec);
+  return ec ? path.lexically_normal() : real;
+}
+
+bool is_under(const std::filesystem::path& path, const std::filesystem::path& root) {
+  auto relative = path.lexically_relative(root);
+  return !relative.empty() && *relative.begin() != "..";
+}
+
+bool is_dir(const std::filesystem::path& path) {
+  std::error_code ec;
+  return std::filesystem::is_directory(path, ec);
+}
+
+bool present(const std::filesystem::path& path) {
+  std::error_code ec;
+  return std::filesystem::exists(path, ec);
+}
+
+// The seccomp program bwrap loads before it starts the command, when the network is off:
+// socket(2) fails with EPERM for every family but netlink (which sees only the sandbox's own
+// network namespace), so a connect is refused with an error that says so, and a Unix socket of
+// the host (a daemon's, troupe's own) cannot be reached through the read-only file system.
+// socketpair(2) stays. io_uring could make sockets without socket(2): it is refused too. A
+// foreign system-call ABI (32-bit calls on x86-64, x32) is refused altogether.
+std::vector<sock_filter> network_filter() {
+#if defined(__x86_64__)
+  constexpr uint32_t arch = AUDIT_ARCH_X86_64;
+#elif defined(__aarch64__)
+  constexpr uint32_t arch = AUDIT_ARCH_AARCH64;
+#else
+  return {};
+#endif
+#if defined(__x86_64__) || defined(__aarch64__)
+  constexpr uint32_t refuse = SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA);
+  constexpr uint32_t arch_offset = offsetof(struct seccomp_data, arch);
+  constexpr uint32_t nr_offset = offsetof(struct seccomp_data, nr);
+  constexpr uint32_t domain_offset = offsetof(struct seccomp_data, args); // low half of args[0]
+  std::vector<sock_filter> program = {
+    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, arch_offset),
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, arch, 1, 0),
+    BPF_STMT(BPF_RET | BPF_K, refuse),
+    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, nr_offset),
+#if defined(__x86_64__)
+    BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000, 0, 1), // x32
+    BPF_STMT(BPF_RET | BPF_K, refuse),
+#endif
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_io_uring_setup, 0, 1),
+    BPF_STMT(BPF_RET | BPF_K, refuse),
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_socket, 1, 0),
+    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, domain_offset),
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_NETLINK, 0, 1),
+    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    BPF_STMT(BPF_RET | BPF_K, refuse),
+  };
+  return program;
+#endif
+}
+
+// The program in a descriptor bwrap reads (--seccomp 3), at offset 0, never 0-3 itself (the
+// child's fd 3 is made from it with dup2, which would keep close-on-exec on a copy onto itself).
+expected<int> filter_descriptor() {
+  auto program = network_filter();
+  if (program.empty())
+    return -1;
+  int fd = static_cast<int>(::syscall(SYS_memfd_create, "troupe-seccomp", MFD_CLOEXEC));
+  if (fd < 0)
+    return failure{std::string{"cannot make the sandbox's seccomp filter: "} +
+                   std::strerror(errno)};
+  if (fd <= 3) {
+    int moved = ::fcntl(fd, F_DUPFD_CLOEXEC, 4);
+    ::close(fd);
+    if (moved < 0)
+      return failure{std::string{"cannot make the sandbox's seccomp filter: "} +
+                     std::strerror(errno)};
+    fd = moved;
+  }
+  auto bytes = program.size() * sizeof(sock_filter);
+  if (::write(fd, program.data(), bytes) != static_cast<ssize_t>(bytes) ||
+      ::lseek(fd, 0, SEEK_SET) != 0) {
+    auto problem = std::string{"cannot write the sandbox's seccomp filter: "} +
+                   std::strerror(errno);
+    ::close(fd);
+    return failure{problem};
+  }
+  return fd;
+}
+
+std::string read_small_file(const std::filesystem::path& path) {
+  std::ifstream in{path};
+  std::string text;
+  std::getline(in, text);
+  return text;
+}
+
+sandbox_support look_for_sandbox() {
+  sandbox_support support;
+  const char* configured = std::getenv("TROUPE_BWRAP");
+  if (configured && *configured) {
+    if (::access(configured, X_OK) == 0)
+      support.bwrap = configured;
+  } else {
+    support.bwrap = find_program("bwrap");
+  }
+  if (support.bwrap.empty()) {
+    support.problem = configured && *configured
+                        ? std::string{"TROUPE_BWRAP="} + configured + " is not an executable"
+                        : "bubblewrap (bwrap) is not installed; install the package bubblewrap";
+    return support;
+  }
+  // Every namespace a tool's sandbox uses, with nothing bound: what fails here fails there.
+  int err[2];
+  if (::pipe2(err, O_CLOEXEC) != 0) {
+    support.problem = std::string{"cannot test bubblewrap: "} + std::strerror(errno);
+    return support;
+  }
+  int null_fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+  const char* argv[] = {"bwrap",         "--ro-bind", "/",     "/",          "--dev",
+                        "/dev",          "--proc",    "/proc", "--unshare-pid", "--unshare-net",
+                        "--tmpfs",       "/tmp",      "--",    "true",       nullptr};
+  pid_t pid = -1;
+  int rc = spawn_child(support.bwrap, argv, {}, "/", null_fd, null_fd, err[1], pid);
+  ::close(err[1]);
+  if (null_fd >= 0)
+    ::close(null_fd);
+  std::string said;
+  if (rc == 0) {
+    char buffer[512];
+    ssize_t n;
+    while ((n = ::read(err[0], buffer, sizeof buffer)) > 0 && said.size() < 4096)
+      said.append(buffer, static_cast<size_t>(n));
+    int status = 0;
+    wait_child(pid, status);
+    support.works = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  } else {
+    said = std::strerror(rc);
+  }
+  ::close(err[0]);
+  if (!support.works) {
+    while (!said.empty() && (said.back() == '\n' || said.back() == ' '))
+      said.pop_back();
+    support.problem = support.bwrap + " cannot build a sandbox here" +
+                      (said.empty() ? std::string{} : " (" + said + ")") +
+                      "; it needs user namespaces (see /proc/sys/user/max_user_namespaces, and "
+                      "kernel.apparmor_restrict_unprivileged_userns on Ubuntu)";
+  }
+  return support;
+}
+
+} // namespace
+
+std::optional<sandbox_mode> parse_sandbox_mode(std::string_view text) {
+  if (text == "off")
+    return sandbox_mode::off;
+  if (text == "read-only")
+    return sandbox_mode::read_only;
+  if (text == "workspace-write")
+    return sandbox_mode::workspace_write;
+  return std::nullopt;
+}
+
+const char* to_string(sandbox_mode mode) {
+  switch (mode) {
+    case sandbox_mode::read_only:
+      return "read-only";
+    case sandbox_mode::workspace_write:
+      return "workspace-write";
+    default:
+      return "off";
+  }
+}
+
+const sandbox_support& probe_sandbox() {
+  static const sandbox_support support = look_for_sandbox();
+  return support;
+}
+
+std::vector<std::string> describe_sandbox_support() {
+  std::vector<std::string> lines;
+  const auto& support = probe_sandbox();
+  lines.push_back("bubblewrap: " + (support.bwrap.empty() ? std::string{"not found"}
+                                                          : support.bwrap));
+  auto namespaces = read_small_file("/proc/sys/user/max_user_namespaces");
+  lines.push_back("user namespaces: " +
+                  (namespaces.empty() ? std::string{"unknown"}
+                                      : "max_user_namespaces = " + namespaces));
+  long landlock = ::syscall(SYS_landlock_create_ruleset, nullptr, 0, 1U);
+  lines.push_back("landlock: " + (landlock > 0 ? "ABI " + std::to_string(landlock)
+                                               : std::string{"not available"}) +
+                  " (not used: troupe's sandbox is bubblewrap)");
+  lines.push_back(std::string{"seccomp: "} +
+                  (::prctl(PR_GET_SECCOMP, 0, 0, 0, 0) >= 0 ? "available" : "not available"));
+  lines.push_back(support.works ? "sandbox: works (a test sandbox ran); --sandbox read-only and "
+                                  "workspace-write are available"
+                                : "sandbox: NOT available: " + support.problem);
+  return lines;
+}
+
+sandbox_policy::sandbox_policy(const sandbox_settings& settings,
+                               const std::filesystem::path& workspace,
+                               std::vector<std::filesystem::path> keep_read_only)
+  : mode_(settings.mode), network_(settings.network), workspace_(real_or_given(workspace)) {
+  std::vector<std::filesystem::path> roots{workspace_};
+  for (auto& dir : settings.add_dirs)
+    roots.push_back(real_or_given(dir));
+  // Parents before what they hold: a bind over a bind, never under it.
+  std::sort(roots.begin(), roots.end());
+  roots.erase(std::unique(roots.begin(), roots.end()), roots.end());
+  writable_ = std::move(roots);
+  if (mode_ != sandbox_mode::workspace_write)
+    return; // nothing is writable, so nothing needs keeping read-only
+  for (auto& root : writable_) {
+    // A repository's hooks and config run commands outside the sandbox, the next time the
+    // user runs git; a project's settings name the hooks troupe runs.
+    auto git = root / ".git";
+    if (is_dir(git)) {
+      pinned_.push_back(git);
+      read_only_.emplace_back(git / "hooks", "the repository's hooks");
+      read_only_.emplace_back(git / "config", "the repository's config");
+    }
+    read_only_.emplace_back(root / ".troupe", "the project's troupe settings");
+  }
+  for (auto& path : keep_read_only) {
+    auto real = real_or_given(path);
+    if (under_writable(real))
+      read_only_.emplace_back(real, "troupe's own files");
+  }
+}
+
+sandbox_policy::~sandbox_policy() {
+  if (!temp_.empty()) {
+    std::error_code ec;
+    std::filesystem::remove_all(temp_, ec);
+  }
+}
+
+expected<std::filesystem::path> sandbox_policy::temp_dir() const {
+  std::call_once(temp_made_, [this] {
+    std::error_code ec;
+    auto base = std::filesystem::temp_directory_path(ec);
+    if (ec)
+      base = "/tmp";
+    auto pattern = (base / "troupe-sandbox-XXXXXX").string();
+    if (::mkdtemp(pattern.data()))
+      temp_ = pattern;
+    else
+      temp_problem_ = "cannot make the sandbox's private /tmp in " + base.string() + ": " +
+                      std::strerror(errno);
+  });
+  if (temp_.empty())
+    return failure{temp_problem_};
+  return temp_;
+}
+
+bool sandbox_policy::under_writable(const std::filesystem::path& real) const {
+  return std::any_of(writable_.begin(), writable_.end(), [&](auto& root) {
+    return real == root || is_under(real, root);
+  });
+}
+
+expected<bool> sandbox_policy::wrap(std::string& program, std::vector<std::string>& argv,
+                                    const std::filesystem::path& cwd, int& pass_fd) const {
+  pass_fd = -1;
+  if (mode_ == sandbox_mode::off)
+    return true;
+  const auto& support = probe_sandbox();
+  if (!support.works)
+    return failure{"the sandbox is not available: " + support.problem};
+  auto temp = temp_dir();
+  if (!temp)
+    return failure{temp.error()};
+  // A workspace that is / (or a read-only run's root there) is the first bind, not the last:
+  // bound after /dev, /proc and /tmp, it would hide them.
+  bool root_writable = mode_ == sandbox_mode::workspace_write &&
+                       std::find(writable_.begin(), writable_.end(), "/") != writable_.end();
+  std::vector<std::string> wrapped = {"bwrap",
+                                      root_writable ? "--bind" : "--ro-bind",
+                                      "/",
+                                      "/",
+                                      "--dev",
+                                      "/dev",
+                                      "--proc",
+                                      "/proc",
+                                      "--unshare-pid",
+                                      "--bind",
+                                      temp->string(),
+                                      "/tmp"};
+  if (!network_)
+    wrapped.push_back("--unshare-net");
+  // The roots after /tmp: one under /tmp must show through the private one.
+  for (auto& root : writable_) {
+    if (root == "/")
+      continue;
+    wrapped.push_back(mode_ == sandbox_mode::workspace_write ? "--bind" : "--ro-bind");
+    wrapped.push_back(root.string());
+    wrapped.push_back(root.string());
+  }
+  for (auto& pinned : pinned_) {
+    // Holding what is kept read-only inside it, it must not be renamed away and replaced.
+    std::error_code ec;
+    std::filesystem::create_directory(pinned / "hooks", ec);
+    wrapped.insert(wrapped.end(), {"--bind", pinned.string(), pinned.string()});
+  }
+  for (auto& [path, why] : read_only_) {
+    if (path.filename() == ".troupe" && !present(path)) {
+      // Kept read-only even before it exists: settings written there would run hooks outside.
+      std::error_code ec;
+      std::filesystem::create_directory(path, ec);
+    }
+    if (present(path))
+      wrapped.insert(wrapped.end(), {"--ro-bind", path.string(), path.string()});
+  }
+  wrapped.insert(wrapped.end(), {"--setenv", "TMPDIR", "/tmp", "--chdir", cwd.string()});
+  if (!network_) {
+    auto fd = filter_descriptor();
+    if (!fd)
+      return failure{fd.error()};
+    pass_fd = *fd;
+    if (pass_fd >= 0)
+      wrapped.insert(wrapped.end(), {"--seccomp", "3"});
+  }
+  wrapped.push_back("--");
+  wrapped.push_back(program);
+  wrapped.insert(wrapped.end(), argv.begin() + (argv.empty() ? 0 : 1), argv.end());
+  program = support.bwrap;
+  argv = std::move(wrapped);
+  return true;
+}
+
+std::string sandbox_policy::walls() const {
+  std::string text;
+  if (mode_ == sandbox_mode::workspace_write)
+    for (auto& root : writable_)
+      text += root.string() + ", ";
+  return text + "and a private /tmp";
+}
+
+std::string sandbox_policy::write_refusal(const std::filesystem::path& real) const {
+  if (mode_ == sandbox_mode::off)
+    return {};
+  for (auto& [path, why] : read_only_)
+    if (real == path || is_under(real, path))
+      return "Permission denied (EACCES): the sandbox keeps " + path.string() + " read-only (" +
+             why + ")";
+  if (!temp_.empty() && (real == temp_ || is_under(real, temp_)))
+    return {};
+  if (mode_ == sandbox_mode::workspace_write && under_writable(real))
+    return {};
+  return "Permission denied (EACCES): the sandbox (" + std::string{to_string(mode_)} +
+         ") refuses writes to " + real.string() + "; writable: " +
+         (mode_ == sandbox_mode::workspace_write ? walls() : "only a private /tmp");
+}
+
+std::filesystem::path sandbox_policy::host_path(const std::filesystem::path& path) const {
+  if (mode_ == sandbox_mode::off)
+    return path;
+  const std::filesystem::path tmp{"/tmp"};
+  if (path != tmp && !is_under(path, tmp))
+    return path;
+  if (!temp_.empty() && (path == temp_ || is_under(path, temp_)))
+    return path;
+  if (std::any_of(writable_.begin(), writable_.end(),
+                  [&](auto& root) { return path == root || is_under(path, root); }))
+    return path; // a root under /tmp shows through the private one
+  auto temp = temp_dir();
+  if (!temp)
+    return path;
+  return *temp / path.lexically_relative(tmp);
+}
+
+std::string sandbox_policy::inside_view(std::string text) const {
+  if (temp_.empty())
+    return text;
+  const auto host = temp_.string();
+  for (auto at = text.find(host); at != std::string::npos; at = text.find(host, at + 4)) {
+    auto end = at + host.size();
+    if (end < text.size() && text[end] != '/' && text[end] != ' ' && text[end] != ')' &&
+        text[end] != '\n' && text[end] != ':' && text[end] != '\'' && text[end] != '"')
+      continue; // a longer name that only starts alike
+    text.replace(at, host.size(), "/tmp");
+  }
+  return text;
+}
+
+std::string sandbox_policy::note_for(std::string_view output) const {
+  if (mode_ == sandbox_mode::off)
+    return {};
+  std::string note;
+  if (output.find("Read-only file system") != std::string_view::npos)
+    note += "[troupe sandbox (" + std::string{to_string(mode_)} +
+            "): the write was refused; writable: " +
+            (mode_ == sandbox_mode::workspace_write ? walls() : "only a private /tmp") +
+            (read_only_.empty() ? "" : "; .git/hooks, .git/config and .troupe stay read-only") +
+            "]";
+  static constexpr std::string_view network_signs[] = {
+    "Operation not permitted", "Network is unreachable", "Could not resolve host",
+    "Temporary failure in name resolution", "Name or service not known",
+    "Couldn't connect to server", "Connection refused"};
+  if (!network_ && std::any_of(std::begin(network_signs), std::end(network_signs),
+                               [&](auto sign) { return output.find(sign) != output.npos; }))
+    note += std::string{note.empty() ? "" : "\n"} +
+            "[troupe sandbox: tool processes have no network (socket() fails with EPERM); "
+            "--sandbox-network allows it]";
+  return note;
+}
+
+} // namespace troupe

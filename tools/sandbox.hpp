@@ -1,0 +1,118 @@
+#pragma once
+// The sandbox every tool process runs in: bubblewrap (Linux namespaces) around the session's
+// shell and its background tasks, and the same walls enforced by troupe itself for the file
+// tools, which write from troupe's own process. ARCHITECTURE.md says why bubblewrap.
+//
+// Inside, the file system is read-only except the writable roots (workspace-write: the
+// workspace and --add-dir directories; read-only: none) and a private /tmp. The workspace's
+// .git/hooks, .git/config and .troupe stay read-only, and so do troupe's home and settings
+// wherever they are. Without --sandbox-network there is no network: a network namespace of its
+// own, and a seccomp filter that refuses socket(2) with EPERM (socketpair stays).
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "protocol/expected.hpp"
+
+namespace troupe {
+
+enum class sandbox_mode : uint8_t { off, read_only, workspace_write };
+
+/// Parses `off`, `read-only` or `workspace-write`.
+std::optional<sandbox_mode> parse_sandbox_mode(std::string_view text);
+const char* to_string(sandbox_mode mode);
+
+/// What a run asked for: the flags over the settings files over the default.
+struct sandbox_settings {
+  sandbox_mode mode = sandbox_mode::off;
+  bool network = false;
+  /// Writable besides the workspace (--add-dir), absolute and real.
+  std::vector<std::filesystem::path> add_dirs;
+  /// Where the mode came from, for messages: "--sandbox", a settings file, "the default for …".
+  std::string mode_source;
+};
+
+/// What this machine offers: bubblewrap, and whether it could build a sandbox here.
+struct sandbox_support {
+  /// The bwrap that would run: $TROUPE_BWRAP, else the first on PATH. Empty: none found.
+  std::string bwrap;
+  /// A test sandbox (every namespace troupe uses) ran and exited 0.
+  bool works = false;
+  /// Why not, in words a user can act on; empty when it works.
+  std::string problem;
+};
+
+/// Looks once per process (the first call starts bwrap once, ~15 ms); later calls return the
+/// same answer.
+const sandbox_support& probe_sandbox();
+
+/// A line per fact for `troupe sandbox --check`: bubblewrap, user namespaces, Landlock.
+std::vector<std::string> describe_sandbox_support();
+
+/// One session's walls. Shared (read-only) by its tools, its executor and its subagents; the
+/// private temp directory is made on first use and removed with the last holder.
+class sandbox_policy {
+public:
+  /// `workspace` and `add_dirs` must be absolute; they are resolved to where they really lead.
+  /// `keep_read_only` are paths kept read-only even under a writable root (troupe's home and
+  /// user settings); those that exist are.
+  sandbox_policy(const sandbox_settings& settings, const std::filesystem::path& workspace,
+                 std::vector<std::filesystem::path> keep_read_only);
+  ~sandbox_policy();
+  sandbox_policy(const sandbox_policy&) = delete;
+  sandbox_policy& operator=(const sandbox_policy&) = delete;
+
+  sandbox_mode mode() const { return mode_; }
+  bool network() const { return network_; }
+  const std::vector<std::filesystem::path>& writable_roots() const { return writable_; }
+
+  /// The host directory that is /tmp inside: made (owner-only) on first call.
+  expected<std::filesystem::path> temp_dir() const;
+
+  /// Rewrites `program` and `argv` (argv[0] included) to run inside the sandbox, in `cwd`.
+  /// `pass_fd` is set to a descriptor (close-on-exec) the child must find as fd 3 (the
+  /// seccomp program), -1 for none; the caller closes it once the child has started.
+  expected<bool> wrap(std::string& program, std::vector<std::string>& argv,
+                      const std::filesystem::path& cwd, int& pass_fd) const;
+
+  /// Why a write to `real` (where the path really leads) is refused, in the words of a tool
+  /// error; empty when the sandbox allows it.
+  std::string write_refusal(const std::filesystem::path& real) const;
+
+  /// A path as the file tools must use it: /tmp/… (outside the writable roots) is the private
+  /// temp directory, as the shell sees it.
+  std::filesystem::path host_path(const std::filesystem::path& path) const;
+
+  /// `text` (a file tool's result) with the private temp directory's host path written as the
+  /// sandbox's /tmp, the name the model used and its shell knows.
+  std::string inside_view(std::string text) const;
+
+  /// A line to add to a command's output that shows a sandbox refusal (a read-only file
+  /// system, a network that is not there), saying what the walls are; empty for none.
+  std::string note_for(std::string_view output) const;
+
+private:
+  bool under_writable(const std::filesystem::path& real) const;
+  std::string walls() const;
+
+  sandbox_mode mode_;
+  bool network_;
+  std::filesystem::path workspace_;
+  std::vector<std::filesystem::path> writable_;
+  /// Kept read-only (bound over the writable roots), with why: ".git/hooks", "troupe's home".
+  std::vector<std::pair<std::filesystem::path, std::string>> read_only_;
+  /// Bound onto themselves so that they cannot be renamed away from what is bound in them.
+  std::vector<std::filesystem::path> pinned_;
+  mutable std::once_flag temp_made_;
+  mutable std::filesystem::path temp_;
+  mutable std::string temp_problem_;
+};
+
+} // namespace troupe
