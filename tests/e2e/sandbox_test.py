@@ -1,0 +1,309 @@
+#!/usr/bin/env python3
+"""The tools' sandbox, driven as a user would: headless runs whose scripted model calls the
+shell, a background task and the file tools, and what is on disk (and on a loopback listener)
+afterwards.
+
+Usage: sandbox_test.py TROUPE_BINARY CASE. Each CASE is one ctest entry (tests/CMakeLists.txt).
+The test's directories are made under the current directory (ctest's build tree), not /tmp:
+inside the sandbox /tmp is the session's own, so "outside the workspace" must be elsewhere.
+"""
+
+import json
+import os
+import shutil
+import socket
+import stat
+import subprocess
+import sys
+import tempfile
+import threading
+
+TROUPE = os.path.abspath(sys.argv[1])
+CASE = sys.argv[2]
+
+
+class Box:
+    def __init__(self, root):
+        self.root = root
+        self.home = os.path.join(root, "home")
+        self.work = os.path.join(root, "work")
+        self.outside = os.path.join(root, "outside")
+        for d in (self.work, self.outside):
+            os.makedirs(d)
+        os.makedirs(os.path.join(self.work, ".git", "hooks"))
+        with open(os.path.join(self.work, ".git", "config"), "w") as f:
+            f.write("[core]\n")
+        self.scripts = 0
+
+    def env(self, extra=None):
+        env = dict(os.environ)
+        env.update({"TROUPE_HOME": self.home, "XDG_CONFIG_HOME": os.path.join(self.root, "config"),
+                    "TROUPE_MODEL": "", "OPENAI_API_KEY": "", "ANTHROPIC_API_KEY": "",
+                    "TROUPE_MAX_STEPS": ""})
+        env.pop("TROUPE_BWRAP", None)
+        env.update(extra or {})
+        return env
+
+    def script(self, calls):
+        """One reply per call (a tool call each), then a final text reply."""
+        self.scripts += 1
+        path = os.path.join(self.root, f"script{self.scripts}.jsonl")
+        with open(path, "w") as f:
+            for name, tool_input in calls:
+                f.write(json.dumps({"text": "", "tool_calls": [{"name": name, "input": tool_input}]})
+                        + "\n")
+            f.write(json.dumps({"text": "done"}) + "\n")
+        return "scripted:" + path
+
+    def run(self, calls, args, extra_env=None, command="run"):
+        """Runs the calls headless; returns (process, [tool result texts in order])."""
+        argv = [TROUPE, command, "--cwd", self.work, "--model", self.script(calls),
+                "--output-format", "stream-json"] + args + ["go"]
+        done = subprocess.run(argv, env=self.env(extra_env), capture_output=True, text=True,
+                              timeout=120)
+        outputs = []
+        for line in done.stdout.splitlines():
+            event = json.loads(line)
+            if event.get("type") == "user" and isinstance(event["message"]["content"], list):
+                for block in event["message"]["content"]:
+                    if block.get("type") == "tool_result":
+                        outputs.append(block["content"])
+        return done, outputs
+
+    def troupe(self, args, extra_env=None):
+        return subprocess.run([TROUPE] + args, env=self.env(extra_env), capture_output=True,
+                              text=True, timeout=60, cwd=self.work)
+
+
+def check(condition, what):
+    if not condition:
+        raise AssertionError(what)
+
+
+def read(path):
+    with open(path) as f:
+        return f.read()
+
+
+def case_shell_writes(box):
+    target = os.path.join(box.outside, "f")
+    source = os.path.join(box.work, "src.txt")
+    calls = [
+        ("shell", {"command": f"echo x > {target}"}),
+        ("shell", {"command": f"echo src > {source} && cp {source} {box.outside}/copy"}),
+        ("shell", {"command": f"python3 -c \"open('{box.outside}/py', 'w').write('x')\""}),
+        ("shell", {"command": "echo in > inside.txt && mkdir -p sub && echo deep > sub/d && "
+                              "echo t > /tmp/private && cat /tmp/private"}),
+        ("shell", {"command": "echo evil > .git/hooks/pre-commit; echo '[x]' >> .git/config; "
+                              "mkdir -p .troupe && echo '{}' > .troupe/settings.json; "
+                              "mv .git .git-old"}),
+    ]
+    done, out = box.run(calls, ["--permission-mode", "bypass", "--sandbox", "workspace-write"])
+    check(done.returncode == 0, f"run failed: {done.stderr}")
+    check(len(out) == 5, f"five results: {out}")
+    check(not os.listdir(box.outside), f"nothing written outside: {os.listdir(box.outside)}")
+    check("Read-only file system" in out[0] and "troupe sandbox (workspace-write)" in out[0],
+          f"the refusal and its note: {out[0]!r}")
+    check(box.work in out[0], f"the note names the writable workspace: {out[0]!r}")
+    check("Read-only file system" in out[1], f"cp refused: {out[1]!r}")
+    check("Read-only file system" in out[2], f"python refused: {out[2]!r}")
+    check(read(os.path.join(box.work, "inside.txt")) == "in\n", "a write in the workspace")
+    check(read(os.path.join(box.work, "sub", "d")) == "deep\n", "a new directory in it")
+    check(out[3].strip() == "t", f"/tmp is writable inside: {out[3]!r}")
+    check(not os.path.exists("/tmp/private"), "and private: the host's /tmp has no such file")
+    check(not os.path.exists(os.path.join(box.work, ".git", "hooks", "pre-commit")),
+          "no hook planted")
+    check(read(os.path.join(box.work, ".git", "config")) == "[core]\n", "git config unchanged")
+    check(not os.path.exists(os.path.join(box.work, ".troupe", "settings.json")),
+          "no project settings planted")
+    check(os.path.isdir(os.path.join(box.work, ".git")) and
+          not os.path.exists(os.path.join(box.work, ".git-old")), ".git not renamed away")
+    check("busy" in out[4], f"the rename was refused: {out[4]!r}")
+
+
+def case_network(box):
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    port = listener.getsockname()[1]
+    accepted = []
+
+    def accept():
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            accepted.append(1)
+            conn.close()
+
+    threading.Thread(target=accept, daemon=True).start()
+    connect = f"python3 -c \"import socket; socket.create_connection(('127.0.0.1', {port}))\""
+    calls = [("shell", {"command": connect + " && echo connected"})]
+    done, out = box.run(calls, ["--permission-mode", "bypass"])
+    check(done.returncode == 0, f"run failed: {done.stderr}")
+    check("connected" not in out[0] and "Operation not permitted" in out[0],
+          f"the connect is refused with EPERM: {out[0]!r}")
+    check("no network" in out[0], f"with the sandbox's note: {out[0]!r}")
+    check(not accepted, "the listener saw nothing")
+    done, out = box.run(calls, ["--permission-mode", "bypass", "--sandbox-network"])
+    check("connected" in out[0], f"--sandbox-network lets it through: {out[0]!r}")
+    check(len(accepted) == 1, "the listener saw one connection")
+    listener.close()
+
+
+def case_background(box):
+    target = os.path.join(box.outside, "bg")
+    calls = [
+        ("shell", {"command": f"echo x > {target}; echo inside > bg-inside",
+                   "run_in_background": True}),
+        ("shell", {"command": "for i in $(seq 100); do [ -e bg-inside ] && break; sleep 0.1; "
+                              "done; cat bg-inside"}),
+    ]
+    done, out = box.run(calls, ["--permission-mode", "bypass"])
+    check(done.returncode == 0, f"run failed: {done.stderr}")
+    check(out[1] == "inside\n", f"it could write inside: {out}")
+    check(not os.path.exists(target), "the background task could not write outside")
+    logs = [os.path.join(d, f) for d, _, files in os.walk(box.home) for f in files
+            if f.endswith(".log") and "task_" in f]
+    check(len(logs) == 1 and "Read-only file system" in read(logs[0]),
+          f"its log says why: {[read(l) for l in logs]}")
+
+
+def case_file_tools(box):
+    calls = [
+        ("write", {"path": os.path.join(box.outside, "w"), "content": "x"}),
+        ("write", {"path": ".git/hooks/post-checkout", "content": "#!/bin/sh\n"}),
+        ("write", {"path": "ok.txt", "content": "fine"}),
+        ("write", {"path": "/tmp/notes.txt", "content": "shared with the shell"}),
+        ("shell", {"command": "cat /tmp/notes.txt"}),
+    ]
+    os.symlink(box.outside, os.path.join(box.work, "link-out"))
+    calls.append(("write", {"path": "link-out/through-link", "content": "x"}))
+    done, out = box.run(calls, ["--permission-mode", "bypass"])
+    check(done.returncode == 0, f"run failed: {done.stderr}")
+    check(not os.listdir(box.outside), "nothing written outside, not even through a link")
+    check("Permission denied (EACCES): the sandbox (workspace-write) refuses" in out[0],
+          f"outside: {out[0]!r}")
+    check("read-only (the repository's hooks)" in out[1], f"hooks: {out[1]!r}")
+    check(read(os.path.join(box.work, "ok.txt")) == "fine", "a write inside")
+    check(out[3] == "Created /tmp/notes.txt (21 bytes)", f"named as the model did: {out[3]!r}")
+    check(out[4] == "shared with the shell", f"the shell's /tmp is the same: {out[4]!r}")
+    check("refuses writes" in out[5], f"through a link: {out[5]!r}")
+
+
+def case_read_only(box):
+    calls = [
+        ("shell", {"command": "echo x > in-workspace; echo t > /tmp/t && cat /tmp/t"}),
+        ("write", {"path": "also.txt", "content": "x"}),
+    ]
+    done, out = box.run(calls, ["--permission-mode", "bypass", "--sandbox", "read-only"])
+    check(done.returncode == 0, f"run failed: {done.stderr}")
+    check(not os.path.exists(os.path.join(box.work, "in-workspace")), "the workspace is read-only")
+    check("Read-only file system" in out[0] and out[0].rstrip().find("t") >= 0,
+          f"and /tmp is not: {out[0]!r}")
+    check("refuses writes" in out[1], f"the write tool too: {out[1]!r}")
+    check(not os.path.exists(os.path.join(box.work, "also.txt")), "nothing written")
+
+
+def case_defaults(box):
+    target = os.path.join(box.outside, "default")
+    calls = [("shell", {"command": f"echo x > {target}"})]
+    # Headless and bypass: workspace-write unless told otherwise.
+    done, out = box.run(calls, ["--permission-mode", "bypass"])
+    check(done.returncode == 0 and not os.path.exists(target), "bypass run: sandboxed")
+    check("sandbox workspace-write" in done.stderr, f"the warning says so: {done.stderr!r}")
+    # Elsewhere off: a default-mode run whose rule allows the shell writes where it likes.
+    done, out = box.run(calls, ["--allow", "shell"])
+    check(done.returncode == 0 and os.path.exists(target), f"default mode: no sandbox {out}")
+    os.remove(target)
+    # --sandbox off in bypass.
+    done, out = box.run(calls, ["--permission-mode", "bypass", "--sandbox", "off"])
+    check(os.path.exists(target), "--sandbox off")
+    os.remove(target)
+    # The settings key, and a bad value.
+    os.makedirs(os.path.join(box.work, ".troupe"), exist_ok=True)
+    settings = os.path.join(box.work, ".troupe", "settings.json")
+    with open(settings, "w") as f:
+        json.dump({"sandbox": {"mode": "workspace-write", "addDirs": [box.outside]}}, f)
+    done, out = box.run(calls, ["--allow", "shell"])
+    check(os.path.exists(target), "addDirs makes a directory writable")
+    os.remove(target)
+    with open(settings, "w") as f:
+        json.dump({"sandbox": "read-only"}, f)
+    done, out = box.run([("shell", {"command": "echo x > here"})], ["--allow", "shell"])
+    check(not os.path.exists(os.path.join(box.work, "here")), "settings: read-only")
+    with open(settings, "w") as f:
+        json.dump({"sandbox": "walls"}, f)
+    done, out = box.run(calls, ["--allow", "shell"])
+    check(done.returncode == 2 and "must be read-only, workspace-write or off" in done.stderr,
+          f"a bad settings value: {done.returncode} {done.stderr!r}")
+    os.remove(settings)
+    done, out = box.run(calls, ["--sandbox", "strict"])
+    check(done.returncode == 2 and "invalid --sandbox 'strict'" in done.stderr, done.stderr)
+    done, out = box.run(calls, ["--add-dir", os.path.join(box.root, "nope")])
+    check(done.returncode == 2 and "no such directory" in done.stderr, done.stderr)
+    # A fleet in bypass mode: sandboxed too.
+    tasks = os.path.join(box.root, "tasks.jsonl")
+    with open(tasks, "w") as f:
+        f.write(json.dumps({"id": "a", "prompt": "go"}) + "\n")
+    fleet = subprocess.run([TROUPE, "fleet", tasks, "--cwd", box.work, "--model",
+                            box.script(calls), "--permission-mode", "bypass", "--out",
+                            os.path.join(box.root, "results.jsonl")],
+                           env=box.env(), capture_output=True, text=True, timeout=120)
+    check(fleet.returncode == 0, f"fleet: {fleet.stderr}")
+    check(not os.path.exists(target), "a fleet's task is sandboxed")
+
+
+def case_unavailable(box):
+    calls = [("shell", {"command": "echo hi"})]
+    missing = {"TROUPE_BWRAP": os.path.join(box.root, "no-bwrap")}
+    fake = os.path.join(box.root, "fake-bwrap")
+    with open(fake, "w") as f:
+        f.write("#!/bin/sh\necho 'bwrap: No permissions to creating new namespace' >&2\nexit 1\n")
+    os.chmod(fake, stat.S_IRWXU)
+    no_namespaces = {"TROUPE_BWRAP": fake}
+    for env, says in ((missing, "is not an executable"), (no_namespaces, "No permissions")):
+        for args in (["--sandbox", "workspace-write"], ["--permission-mode", "bypass"]):
+            done, out = box.run(calls, args, env)
+            check(done.returncode == 2, f"{args}: exit 2, not {done.returncode}")
+            check("is not available on this machine" in done.stderr and says in done.stderr and
+                  "--sandbox off" in done.stderr, f"a clear error: {done.stderr!r}")
+            check(not out, "nothing ran")
+        done, out = box.run(calls, ["--permission-mode", "bypass", "--sandbox", "off"], env)
+        check(done.returncode == 0 and out == ["hi\n"], "--sandbox off still runs")
+        check_run = box.troupe(["sandbox", "--check"], env)
+        check(check_run.returncode == 1 and "sandbox: NOT available" in check_run.stdout,
+              check_run.stdout)
+    works = box.troupe(["sandbox", "--check"])
+    check(works.returncode == 0 and "sandbox: works" in works.stdout, works.stdout)
+    # troupe sandbox -- CMD: the same walls, and the command's exit code.
+    tried = box.troupe(["sandbox", "--", "sh", "-c",
+                        f"echo x > {box.outside}/try; echo y > mine; exit 7"])
+    check(tried.returncode == 7, f"its exit code: {tried.returncode}")
+    check(not os.path.exists(os.path.join(box.outside, "try")) and
+          os.path.exists(os.path.join(box.work, "mine")), "the walls hold")
+
+
+CASES = {
+    "shell writes": case_shell_writes,
+    "network": case_network,
+    "background task": case_background,
+    "file tools": case_file_tools,
+    "read-only": case_read_only,
+    "defaults and settings": case_defaults,
+    "unavailable": case_unavailable,
+}
+
+
+def main():
+    root = tempfile.mkdtemp(prefix="sandbox-test-", dir=os.getcwd())
+    try:
+        CASES[CASE](Box(root))
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    print(f"ok: {CASE}")
+
+
+if __name__ == "__main__":
+    main()
