@@ -1,6 +1,8 @@
 // Per-call cost of the shell tool's process work, without the actors around it: a command
 // (`true`) sent to the session's persistent bash and read back to its end marker, against a
 // fresh `bash -c true` spawned and waited for per call (what a wrapper per command costs).
+// The persistent shell is measured bare and inside the workspace-write sandbox (bubblewrap, no
+// network), whose cost is paid when the shell starts, not per call: both are reported.
 //
 // Usage: bench_shell_calls [calls=500] [runs=3]
 
@@ -15,6 +17,7 @@
 
 #include "bench_support.hpp"
 #include "tools/child_process.hpp"
+#include "tools/sandbox.hpp"
 #include "tools/shell.hpp"
 
 extern char** environ;
@@ -24,14 +27,40 @@ using namespace troupe::bench;
 
 namespace {
 
-double persistent_ms_per_call(int calls) {
+struct shell_cost {
+  double start_ms = 0;
+  double per_call_ms = 0;
+};
+
+shell_cost persistent_shell(int calls, bool sandboxed) {
   tool_context ctx;
-  ctx.cwd = std::filesystem::temp_directory_path();
+  ctx.cwd = std::filesystem::current_path();
+  if (sandboxed) {
+    sandbox_settings walls;
+    walls.mode = sandbox_mode::workspace_write;
+    ctx.sandbox = std::make_shared<const sandbox_policy>(walls, ctx.cwd,
+                                                         std::vector<std::filesystem::path>{});
+  }
+  auto started_at = clock_type::now();
   auto shell = start_shell(ctx, "benchnonce0123456");
   if (!shell) {
     std::fprintf(stderr, "%s\n", shell.error().c_str());
     std::exit(1);
   }
+  // The first command's end is when the shell is ready.
+  if (!send_command(*shell, "true"))
+    std::exit(1);
+  {
+    auto control = child_control::make();
+    int output_copy = fcntl(shell->output_fd, F_DUPFD_CLOEXEC, 0);
+    if (!control || output_copy < 0)
+      std::exit(1);
+    supervise_child(started_child{shell->pid, -1, output_copy, -1},
+                    command_supervision(*shell, 30000, std::chrono::seconds{2}), control->second);
+  }
+  shell_cost cost;
+  cost.start_ms =
+    std::chrono::duration<double, std::milli>(clock_type::now() - started_at).count();
   auto start = clock_type::now();
   for (int i = 0; i < calls; ++i) {
     if (!send_command(*shell, "true"))
@@ -49,7 +78,8 @@ double persistent_ms_per_call(int calls) {
   }
   auto ms = std::chrono::duration<double, std::milli>(clock_type::now() - start).count();
   stop_shell(*shell, true);
-  return ms / calls;
+  cost.per_call_ms = ms / calls;
+  return cost;
 }
 
 double fresh_ms_per_call(int calls) {
@@ -70,13 +100,29 @@ double fresh_ms_per_call(int calls) {
 int main(int argc, char** argv) {
   int calls = argc > 1 ? std::atoi(argv[1]) : 500;
   int runs = argc > 2 ? std::atoi(argv[2]) : 3;
-  std::vector<double> persistent, fresh;
+  bool sandbox = probe_sandbox().works;
+  std::vector<double> persistent, fresh, boxed, bare_start, boxed_start;
   for (int run = 0; run < runs; ++run) {
-    persistent.push_back(persistent_ms_per_call(calls));
+    auto bare = persistent_shell(calls, false);
+    persistent.push_back(bare.per_call_ms);
+    bare_start.push_back(bare.start_ms);
+    if (sandbox) {
+      auto walled = persistent_shell(calls, true);
+      boxed.push_back(walled.per_call_ms);
+      boxed_start.push_back(walled.start_ms);
+    }
     fresh.push_back(fresh_ms_per_call(calls));
   }
   std::printf("shell call cost (`true`), %d calls per run, median of %d runs\n", calls, runs);
   std::printf("  persistent bash (troupe's shell tool): %6.3f ms/call\n", median(persistent));
+  if (sandbox) {
+    std::printf("  the same in the sandbox:               %6.3f ms/call (%+.3f ms)\n",
+                median(boxed), median(boxed) - median(persistent));
+    std::printf("  shell start to first command's end:    %6.3f ms bare, %6.3f ms sandboxed\n",
+                median(bare_start), median(boxed_start));
+  } else {
+    std::printf("  the sandbox: not available here (%s)\n", probe_sandbox().problem.c_str());
+  }
   std::printf("  fresh `bash -c` per call:              %6.3f ms/call\n", median(fresh));
   return 0;
 }
