@@ -27,6 +27,8 @@ using namespace troupe::bench;
 
 namespace {
 
+const std::string bwrap = "/usr/bin/bwrap";
+
 struct shell_cost {
   double start_ms = 0;
   double per_call_ms = 0;
@@ -38,6 +40,7 @@ shell_cost persistent_shell(int calls, bool sandboxed) {
   if (sandboxed) {
     sandbox_settings walls;
     walls.mode = sandbox_mode::workspace_write;
+    walls.bwrap = bwrap;
     ctx.sandbox = std::make_shared<const sandbox_policy>(walls, ctx.cwd,
                                                          std::vector<std::filesystem::path>{});
   }
@@ -100,7 +103,7 @@ double fresh_ms_per_call(int calls) {
 int main(int argc, char** argv) {
   int calls = argc > 1 ? std::atoi(argv[1]) : 500;
   int runs = argc > 2 ? std::atoi(argv[2]) : 3;
-  bool sandbox = probe_sandbox().works;
+  bool sandbox = probe_sandbox(bwrap).works;
   std::vector<double> persistent, fresh, boxed, bare_start, boxed_start;
   for (int run = 0; run < runs; ++run) {
     auto bare = persistent_shell(calls, false);
@@ -121,7 +124,7 @@ int main(int argc, char** argv) {
     std::printf("  shell start to first command's end:    %6.3f ms bare, %6.3f ms sandboxed\n",
                 median(bare_start), median(boxed_start));
   } else {
-    std::printf("  the sandbox: not available here (%s)\n", probe_sandbox().problem.c_str());
+    std::printf("  the sandbox: not available here (%s)\n", probe_sandbox(bwrap).problem.c_str());
   }
   std::printf("  fresh `bash -c` per call:              %6.3f ms/call\n", median(fresh));
   return 0;

@@ -8,7 +8,6 @@
 #include <cstdlib>
 
 #include "store/notification_queue.hpp"
-#include "tools/child_process.hpp"
 
 namespace troupe {
 
@@ -30,9 +29,32 @@ std::string env_or(const char* name, std::string fallback) {
 std::filesystem::path home_dir() { return env_or("HOME", "/tmp"); }
 
 // The first executable bash on PATH, resolved once per run.
+std::string find_program(std::string_view name) {
+  auto variable = env_or("PATH", "/usr/bin:/bin");
+  std::string_view path = variable;
+  for (size_t start = 0; start <= path.size();) {
+    auto end = path.find(':', start);
+    auto dir = path.substr(start, end == std::string_view::npos ? std::string_view::npos
+                                                                : end - start);
+    auto candidate = std::string{dir.empty() ? std::string_view{"."} : dir} + "/" +
+                     std::string{name};
+    if (::access(candidate.c_str(), X_OK) == 0)
+      return candidate;
+    if (end == std::string_view::npos)
+      break;
+    start = end + 1;
+  }
+  return {};
+}
+
 std::string find_bash() {
   auto found = find_program("bash");
   return found.empty() ? "/bin/bash" : found;
+}
+
+std::string sandbox_program() {
+  auto configured = env_or("TROUPE_BWRAP");
+  return configured.empty() ? find_program("bwrap") : configured;
 }
 
 std::filesystem::path troupe_home() {

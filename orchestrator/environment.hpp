@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "protocol/expected.hpp"
@@ -33,8 +34,15 @@ std::filesystem::path config_home();
 /// $TROUPE_HOME, else ~/.local/share/troupe.
 std::filesystem::path troupe_home();
 
+/// The first executable `name` in a directory of $PATH, "" for none.
+std::string find_program(std::string_view name);
+
 /// The first executable bash on PATH.
 std::string find_bash();
+
+/// The bubblewrap the sandbox runs: $TROUPE_BWRAP as given, else the first bwrap on PATH;
+/// "" for none.
+std::string sandbox_program();
 
 /// Parses a flag's or variable's value as a whole number in [low, high]; the error names
 /// `where` it came from and `what` it counts.

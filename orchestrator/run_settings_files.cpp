@@ -164,7 +164,8 @@ expected<sandbox_settings> resolve_sandbox(const run_flags& flags,
   }
   if (sandbox.mode == sandbox_mode::off)
     return sandbox;
-  if (const auto& support = probe_sandbox(); !support.works)
+  sandbox.bwrap = sandbox_program();
+  if (auto support = probe_sandbox(sandbox.bwrap); !support.works)
     return failure{"sandbox " + std::string{to_string(sandbox.mode)} + " (" + sandbox.mode_source +
                    ") is not available on this machine: " + support.problem +
                    ". `troupe sandbox --check` says what is there; --sandbox off runs tools "

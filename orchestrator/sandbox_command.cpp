@@ -27,9 +27,9 @@ CLI::App* add_sandbox_command(CLI::App& app, sandbox_flags& flags) {
 
 int run_sandbox(const sandbox_flags& flags) {
   if (flags.check) {
-    for (auto& line : describe_sandbox_support())
+    for (auto& line : describe_sandbox_support(sandbox_program()))
       std::printf("%s\n", line.c_str());
-    return probe_sandbox().works ? 0 : 1;
+    return probe_sandbox(sandbox_program()).works ? 0 : 1;
   }
   if (flags.command.empty())
     return fail("troupe sandbox: give --check, or a command to run after --");

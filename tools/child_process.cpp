@@ -57,24 +57,6 @@ std::vector<std::string> environment_of(const child_environment& environment,
 
 } // namespace
 
-std::string find_program(std::string_view name) {
-  const char* variable = std::getenv("PATH");
-  std::string_view path = variable ? variable : "/usr/bin:/bin";
-  for (size_t start = 0; start <= path.size();) {
-    auto end = path.find(':', start);
-    auto dir = path.substr(start, end == std::string_view::npos ? std::string_view::npos
-                                                                : end - start);
-    auto candidate = std::string{dir.empty() ? std::string_view{"."} : dir} + "/" +
-                     std::string{name};
-    if (::access(candidate.c_str(), X_OK) == 0)
-      return candidate;
-    if (end == std::string_view::npos)
-      break;
-    start = end + 1;
-  }
-  return {};
-}
-
 int spawn_child(const std::string& program, const char* const argv[],
                 const child_environment& environment, const std::filesystem::path& cwd, int in,
                 int out, int err, pid_t& pid, const std::string& owner, int pass_fd) {

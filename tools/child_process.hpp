@@ -36,9 +36,6 @@ constexpr const char* process_owner_variable = "TROUPE_PROCESS_OWNER";
 /// changed: each session passes its own to its children.
 using child_environment = std::map<std::string, std::string>;
 
-/// The first executable `name` in a directory of $PATH, "" for none.
-std::string find_program(std::string_view name);
-
 /// Starts `program` with `argv` in `cwd`, its stdin, stdout and stderr on the given
 /// descriptors, with this process's environment and `environment` over it. A non-empty `owner`
 /// is set as TROUPE_PROCESS_OWNER in the child's environment. Sets `pid` and returns 0, or

@@ -14,9 +14,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstddef>
-#include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
 
 #include "tools/child_process.hpp"
 
@@ -122,19 +122,15 @@ std::string read_small_file(const std::filesystem::path& path) {
   return text;
 }
 
-sandbox_support look_for_sandbox() {
+sandbox_support look_for_sandbox(const std::string& bwrap) {
   sandbox_support support;
-  const char* configured = std::getenv("TROUPE_BWRAP");
-  if (configured && *configured) {
-    if (::access(configured, X_OK) == 0)
-      support.bwrap = configured;
-  } else {
-    support.bwrap = find_program("bwrap");
+  support.bwrap = bwrap;
+  if (bwrap.empty()) {
+    support.problem = "bubblewrap (bwrap) is not installed; install the package bubblewrap";
+    return support;
   }
-  if (support.bwrap.empty()) {
-    support.problem = configured && *configured
-                        ? std::string{"TROUPE_BWRAP="} + configured + " is not an executable"
-                        : "bubblewrap (bwrap) is not installed; install the package bubblewrap";
+  if (::access(bwrap.c_str(), X_OK) != 0) {
+    support.problem = bwrap + " is not an executable";
     return support;
   }
   // Every namespace a tool's sandbox uses, with nothing bound: what fails here fails there.
@@ -199,14 +195,19 @@ const char* to_string(sandbox_mode mode) {
   }
 }
 
-const sandbox_support& probe_sandbox() {
-  static const sandbox_support support = look_for_sandbox();
-  return support;
+sandbox_support probe_sandbox(const std::string& bwrap) {
+  static std::mutex mutex;
+  static std::map<std::string, sandbox_support> known;
+  std::lock_guard<std::mutex> lock{mutex};
+  auto found = known.find(bwrap);
+  if (found == known.end())
+    found = known.emplace(bwrap, look_for_sandbox(bwrap)).first;
+  return found->second;
 }
 
-std::vector<std::string> describe_sandbox_support() {
+std::vector<std::string> describe_sandbox_support(const std::string& bwrap) {
   std::vector<std::string> lines;
-  const auto& support = probe_sandbox();
+  auto support = probe_sandbox(bwrap);
   lines.push_back("bubblewrap: " + (support.bwrap.empty() ? std::string{"not found"}
                                                           : support.bwrap));
   auto namespaces = read_small_file("/proc/sys/user/max_user_namespaces");
@@ -228,7 +229,8 @@ std::vector<std::string> describe_sandbox_support() {
 sandbox_policy::sandbox_policy(const sandbox_settings& settings,
                                const std::filesystem::path& workspace,
                                std::vector<std::filesystem::path> keep_read_only)
-  : mode_(settings.mode), network_(settings.network), workspace_(real_or_given(workspace)) {
+  : mode_(settings.mode), bwrap_(settings.bwrap), network_(settings.network),
+    workspace_(real_or_given(workspace)) {
   std::vector<std::filesystem::path> roots{workspace_};
   for (auto& dir : settings.add_dirs)
     roots.push_back(real_or_given(dir));
@@ -292,7 +294,7 @@ expected<bool> sandbox_policy::wrap(std::string& program, std::vector<std::strin
   pass_fd = -1;
   if (mode_ == sandbox_mode::off)
     return true;
-  const auto& support = probe_sandbox();
+  auto support = probe_sandbox(bwrap_);
   if (!support.works)
     return failure{"the sandbox is not available: " + support.problem};
   auto temp = temp_dir();

@@ -32,6 +32,8 @@ const char* to_string(sandbox_mode mode);
 /// What a run asked for: the flags over the settings files over the default.
 struct sandbox_settings {
   sandbox_mode mode = sandbox_mode::off;
+  /// The bwrap to run (the orchestrator finds it); "": none installed.
+  std::string bwrap;
   bool network = false;
   /// Writable besides the workspace (--add-dir), absolute and real.
   std::vector<std::filesystem::path> add_dirs;
@@ -41,7 +43,7 @@ struct sandbox_settings {
 
 /// What this machine offers: bubblewrap, and whether it could build a sandbox here.
 struct sandbox_support {
-  /// The bwrap that would run: $TROUPE_BWRAP, else the first on PATH. Empty: none found.
+  /// The bwrap asked about. Empty: none found.
   std::string bwrap;
   /// A test sandbox (every namespace troupe uses) ran and exited 0.
   bool works = false;
@@ -49,12 +51,12 @@ struct sandbox_support {
   std::string problem;
 };
 
-/// Looks once per process (the first call starts bwrap once, ~15 ms); later calls return the
-/// same answer.
-const sandbox_support& probe_sandbox();
+/// Looks once per process and `bwrap` (the first call starts it once, ~15 ms); later calls
+/// return the same answer.
+sandbox_support probe_sandbox(const std::string& bwrap);
 
 /// A line per fact for `troupe sandbox --check`: bubblewrap, user namespaces, Landlock.
-std::vector<std::string> describe_sandbox_support();
+std::vector<std::string> describe_sandbox_support(const std::string& bwrap);
 
 /// One session's walls. Shared (read-only) by its tools, its executor and its subagents; the
 /// private temp directory is made on first use and removed with the last holder.
@@ -103,6 +105,7 @@ private:
   std::string walls() const;
 
   sandbox_mode mode_;
+  std::string bwrap_;
   bool network_;
   std::filesystem::path workspace_;
   std::vector<std::filesystem::path> writable_;
