@@ -359,10 +359,14 @@ private:
       for (size_t i = k; i < w.size(); ++i)
         run.words.push_back(i == k ? name : w[i].text);
     auto why = opaque_reason(name, w, k, run.open_ended, depth);
-    if (why.empty() || why == "parsed")
+    if (why == "parsed") // what it runs is judged on its own; a deny rule still sees it
+      run.must_allow.clear();
+    if (why.empty() || why == "parsed") {
       out_.commands.push_back(std::move(run));
-    else
+    } else {
+      run.text = run.layers.front(); // the whole command, wrappers and all
       opaque(std::move(run), why);
+    }
   }
 
   // Why the command `name` (at w[k]) runs code troupe cannot see, or empty; "parsed" when what
@@ -380,9 +384,10 @@ private:
       for (size_t i = k + 1; i < w.size(); ++i)
         if (w[i].expands || w[i].globs)
           return "eval runs a string made when it runs";
-      if (k + 1 < w.size())
-        line(joined(w, k + 1), depth + 1);
-      return {};
+      if (k + 1 == w.size())
+        return {};
+      line(joined(w, k + 1), depth + 1);
+      return "parsed";
     }
     if (name == "find" || name == "gfind" || name == "bfs" || name == "fd" || name == "fdfind") {
       if (open_ended)

@@ -20,7 +20,8 @@ struct shell_run {
   /// (`sudo rm f`, then `rm f`).
   std::vector<std::string> layers;
   /// What must all be allowed for the command to be: the command, and a privilege wrapper
-  /// (`sudo rm f`) around it.
+  /// (`sudo rm f`) around it. Empty for `bash -c '…'` and `eval '…'`, whose commands come
+  /// separately.
   std::vector<std::string> must_allow;
   /// The command's words, its program by base name (empty for an opaque command).
   std::vector<std::string> words;

@@ -91,6 +91,8 @@ permission_decision judge_command(const permission_policy& policy, const tool_sp
   }
   if (policy.mode == permission_mode::bypass)
     return {permission_outcome::allow, "bypass mode"};
+  if (!opaque && run.must_allow.empty())
+    return {permission_outcome::allow, "the commands " + code_span(run.text) + " runs are judged"};
   // A bare rule names no pattern to see through: it allows whatever runs, opaque code too.
   auto allowed_by = [&](const std::vector<permission_rule>& rules) -> const permission_rule* {
     for (auto& rule : rules)
