@@ -27,7 +27,7 @@ int main(int argc, char** argv) {
   nlohmann::json input = {
     {"command", "git status --short && ls -la src/tools | grep -v '\\.o$' | sort -k5 -n | "
                 "head -n 20 | wc -l 2>&1; grep -c x README.md && grep -rn \"TODO\" src --include=*.cpp | "
-                "sort | head -50 | wc -l"}};
+                "sort | head -50 | wc -l; ls -1 src/actors | wc -l"}};
   auto length = input["command"].get<std::string>().size();
   int allowed = 0;
   auto start = clock_type::now();

@@ -346,7 +346,7 @@ TEST_CASE("a headless refusal suggests --allow rules that, given, let the call r
   CHECK(std::filesystem::exists(f.dir / "work/count.txt"));
 }
 
-TEST_CASE("plan mode: a refused write then a plan ends completed; read-only commands run") {
+TEST_CASE("plan mode: a refused write then a plan ends completed, and read-only commands run") {
   cli_fixture f;
   auto model = f.script({{{"text", "```write notes.txt\nx\n```"}},
                          {{"text", "The plan: 1. write notes.txt"}}});
