@@ -110,7 +110,10 @@ void on_step_done(session_ptr self, step_outcome& outcome) {
   st.permission_denials.insert(st.permission_denials.end(), outcome.denials.begin(),
                                outcome.denials.end());
   if (!outcome.reply.tool_calls.empty())
-    st.turn.last_tool_step_denied = !outcome.denials.empty();
+    // Plan mode's refusals are not: the model is to present its plan, which ends the run.
+    st.turn.last_tool_step_denied =
+      std::any_of(outcome.denials.begin(), outcome.denials.end(),
+                  [](const permission_denial& d) { return d.cause != denial_cause::plan_mode; });
   // An interrupt that raced with the step's end still stops the loop here.
   bool requested = take_interrupt_request(self);
   bool interrupted = outcome.status == step_status::interrupted || requested;

@@ -68,10 +68,11 @@ void answer_without_running(step_ptr self, tool_result result) {
   run_next_call(self);
 }
 
-void deny(step_ptr self, const std::string& reason) {
+void deny(step_ptr self, const std::string& reason,
+          denial_cause cause = denial_cause::refused) {
   auto& st = self->state;
   const auto& call = st.outcome.reply.tool_calls[st.next_call];
-  st.outcome.denials.push_back({call.name, call.id, call.input, reason});
+  st.outcome.denials.push_back({call.name, call.id, call.input, reason, cause});
   answer_without_running(self, error_result("Permission denied: " + reason + "."));
 }
 
@@ -83,10 +84,8 @@ void ask(step_ptr self, const std::string& reason) {
   auto& st = self->state;
   const auto& call = st.outcome.reply.tool_calls[st.next_call];
   if (!st.config.asker) {
-    deny(self, reason + "; this run cannot ask anyone, so allow it with --allow '" +
-                 st.permissions->always_rule(*st.config.registry->find(call.name), call.input)
-                   .text +
-                 "', a settings rule or --permission-mode");
+    deny(self, reason + "; this run cannot ask anyone, so " +
+                 st.permissions->allow_hint(*st.config.registry->find(call.name), call.input));
     return;
   }
   st.asking = true;
@@ -104,8 +103,10 @@ void ask(step_ptr self, const std::string& reason) {
         }
         const auto& asked = s.outcome.reply.tool_calls[s.next_call];
         if (answer == permission_answer::always) {
-          s.permissions->session_allow.push_back(
-            s.permissions->always_rule(*s.config.registry->find(asked.name), asked.input));
+          auto rules =
+            s.permissions->always_rules(*s.config.registry->find(asked.name), asked.input).rules;
+          s.permissions->session_allow.insert(s.permissions->session_allow.end(), rules.begin(),
+                                              rules.end());
           start_calls(self, 1);
         } else if (answer == permission_answer::yes) {
           start_calls(self, 1);
@@ -281,7 +282,7 @@ void run_next_call(step_ptr self) {
   }
   auto decision = decide(st, calls[st.next_call]);
   if (decision.outcome == permission_outcome::deny) {
-    deny(self, decision.reason);
+    deny(self, decision.reason, decision.cause);
     return;
   }
   if (decision.outcome == permission_outcome::ask) {

@@ -10,6 +10,7 @@
 #include "protocol/json_inspect.hpp"
 #include "protocol/message.hpp"
 #include "protocol/model.hpp"
+#include "protocol/permission.hpp"
 
 namespace troupe {
 
@@ -37,17 +38,18 @@ struct permission_denial {
   std::string tool_call_id;
   nlohmann::json tool_input;
   std::string reason;
+  denial_cause cause = denial_cause::refused;
 
   friend bool operator==(const permission_denial& a, const permission_denial& b) {
     return a.tool_name == b.tool_name && a.tool_call_id == b.tool_call_id &&
-           a.tool_input == b.tool_input && a.reason == b.reason;
+           a.tool_input == b.tool_input && a.reason == b.reason && a.cause == b.cause;
   }
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, permission_denial& x) {
   return f(caf::meta::type_name("permission_denial"), x.tool_name, x.tool_call_id, x.tool_input,
-           x.reason);
+           x.reason, x.cause);
 }
 
 void to_json(nlohmann::json& j, const permission_denial& x);

@@ -10,8 +10,6 @@
 
 namespace troupe {
 
-namespace {
-
 // `*` matches any run of characters, `/` included: a command is not a path.
 bool wildcard_match(std::string_view pattern, std::string_view text) {
   size_t p = 0, t = 0, star = std::string_view::npos, resume = 0;
@@ -34,23 +32,7 @@ bool wildcard_match(std::string_view pattern, std::string_view text) {
   return p == pattern.size();
 }
 
-// The simple commands of a command line, split at ; & | newlines, parentheses and backticks
-// (so a deny rule also sees what runs inside `$(…)`). `complex` is set when the line
-// substitutes commands or redirects, which no allow rule can vouch for.
-std::vector<std::string_view> simple_commands(std::string_view line, bool& complex) {
-  std::vector<std::string_view> parts;
-  complex = line.find("$(") != std::string_view::npos ||
-            line.find('`') != std::string_view::npos || line.find('>') != std::string_view::npos ||
-            line.find('<') != std::string_view::npos;
-  size_t start = 0;
-  for (size_t i = 0; i <= line.size(); ++i)
-    if (i == line.size() || std::string_view{";&|\n()`"}.find(line[i]) != std::string_view::npos) {
-      if (auto part = trim(line.substr(start, i - start)); !part.empty())
-        parts.push_back(part);
-      start = i + 1;
-    }
-  return parts;
-}
+namespace {
 
 // The subject of a path rule: the path relative to the workspace when inside it, else absolute.
 std::string path_subject(const std::filesystem::path& path, const std::filesystem::path& root) {
@@ -145,19 +127,6 @@ bool rule_matches(const permission_rule& rule, const tool_spec& spec, const nloh
   if (!rule.pattern)
     return true;
   auto subject = subject_of(spec, input);
-  if (spec.rule_subject == "command") {
-    bool complex = false;
-    auto commands = simple_commands(subject, complex);
-    if (use == rule_use::deny) // any part denied denies the line
-      return std::any_of(commands.begin(), commands.end(),
-                         [&](auto c) { return wildcard_match(*rule.pattern, c); }) ||
-             wildcard_match(*rule.pattern, trim(subject));
-    // An allow/ask rule holds for a line only when every part matches and nothing is hidden
-    // in substitutions or redirections (`git log; rm -rf ~` is not `git *`).
-    return !complex && !commands.empty() &&
-           std::all_of(commands.begin(), commands.end(),
-                       [&](auto c) { return wildcard_match(*rule.pattern, c); });
-  }
   if (spec.rule_subject == "path")
     return path_rule_matches(*rule.pattern, forms_of(resolve_path(ctx, subject), ctx), ctx, use);
   return wildcard_match(*rule.pattern, subject);
@@ -275,6 +244,8 @@ expected<permission_rules> load_permission_rules(const std::filesystem::path& fi
 
 permission_decision permission_policy::can_use_tool(const tool_spec& spec,
                                                     const nlohmann::json& input) const {
+  if (spec.rule_subject == "command")
+    return shell_decision(spec, input);
   const auto& ctx = context;
   if (auto rule = first_match(rules.deny, spec, input, ctx, rule_use::deny))
     return {permission_outcome::deny, "denied by the rule " + rule->text};
@@ -291,7 +262,8 @@ permission_decision permission_policy::can_use_tool(const tool_spec& spec,
   if (mode == permission_mode::plan)
     return {permission_outcome::deny,
             "plan mode allows read-only tools only; present the plan instead of running " +
-              spec.name};
+              spec.name,
+            denial_cause::plan_mode};
   if (spec.writes_files) {
     auto path = resolve_path(ctx, subject_of(spec, input));
     auto forms = forms_of(path, ctx);

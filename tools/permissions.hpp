@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "protocol/expected.hpp"
+#include "protocol/permission.hpp"
 #include "tools/tool_spec.hpp"
 
 namespace troupe {
@@ -27,8 +28,8 @@ enum class permission_mode : uint8_t {
 std::optional<permission_mode> parse_permission_mode(std::string_view text);
 const char* to_string(permission_mode mode);
 
-/// `Tool` or `Tool(pattern)`: for shell the pattern is matched against the command (`*` is
-/// any text), for path tools against the path (a glob; relative patterns are relative to the
+/// `Tool` or `Tool(pattern)`: for shell the pattern is matched against each command the line
+/// runs, normalised (`*` is any text; `X *` and `X:*` also match the bare `X`), for path tools against the path (a glob; relative patterns are relative to the
 /// workspace, `/…` absolute, `~/…` in the home directory).
 struct permission_rule {
   std::string tool;
@@ -62,7 +63,27 @@ struct permission_decision {
   permission_outcome outcome = permission_outcome::allow;
   /// Why, in words the model (deny) or the user (ask) can act on.
   std::string reason;
+  /// For a denial: plan mode's refusal (the model is to present its plan) or a refusal.
+  denial_cause cause = denial_cause::refused;
 };
+
+/// What allows a call from now on: the rules an "always" answer adds and a headless refusal
+/// suggests.
+struct allow_suggestion {
+  /// Rules that together allow the call: one per command not yet allowed, by its program (and
+  /// subcommand: `shell(git status *)`), and `write(PATH)` per file a redirection writes.
+  std::vector<permission_rule> rules;
+  /// What no rule can allow (code troupe cannot see), and why; empty when the rules suffice.
+  std::string unallowable;
+};
+
+/// True when `text` matches `pattern`, `*` standing for any text (`/` included).
+bool wildcard_match(std::string_view pattern, std::string_view text);
+
+/// True for a command plan mode runs: one on the built-in list of commands that only read
+/// (`ls`, `grep`, `git status`, …), without the options that make it write. `words` are the
+/// command's, its program by base name.
+bool read_only_command(const std::vector<std::string>& words);
 
 struct permission_policy {
   permission_mode mode = permission_mode::standard;
@@ -77,10 +98,23 @@ struct permission_policy {
   /// mode's default.
   permission_decision can_use_tool(const tool_spec& spec, const nlohmann::json& input) const;
 
-  /// The rule an "always" answer adds: the tool with this call's command or path; a path that
-  /// leads outside the workspace through a link is named where it really leads, since only
-  /// that form allows it.
+  /// The one rule naming this call's path (or subject): a path that leads outside the
+  /// workspace through a link is named where it really leads, since only that form allows it.
+  /// For a shell line use always_rules.
   permission_rule always_rule(const tool_spec& spec, const nlohmann::json& input) const;
+
+  /// The rules that allow this call (what an "always" answer adds): for a shell line one per
+  /// command not already allowed, never the whole line, plus `write(PATH)` for a file a
+  /// redirection writes; what no rule can allow is said in `unallowable`.
+  allow_suggestion always_rules(const tool_spec& spec, const nlohmann::json& input) const;
+
+  /// How to allow this call when nobody can be asked: "allow it with --allow '…' …", or why no
+  /// rule can and what to do instead.
+  std::string allow_hint(const tool_spec& spec, const nlohmann::json& input) const;
+
+  /// can_use_tool for a shell line: each command it runs and each file its redirections write
+  /// judged on its own; any denied part denies, else any asked part asks, else it is allowed.
+  permission_decision shell_decision(const tool_spec& spec, const nlohmann::json& input) const;
 
   /// Where the call's path really leads now, as can_use_tool judges it; empty for tools without
   /// a path or a path that cannot be resolved.

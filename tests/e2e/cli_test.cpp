@@ -319,6 +319,62 @@ TEST_CASE("headless default mode: a refused shell call ends the run permission_b
   CHECK(result["permission_denials"][0]["tool_input"]["command"] == "touch made.txt\n");
 }
 
+TEST_CASE("a headless refusal suggests --allow rules that, given, let the call run") {
+  cli_fixture f;
+  std::string line = "ls -a | wc -l > count.txt && git status --short";
+  auto model = f.script({shell_reply(line), {{"text", "blocked"}}});
+  auto r = f.run_unpermitted({"--model", model, "--output-format", "stream-json", "go"});
+  CHECK(r.exit_code == 4);
+  auto result = json_lines(r.out).back();
+  REQUIRE(result["permission_denials"].size() == 1);
+  auto reason = result["permission_denials"][0]["reason"].get<std::string>();
+  CHECK(reason.find("\n") == std::string::npos);
+  // Every `--allow '…'` the message names, in order.
+  std::vector<std::string> args{"--model", f.script({shell_reply(line), {{"text", "done"}}})};
+  for (size_t at = reason.find("--allow '"); at != std::string::npos;
+       at = reason.find("--allow '", at + 1)) {
+    auto start = at + 9;
+    args.push_back("--allow");
+    args.push_back(reason.substr(start, reason.find('\'', start) - start));
+  }
+  CHECK(std::vector<std::string>(args.begin() + 2, args.end()) ==
+        std::vector<std::string>{"--allow", "shell(ls *)", "--allow", "shell(wc *)", "--allow",
+                                 "shell(git status *)", "--allow", "write(count.txt)"});
+  args.push_back("go");
+  auto again = f.run_unpermitted(args);
+  CHECK(again.exit_code == 0);
+  CHECK(std::filesystem::exists(f.dir / "work/count.txt"));
+}
+
+TEST_CASE("plan mode: a refused write then a plan ends completed, and read-only commands run") {
+  cli_fixture f;
+  auto model = f.script({{{"text", "```write notes.txt\nx\n```"}},
+                         {{"text", "The plan: 1. write notes.txt"}}});
+  auto r = f.run_unpermitted({"--model", model, "--permission-mode", "plan", "--output-format",
+                              "stream-json", "go"});
+  CHECK(r.exit_code == 0);
+  auto lines = json_lines(r.out);
+  auto result = lines.back();
+  CHECK(result["terminal_reason"] == "completed");
+  REQUIRE(result["permission_denials"].size() == 1);
+  CHECK(result["permission_denials"][0]["cause"] == "plan_mode");
+  CHECK_FALSE(std::filesystem::exists(f.dir / "work/notes.txt"));
+  CHECK(r.out.find("Permission denied") != std::string::npos); // the write's result
+
+  auto reading = f.script({shell_reply("ls | wc -l && git status --short"), {{"text", "seen"}}});
+  auto read = f.run_unpermitted({"--model", reading, "--permission-mode", "plan",
+                                 "--output-format", "stream-json", "go"});
+  CHECK(read.exit_code == 0);
+  CHECK(json_lines(read.out).back()["permission_denials"].empty());
+
+  // A rule's refusal is not a plan: the model stopping after it is blocked.
+  auto denied = f.script({shell_reply("ls"), {{"text", "I cannot go on"}}});
+  auto blocked = f.run_unpermitted({"--model", denied, "--permission-mode", "plan", "--deny",
+                                    "shell(ls *)", "--output-format", "stream-json", "go"});
+  CHECK(blocked.exit_code == 4);
+  CHECK(json_lines(blocked.out).back()["terminal_reason"] == "permission_blocked");
+}
+
 TEST_CASE("settings files and flags: rules from the user, the project and --settings") {
   cli_fixture f;
   auto model = f.script({{{"text", "```shell\ntouch made.txt\n```"}}, {{"text", "done"}}});
