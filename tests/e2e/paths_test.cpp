@@ -154,8 +154,9 @@ TEST_CASE("the exit that does not wait for an uncut scan still stops what the to
   process_options opts;
   opts.interrupt_on_output = "(a|a)*c";
   opts.timeout = std::chrono::seconds{30}; // a hang guard only
-  auto r = f.run_unpermitted({"--model", model, "--permission-mode", "bypass", "--output-format",
-                              "stream-json", "go"},
+  // No sandbox: its pid namespace would show the shell another pid than the host's /proc.
+  auto r = f.run_unpermitted({"--model", model, "--permission-mode", "bypass", "--sandbox", "off",
+                              "--output-format", "stream-json", "go"},
                              opts);
   CHECK(r.exit_code == 130);
   std::smatch left; // the tool's output, not the command that names it
