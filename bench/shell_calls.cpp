@@ -41,8 +41,7 @@ shell_cost persistent_shell(int calls, bool sandboxed) {
     sandbox_settings walls;
     walls.mode = sandbox_mode::workspace_write;
     walls.bwrap = bwrap;
-    ctx.sandbox = std::make_shared<const sandbox_policy>(walls, ctx.cwd,
-                                                         std::vector<std::filesystem::path>{});
+    ctx.sandbox = std::make_shared<const sandbox_policy>(walls, ctx.cwd);
   }
   auto started_at = clock_type::now();
   auto shell = start_shell(ctx, "benchnonce0123456");

@@ -268,9 +268,7 @@ expected<launched_agent> launch_agent(caf::actor_system& sys, run_settings& sett
                  "(deny rules still hold; sandbox %s)\n",
                  to_string(settings.sandbox.mode));
   if (!settings.sandbox_walls && settings.sandbox.mode != sandbox_mode::off)
-    settings.sandbox_walls = std::make_shared<const sandbox_policy>(
-      settings.sandbox, settings.cwd,
-      std::vector<std::filesystem::path>{settings.troupe_home, config_home() / "troupe"});
+    settings.sandbox_walls = std::make_shared<const sandbox_policy>(settings.sandbox, settings.cwd);
   // The permission check sees paths as the tools do (/tmp is the sandbox's own).
   settings.permissions.context.sandbox = settings.sandbox_walls;
   spdlog::info("permission mode {}", to_string(settings.permissions.mode));

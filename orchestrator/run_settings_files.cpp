@@ -164,6 +164,9 @@ expected<sandbox_settings> resolve_sandbox(const run_flags& flags,
   }
   if (sandbox.mode == sandbox_mode::off)
     return sandbox;
+  sandbox.keep_read_only = {troupe_home(), config_home() / "troupe"};
+  if (!flags.settings_file.empty())
+    sandbox.keep_read_only.push_back(std::filesystem::absolute(flags.settings_file, ec));
   sandbox.bwrap = sandbox_program();
   if (auto support = probe_sandbox(sandbox.bwrap); !support.works)
     return failure{"sandbox " + std::string{to_string(sandbox.mode)} + " (" + sandbox.mode_source +

@@ -46,7 +46,7 @@ int run_sandbox(const sandbox_flags& flags) {
   auto settings = resolve_sandbox(walls, workspace, true);
   if (!settings)
     return fail(settings.error());
-  sandbox_policy policy{*settings, workspace, {troupe_home(), config_home() / "troupe"}};
+  sandbox_policy policy{*settings, workspace};
   std::string program = flags.command.front();
   std::vector<std::string> args = flags.command;
   int filter_fd = -1;

@@ -227,8 +227,7 @@ std::vector<std::string> describe_sandbox_support(const std::string& bwrap) {
 }
 
 sandbox_policy::sandbox_policy(const sandbox_settings& settings,
-                               const std::filesystem::path& workspace,
-                               std::vector<std::filesystem::path> keep_read_only)
+                               const std::filesystem::path& workspace)
   : mode_(settings.mode), bwrap_(settings.bwrap), network_(settings.network),
     workspace_(real_or_given(workspace)) {
   std::vector<std::filesystem::path> roots{workspace_};
@@ -251,7 +250,7 @@ sandbox_policy::sandbox_policy(const sandbox_settings& settings,
     }
     read_only_.emplace_back(root / ".troupe", "the project's troupe settings");
   }
-  for (auto& path : keep_read_only) {
+  for (auto& path : settings.keep_read_only) {
     auto real = real_or_given(path);
     if (under_writable(real))
       read_only_.emplace_back(real, "troupe's own files");

@@ -39,6 +39,9 @@ struct sandbox_settings {
   std::vector<std::filesystem::path> add_dirs;
   /// Where the mode came from, for messages: "--sandbox", a settings file, "the default for …".
   std::string mode_source;
+  /// Kept read-only even under a writable root, those that exist: troupe's home, the user's
+  /// settings, a --settings file (hooks written there would run outside the sandbox).
+  std::vector<std::filesystem::path> keep_read_only;
 };
 
 /// What this machine offers: bubblewrap, and whether it could build a sandbox here.
@@ -63,10 +66,7 @@ std::vector<std::string> describe_sandbox_support(const std::string& bwrap);
 class sandbox_policy {
 public:
   /// `workspace` and `add_dirs` must be absolute; they are resolved to where they really lead.
-  /// `keep_read_only` are paths kept read-only even under a writable root (troupe's home and
-  /// user settings); those that exist are.
-  sandbox_policy(const sandbox_settings& settings, const std::filesystem::path& workspace,
-                 std::vector<std::filesystem::path> keep_read_only);
+  sandbox_policy(const sandbox_settings& settings, const std::filesystem::path& workspace);
   ~sandbox_policy();
   sandbox_policy(const sandbox_policy&) = delete;
   sandbox_policy& operator=(const sandbox_policy&) = delete;

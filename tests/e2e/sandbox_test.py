@@ -97,10 +97,17 @@ def case_shell_writes(box):
         ("shell", {"command": "echo evil > .git/hooks/pre-commit; echo '[x]' >> .git/config; "
                               "mkdir -p .troupe && echo '{}' > .troupe/settings.json; "
                               "mv .git .git-old"}),
+        ("shell", {"command": "echo '{\"hooks\": {}}' > my-settings.json"}),
     ]
-    done, out = box.run(calls, ["--permission-mode", "bypass", "--sandbox", "workspace-write"])
+    given_settings = os.path.join(box.work, "my-settings.json")
+    with open(given_settings, "w") as f:
+        f.write("{}\n")
+    done, out = box.run(calls, ["--permission-mode", "bypass", "--sandbox", "workspace-write",
+                                "--settings", given_settings])
     check(done.returncode == 0, f"run failed: {done.stderr}")
-    check(len(out) == 5, f"five results: {out}")
+    check(len(out) == 6, f"six results: {out}")
+    check(read(given_settings) == "{}\n" and "Read-only file system" in out[5],
+          f"a --settings file in the workspace stays read-only: {out[5]!r}")
     check(not os.listdir(box.outside), f"nothing written outside: {os.listdir(box.outside)}")
     check("Read-only file system" in out[0] and "troupe sandbox (workspace-write)" in out[0],
           f"the refusal and its note: {out[0]!r}")

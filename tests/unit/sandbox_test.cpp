@@ -50,8 +50,9 @@ TEST_CASE("workspace-write allows writes under the roots and /tmp, and keeps the
   fs::create_directories(ws / "w/.git/hooks");
   fs::create_directories(ws / "extra");
   fs::create_directories(ws / "home");
-  sandbox_policy policy{walls(sandbox_mode::workspace_write, {ws / "extra"}), ws / "w",
-                        {ws / "w/home-inside", ws / "home"}};
+  auto settings = walls(sandbox_mode::workspace_write, {ws / "extra"});
+  settings.keep_read_only = {ws / "w/home-inside", ws / "home"};
+  sandbox_policy policy{settings, ws / "w"};
   CHECK(policy.write_refusal(ws / "w/src/a.c").empty());
   CHECK(policy.write_refusal(ws / "extra/b").empty());
   CHECK(policy.write_refusal(ws / "w").empty());
@@ -87,7 +88,7 @@ TEST_CASE("workspace-write allows writes under the roots and /tmp, and keeps the
 TEST_CASE("read-only allows only the private /tmp") {
   temp_dir dir;
   auto ws = fs::canonical(dir.path());
-  sandbox_policy policy{walls(sandbox_mode::read_only), ws, {}};
+  sandbox_policy policy{walls(sandbox_mode::read_only), ws};
   CHECK(policy.write_refusal(ws / "a").find("refuses writes") != std::string::npos);
   CHECK(policy.write_refusal(ws / "a").find("only a private /tmp") != std::string::npos);
   CHECK(policy.write_refusal(policy.host_path("/tmp/a")).empty());
@@ -97,7 +98,7 @@ TEST_CASE("the private /tmp goes with the last holder of the policy") {
   fs::path made;
   {
     temp_dir dir;
-    sandbox_policy policy{walls(sandbox_mode::workspace_write), dir.path(), {}};
+    sandbox_policy policy{walls(sandbox_mode::workspace_write), dir.path()};
     auto temp = policy.temp_dir();
     REQUIRE(temp);
     made = *temp;
@@ -114,7 +115,7 @@ TEST_CASE("a wrapped command binds /tmp first, the roots over it, and the protec
   temp_dir dir;
   auto ws = fs::canonical(dir.path());
   fs::create_directories(ws / ".git");
-  sandbox_policy policy{walls(sandbox_mode::workspace_write), ws, {}};
+  sandbox_policy policy{walls(sandbox_mode::workspace_write), ws};
   std::string program = "/bin/bash";
   std::vector<std::string> argv = {"bash", "--norc"};
   int fd = -1;
@@ -139,7 +140,7 @@ TEST_CASE("a wrapped command binds /tmp first, the roots over it, and the protec
 
   sandbox_settings open = walls(sandbox_mode::workspace_write);
   open.network = true;
-  sandbox_policy networked{open, ws, {}};
+  sandbox_policy networked{open, ws};
   argv = {"bash"};
   program = "/bin/bash";
   REQUIRE(networked.wrap(program, argv, ws, fd));
@@ -149,7 +150,7 @@ TEST_CASE("a wrapped command binds /tmp first, the roots over it, and the protec
 
 TEST_CASE("the note names the sandbox only for what it refused") {
   temp_dir dir;
-  sandbox_policy policy{walls(sandbox_mode::workspace_write), dir.path(), {}};
+  sandbox_policy policy{walls(sandbox_mode::workspace_write), dir.path()};
   CHECK(policy.note_for("all good\n").empty());
   CHECK(policy.note_for("bash: /etc/x: Read-only file system").find("the write was refused") !=
         std::string::npos);
@@ -157,6 +158,6 @@ TEST_CASE("the note names the sandbox only for what it refused") {
         std::string::npos);
   sandbox_settings open = walls(sandbox_mode::workspace_write);
   open.network = true;
-  sandbox_policy networked{open, dir.path(), {}};
+  sandbox_policy networked{open, dir.path()};
   CHECK(networked.note_for("Connection refused").empty());
 }
