@@ -501,9 +501,12 @@ tool_executor_actor::behavior_type tool_executor(self_ptr self,
         return;
       auto& job = i->second;
       auto result = shell_result(exit, job.timed_out, job.timeout, job.interrupted);
-      if (const auto& sandbox = self->state.context.sandbox)
+      if (const auto& sandbox = self->state.context.sandbox) {
         if (auto note = sandbox->note_for(exit.output); !note.empty())
           result.output += "\n" + note;
+        if (auto moved = sandbox->move_planted(); !moved.empty())
+          result.output += "\n" + moved;
+      }
       if (exit.shell_exited || job.timed_out || job.interrupted) {
         // bash is gone (reaped by the supervisor) or was just killed; what is left of its
         // group goes too, and the next command starts a fresh shell in the workspace.

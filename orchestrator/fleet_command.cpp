@@ -290,6 +290,22 @@ struct task_launcher {
     return *policy;
   }
 
+  /// Sandboxes by workspace: a task's own cwd may have settings of its own.
+  std::map<std::string, sandbox_settings> sandboxes;
+
+  expected<sandbox_settings> sandbox_for(const std::filesystem::path& cwd,
+                                         const permission_policy& permissions) {
+    if (cwd == base->cwd)
+      return base->sandbox;
+    if (auto known = sandboxes.find(cwd.string()); known != sandboxes.end())
+      return known->second;
+    auto sandbox = resolve_sandbox(flags, cwd, permissions.mode == permission_mode::bypass);
+    if (!sandbox)
+      return failure{sandbox.error()};
+    sandboxes.emplace(cwd.string(), *sandbox);
+    return *sandbox;
+  }
+
   expected<fleet_launch> operator()(caf::actor_system& sys, const fleet_task& task) {
     run_settings settings = *base;
     settings.commons = commons;
@@ -323,6 +339,10 @@ struct task_launcher {
     auto policy = policy_for(task, settings.cwd);
     if (!policy)
       return failure{policy.error()};
+    auto sandbox = sandbox_for(settings.cwd, *policy);
+    if (!sandbox)
+      return failure{sandbox.error()};
+    settings.sandbox = std::move(*sandbox);
     settings.permissions = std::move(*policy);
 
     auto session = fleet.task_session(settings.session_id);
@@ -846,7 +866,7 @@ int run_fleet(const fleet_flags& flags) {
   auto commons = std::make_shared<agent_commons>();
   commons->disk = spawn_disk_io(sys, base.max_notification_bytes);
   auto shared_base = std::make_shared<run_settings>(std::move(base));
-  config->launch = task_launcher{shared_base, given.agent, fleet, commons, {}};
+  config->launch = task_launcher{shared_base, given.agent, fleet, commons, {}, {}};
   config->busy = [fleet](const fleet_task& task) { return task_busy(fleet, task); };
   config->settled = [fleet](const fleet_task& task) { return settled_line(fleet, task); };
   config->on_result = [output](const std::string& line) { output->result(line); };

@@ -165,6 +165,9 @@ expected<sandbox_settings> resolve_sandbox(const run_flags& flags,
   if (sandbox.mode == sandbox_mode::off)
     return sandbox;
   sandbox.keep_read_only = {troupe_home(), config_home() / "troupe"};
+  sandbox.temp_base = std::filesystem::temp_directory_path(ec);
+  if (ec)
+    sandbox.temp_base = "/tmp";
   if (!flags.settings_file.empty())
     sandbox.keep_read_only.push_back(std::filesystem::absolute(flags.settings_file, ec));
   sandbox.bwrap = sandbox_program();

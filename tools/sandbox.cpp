@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cerrno>
 #include <cstddef>
 #include <cstring>
@@ -45,13 +46,15 @@ bool present(const std::filesystem::path& path) {
   return std::filesystem::exists(path, ec);
 }
 
-// The seccomp program bwrap loads before it starts the command, when the network is off:
-// socket(2) fails with EPERM for every family but netlink (which sees only the sandbox's own
-// network namespace), so a connect is refused with an error that says so, and a Unix socket of
-// the host (a daemon's, troupe's own) cannot be reached through the read-only file system.
-// socketpair(2) stays. io_uring could make sockets without socket(2): it is refused too. A
-// foreign system-call ABI (32-bit calls on x86-64, x32) is refused altogether.
-std::vector<sock_filter> network_filter() {
+// The seccomp program bwrap loads before it starts the command. A Unix socket of the host (a
+// daemon's such as docker's, the user's systemd or dbus, troupe's own) is reachable through
+// the read-only file system and would be a way out of every wall: socket(2) for AF_UNIX fails
+// with EPERM always. Without the network, socket(2) fails for every family but netlink (which
+// sees only the sandbox's own network namespace), so a connect is refused with an error that
+// says so. io_uring, which could make sockets without socket(2), is refused in both cases.
+// socketpair(2) stays. A foreign system-call ABI (32-bit calls on x86-64, x32) is refused
+// altogether.
+std::vector<sock_filter> socket_filter(bool network) {
 #if defined(__x86_64__)
   constexpr uint32_t arch = AUDIT_ARCH_X86_64;
 #elif defined(__aarch64__)
@@ -73,23 +76,29 @@ std::vector<sock_filter> network_filter() {
     BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000, 0, 1), // x32
     BPF_STMT(BPF_RET | BPF_K, refuse),
 #endif
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_socket, 3, 0),
     BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_io_uring_setup, 0, 1),
     BPF_STMT(BPF_RET | BPF_K, refuse),
-    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_socket, 1, 0),
     BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
     BPF_STMT(BPF_LD | BPF_W | BPF_ABS, domain_offset),
-    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_NETLINK, 0, 1),
-    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-    BPF_STMT(BPF_RET | BPF_K, refuse),
   };
+  if (network) { // every family but AF_UNIX
+    program.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_UNIX, 0, 1));
+    program.push_back(BPF_STMT(BPF_RET | BPF_K, refuse));
+    program.push_back(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
+  } else { // netlink only
+    program.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_NETLINK, 0, 1));
+    program.push_back(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
+    program.push_back(BPF_STMT(BPF_RET | BPF_K, refuse));
+  }
   return program;
 #endif
 }
 
 // The program in a descriptor bwrap reads (--seccomp 3), at offset 0, never 0-3 itself (the
 // child's fd 3 is made from it with dup2, which would keep close-on-exec on a copy onto itself).
-expected<int> filter_descriptor() {
-  auto program = network_filter();
+expected<int> filter_descriptor(bool network) {
+  auto program = socket_filter(network);
   if (program.empty())
     return -1;
   int fd = static_cast<int>(::syscall(SYS_memfd_create, "troupe-seccomp", MFD_CLOEXEC));
@@ -140,9 +149,10 @@ sandbox_support look_for_sandbox(const std::string& bwrap) {
     return support;
   }
   int null_fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);
-  const char* argv[] = {"bwrap",         "--ro-bind", "/",     "/",          "--dev",
-                        "/dev",          "--proc",    "/proc", "--unshare-pid", "--unshare-net",
-                        "--tmpfs",       "/tmp",      "--",    "true",       nullptr};
+  const char* argv[] = {"bwrap",        "--ro-bind",      "/",         "/",     "--dev",
+                        "/dev",         "--proc",         "/proc",     "--unshare-pid",
+                        "--unshare-net", "--unshare-user", "--cap-drop", "ALL",   "--tmpfs",
+                        "/tmp",         "--",             "true",      nullptr};
   pid_t pid = -1;
   int rc = spawn_child(support.bwrap, argv, {}, "/", null_fd, null_fd, err[1], pid);
   ::close(err[1]);
@@ -229,7 +239,7 @@ std::vector<std::string> describe_sandbox_support(const std::string& bwrap) {
 sandbox_policy::sandbox_policy(const sandbox_settings& settings,
                                const std::filesystem::path& workspace)
   : mode_(settings.mode), bwrap_(settings.bwrap), network_(settings.network),
-    workspace_(real_or_given(workspace)) {
+    workspace_(real_or_given(workspace)), temp_base_(settings.temp_base) {
   std::vector<std::filesystem::path> roots{workspace_};
   for (auto& dir : settings.add_dirs)
     roots.push_back(real_or_given(dir));
@@ -240,46 +250,57 @@ sandbox_policy::sandbox_policy(const sandbox_settings& settings,
   if (mode_ != sandbox_mode::workspace_write)
     return; // nothing is writable, so nothing needs keeping read-only
   for (auto& root : writable_) {
-    // A repository's hooks and config run commands outside the sandbox, the next time the
-    // user runs git; a project's settings name the hooks troupe runs.
+    // A repository's hooks and config run commands outside the sandbox the next time the user
+    // runs git (a submodule's or a linked worktree's too, and `commondir` or a `.git` file
+    // point git at another config); a project's settings name the hooks troupe runs.
     auto git = root / ".git";
     if (is_dir(git)) {
       pinned_.push_back(git);
-      read_only_.emplace_back(git / "hooks", "the repository's hooks");
-      read_only_.emplace_back(git / "config", "the repository's config");
+      read_only_.push_back({git / "hooks", "the repository's hooks", true});
+      for (auto name : {"config", "config.worktree", "commondir", "modules", "worktrees"})
+        read_only_.push_back({git / name, "the repository's configuration"});
+      for (auto name : {"commondir", "modules", "worktrees"})
+        if (!present(git / name))
+          watched_.push_back(git / name);
+    } else if (present(git)) {
+      read_only_.push_back({git, "the file that names the repository"});
     }
-    read_only_.emplace_back(root / ".troupe", "the project's troupe settings");
+    // Made only in the workspace: an --add-dir is not a project of troupe's.
+    read_only_.push_back({root / ".troupe", "the project's troupe settings", root == workspace_});
   }
   for (auto& path : settings.keep_read_only) {
     auto real = real_or_given(path);
     if (under_writable(real))
-      read_only_.emplace_back(real, "troupe's own files");
+      read_only_.push_back({real, "troupe's own files", !present(real)});
   }
 }
 
 sandbox_policy::~sandbox_policy() {
-  if (!temp_.empty()) {
+  move_planted(); // a background task's last act; nobody is left to tell
+  if (auto temp = made_temp(); !temp.empty()) {
     std::error_code ec;
-    std::filesystem::remove_all(temp_, ec);
+    std::filesystem::remove_all(temp, ec);
   }
 }
 
 expected<std::filesystem::path> sandbox_policy::temp_dir() const {
   std::call_once(temp_made_, [this] {
-    std::error_code ec;
-    auto base = std::filesystem::temp_directory_path(ec);
-    if (ec)
-      base = "/tmp";
-    auto pattern = (base / "troupe-sandbox-XXXXXX").string();
-    if (::mkdtemp(pattern.data()))
+    auto pattern = (temp_base_ / "troupe-sandbox-XXXXXX").string();
+    if (::mkdtemp(pattern.data())) {
       temp_ = pattern;
-    else
-      temp_problem_ = "cannot make the sandbox's private /tmp in " + base.string() + ": " +
+      temp_ready_.store(true, std::memory_order_release);
+    } else {
+      temp_problem_ = "cannot make the sandbox's private /tmp in " + temp_base_.string() + ": " +
                       std::strerror(errno);
+    }
   });
   if (temp_.empty())
     return failure{temp_problem_};
   return temp_;
+}
+
+std::filesystem::path sandbox_policy::made_temp() const {
+  return temp_ready_.load(std::memory_order_acquire) ? temp_ : std::filesystem::path{};
 }
 
 bool sandbox_policy::under_writable(const std::filesystem::path& real) const {
@@ -312,6 +333,12 @@ expected<bool> sandbox_policy::wrap(std::string& program, std::vector<std::strin
                                       "--proc",
                                       "/proc",
                                       "--unshare-pid",
+                                      // A user namespace and no capabilities even for root:
+                                      // root keeps CAP_SYS_ADMIN otherwise, and a remount
+                                      // undoes every read-only bind.
+                                      "--unshare-user",
+                                      "--cap-drop",
+                                      "ALL",
                                       "--bind",
                                       temp->string(),
                                       "/tmp"};
@@ -325,30 +352,24 @@ expected<bool> sandbox_policy::wrap(std::string& program, std::vector<std::strin
     wrapped.push_back(root.string());
     wrapped.push_back(root.string());
   }
-  for (auto& pinned : pinned_) {
-    // Holding what is kept read-only inside it, it must not be renamed away and replaced.
-    std::error_code ec;
-    std::filesystem::create_directory(pinned / "hooks", ec);
+  for (auto& pinned : pinned_) // holding what is kept read-only, it must not be renamed away
     wrapped.insert(wrapped.end(), {"--bind", pinned.string(), pinned.string()});
-  }
-  for (auto& [path, why] : read_only_) {
-    if (path.filename() == ".troupe" && !present(path)) {
-      // Kept read-only even before it exists: settings written there would run hooks outside.
+  for (auto& entry : read_only_) {
+    if (entry.make && !present(entry.path)) {
+      // Kept read-only even before it exists: what is written there would run outside.
       std::error_code ec;
-      std::filesystem::create_directory(path, ec);
+      std::filesystem::create_directories(entry.path, ec);
     }
-    if (present(path))
-      wrapped.insert(wrapped.end(), {"--ro-bind", path.string(), path.string()});
+    if (present(entry.path))
+      wrapped.insert(wrapped.end(), {"--ro-bind", entry.path.string(), entry.path.string()});
   }
   wrapped.insert(wrapped.end(), {"--setenv", "TMPDIR", "/tmp", "--chdir", cwd.string()});
-  if (!network_) {
-    auto fd = filter_descriptor();
-    if (!fd)
-      return failure{fd.error()};
-    pass_fd = *fd;
-    if (pass_fd >= 0)
-      wrapped.insert(wrapped.end(), {"--seccomp", "3"});
-  }
+  auto fd = filter_descriptor(network_);
+  if (!fd)
+    return failure{fd.error()};
+  pass_fd = *fd;
+  if (pass_fd >= 0)
+    wrapped.insert(wrapped.end(), {"--seccomp", "3"});
   wrapped.push_back("--");
   wrapped.push_back(program);
   wrapped.insert(wrapped.end(), argv.begin() + (argv.empty() ? 0 : 1), argv.end());
@@ -368,11 +389,11 @@ std::string sandbox_policy::walls() const {
 std::string sandbox_policy::write_refusal(const std::filesystem::path& real) const {
   if (mode_ == sandbox_mode::off)
     return {};
-  for (auto& [path, why] : read_only_)
-    if (real == path || is_under(real, path))
-      return "Permission denied (EACCES): the sandbox keeps " + path.string() + " read-only (" +
-             why + ")";
-  if (!temp_.empty() && (real == temp_ || is_under(real, temp_)))
+  for (auto& entry : read_only_)
+    if (real == entry.path || is_under(real, entry.path))
+      return "Permission denied (EACCES): the sandbox keeps " + entry.path.string() +
+             " read-only (" + entry.why + ")";
+  if (auto temp = made_temp(); !temp.empty() && (real == temp || is_under(real, temp)))
     return {};
   if (mode_ == sandbox_mode::workspace_write && under_writable(real))
     return {};
@@ -387,7 +408,7 @@ std::filesystem::path sandbox_policy::host_path(const std::filesystem::path& pat
   const std::filesystem::path tmp{"/tmp"};
   if (path != tmp && !is_under(path, tmp))
     return path;
-  if (!temp_.empty() && (path == temp_ || is_under(path, temp_)))
+  if (auto temp = made_temp(); !temp.empty() && (path == temp || is_under(path, temp)))
     return path;
   if (std::any_of(writable_.begin(), writable_.end(),
                   [&](auto& root) { return path == root || is_under(path, root); }))
@@ -398,10 +419,29 @@ std::filesystem::path sandbox_policy::host_path(const std::filesystem::path& pat
   return *temp / path.lexically_relative(tmp);
 }
 
+std::string sandbox_policy::move_planted() const {
+  std::string moved;
+  for (auto& path : watched_) {
+    std::error_code ec;
+    if (!std::filesystem::exists(std::filesystem::symlink_status(path, ec)))
+      continue;
+    auto aside = path;
+    aside += ".moved-by-troupe-" + std::to_string(::getpid()) + "-" +
+             std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
+    std::filesystem::rename(path, aside, ec);
+    moved += std::string{moved.empty() ? "" : "\n"} + "[troupe sandbox: " + path.string() +
+             (ec ? " was created and could not be moved aside (" + ec.message() + ")"
+                 : " was created and is moved aside to " + aside.filename().string()) +
+             ": it would point git at hooks and config outside the walls]";
+  }
+  return moved;
+}
+
 std::string sandbox_policy::inside_view(std::string text) const {
-  if (temp_.empty())
+  auto temp = made_temp();
+  if (temp.empty())
     return text;
-  const auto host = temp_.string();
+  const auto host = temp.string();
   for (auto at = text.find(host); at != std::string::npos; at = text.find(host, at + 4)) {
     auto end = at + host.size();
     if (end < text.size() && text[end] != '/' && text[end] != ' ' && text[end] != ')' &&
@@ -422,12 +462,18 @@ std::string sandbox_policy::note_for(std::string_view output) const {
             (mode_ == sandbox_mode::workspace_write ? walls() : "only a private /tmp") +
             (read_only_.empty() ? "" : "; .git/hooks, .git/config and .troupe stay read-only") +
             "]";
+  // EPERM alone is too common (chmod, kill) to be the network's: only beside a socket.
   static constexpr std::string_view network_signs[] = {
-    "Operation not permitted", "Network is unreachable", "Could not resolve host",
-    "Temporary failure in name resolution", "Name or service not known",
-    "Couldn't connect to server", "Connection refused"};
-  if (!network_ && std::any_of(std::begin(network_signs), std::end(network_signs),
-                               [&](auto sign) { return output.find(sign) != output.npos; }))
+    "Network is unreachable", "Could not resolve host", "Temporary failure in name resolution",
+    "Name or service not known", "Couldn't connect to server", "Failed to connect"};
+  static constexpr std::string_view socket_words[] = {"socket", "connect", "Connect"};
+  auto has = [&](auto& words) {
+    return std::any_of(std::begin(words), std::end(words),
+                       [&](auto word) { return output.find(word) != output.npos; });
+  };
+  bool refused_socket =
+    output.find("Operation not permitted") != output.npos && has(socket_words);
+  if (!network_ && (refused_socket || has(network_signs)))
     note += std::string{note.empty() ? "" : "\n"} +
             "[troupe sandbox: tool processes have no network (socket() fails with EPERM); "
             "--sandbox-network allows it]";

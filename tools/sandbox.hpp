@@ -9,6 +9,7 @@
 // wherever they are. Without --sandbox-network there is no network: a network namespace of its
 // own, and a seccomp filter that refuses socket(2) with EPERM (socketpair stays).
 
+#include <atomic>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -39,9 +40,12 @@ struct sandbox_settings {
   std::vector<std::filesystem::path> add_dirs;
   /// Where the mode came from, for messages: "--sandbox", a settings file, "the default for …".
   std::string mode_source;
-  /// Kept read-only even under a writable root, those that exist: troupe's home, the user's
-  /// settings, a --settings file (hooks written there would run outside the sandbox).
+  /// Kept read-only even under a writable root: troupe's home and the user's settings
+  /// directory (made when missing), a --settings file (hooks written there would run outside
+  /// the sandbox).
   std::vector<std::filesystem::path> keep_read_only;
+  /// Where the private /tmp directories are made (the system's temporary directory).
+  std::filesystem::path temp_base = "/tmp";
 };
 
 /// What this machine offers: bubblewrap, and whether it could build a sandbox here.
@@ -80,7 +84,8 @@ public:
 
   /// Rewrites `program` and `argv` (argv[0] included) to run inside the sandbox, in `cwd`.
   /// `pass_fd` is set to a descriptor (close-on-exec) the child must find as fd 3 (the
-  /// seccomp program), -1 for none; the caller closes it once the child has started.
+  /// seccomp program), -1 for none (an architecture troupe has no filter for); the caller
+  /// closes it once the child has started.
   expected<bool> wrap(std::string& program, std::vector<std::string>& argv,
                       const std::filesystem::path& cwd, int& pass_fd) const;
 
@@ -96,6 +101,12 @@ public:
   /// sandbox's /tmp, the name the model used and its shell knows.
   std::string inside_view(std::string text) const;
 
+  /// Moves aside what a command created in a repository that points git elsewhere and cannot
+  /// be kept read-only before it exists (`.git/commondir`, `.git/modules`, `.git/worktrees`:
+  /// a bind needs something to bind, and an empty `commondir` breaks git). Returns a line for
+  /// the command's output saying what was moved; empty when nothing was.
+  std::string move_planted() const;
+
   /// A line to add to a command's output that shows a sandbox refusal (a read-only file
   /// system, a network that is not there), saying what the walls are; empty for none.
   std::string note_for(std::string_view output) const;
@@ -103,17 +114,29 @@ public:
 private:
   bool under_writable(const std::filesystem::path& real) const;
   std::string walls() const;
+  /// The private /tmp's host path once it is made (empty before), safe from any thread.
+  std::filesystem::path made_temp() const;
 
   sandbox_mode mode_;
   std::string bwrap_;
   bool network_;
   std::filesystem::path workspace_;
   std::vector<std::filesystem::path> writable_;
-  /// Kept read-only (bound over the writable roots), with why: ".git/hooks", "troupe's home".
-  std::vector<std::pair<std::filesystem::path, std::string>> read_only_;
+  /// Kept read-only (bound over the writable roots), with why, and whether it is made (a
+  /// directory) when missing so that it can be.
+  struct kept {
+    std::filesystem::path path;
+    std::string why;
+    bool make = false;
+  };
+  std::vector<kept> read_only_;
   /// Bound onto themselves so that they cannot be renamed away from what is bound in them.
   std::vector<std::filesystem::path> pinned_;
+  /// Missing when the session started; moved aside when a command makes them.
+  std::vector<std::filesystem::path> watched_;
+  std::filesystem::path temp_base_;
   mutable std::once_flag temp_made_;
+  mutable std::atomic<bool> temp_ready_{false};
   mutable std::filesystem::path temp_;
   mutable std::string temp_problem_;
 };

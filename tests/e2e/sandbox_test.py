@@ -293,7 +293,51 @@ def case_unavailable(box):
           os.path.exists(os.path.join(box.work, "mine")), "the walls hold")
 
 
+def case_escapes(box):
+    """What would undo the walls from inside: capabilities (root's too), git pointed at other
+    hooks, the user's settings created where they were missing, a host Unix socket."""
+    linked = os.path.join(box.root, "linked")  # a linked worktree: .git is a file
+    os.makedirs(linked)
+    with open(os.path.join(linked, ".git"), "w") as f:
+        f.write("gitdir: /somewhere/else\n")
+    config_dir = os.path.join(box.work, "cfg")  # XDG_CONFIG_HOME inside the workspace
+    server_path = os.path.join(box.root, "host.sock")
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(server_path)
+    server.listen(1)
+    unix_connect = (f"python3 -c \"import socket; s = socket.socket(socket.AF_UNIX); "
+                    f"s.connect('{server_path}')\" && echo reached")
+    calls = [
+        ("shell", {"command": "grep CapEff /proc/self/status; mount -o remount,bind,rw / "
+                              "&& echo REMOUNTED"}),
+        ("shell", {"command": "echo ../evil > .git/commondir"}),
+        ("shell", {"command": f"echo 'gitdir: /tmp/evil' > {linked}/.git"}),
+        ("shell", {"command": "mkdir -p cfg/troupe && echo '{}' > cfg/troupe/settings.json"}),
+        ("shell", {"command": unix_connect}),
+    ]
+    done, out = box.run(calls, ["--permission-mode", "bypass", "--sandbox-network",
+                                "--add-dir", linked], {"XDG_CONFIG_HOME": config_dir})
+    check(done.returncode == 0, f"run failed: {done.stderr}")
+    check("CapEff:\t0000000000000000" in out[0] and "REMOUNTED" not in out[0],
+          f"no capabilities, no remount (even as root): {out[0]!r}")
+    # A commondir cannot be bound before it exists (an empty one breaks git): it is moved aside
+    # as soon as the command that made it ends.
+    check(not os.path.exists(os.path.join(box.work, ".git", "commondir")),
+          f"git not pointed elsewhere: {out[1]!r}")
+    check("commondir was created and is moved aside" in out[1], f"and the model is told: {out[1]!r}")
+    check(any(n.startswith("commondir.moved-by-troupe-")
+              for n in os.listdir(os.path.join(box.work, ".git"))), "moved, not lost")
+    check(read(os.path.join(linked, ".git")) == "gitdir: /somewhere/else\n",
+          f"a .git file stays: {out[2]!r}")
+    check(not os.path.exists(os.path.join(config_dir, "troupe", "settings.json")),
+          f"the user's settings directory is kept read-only before it exists: {out[3]!r}")
+    check("reached" not in out[4] and "Operation not permitted" in out[4],
+          f"a host Unix socket is out of reach even with the network: {out[4]!r}")
+    server.close()
+
+
 CASES = {
+    "escapes": case_escapes,
     "shell writes": case_shell_writes,
     "network": case_network,
     "background task": case_background,
