@@ -91,13 +91,13 @@ TEST_CASE("a comment starts only where bash starts a word") {
   CHECK(commands("echo a #c; rm f\nls;#x\n(pwd)#y") == strings{"echo|a", "ls", "pwd"});
 }
 
-TEST_CASE("[[ ]] parses its substitutions, process substitutions included") {
+TEST_CASE("a double-bracket test parses its substitutions, process substitutions included") {
   CHECK(commands("[[ -e <(rm victim) ]]") == strings{"rm|victim"});
   CHECK(commands("[[ -e >(rm v)x && $(id) == `pwd` ]]") == strings{"rm|v", "id", "pwd"});
   CHECK(commands("[[ 3 -gt -1 && -v name ]]").empty());
 }
 
-TEST_CASE("a lone [ is the test command, not a glob") {
+TEST_CASE("a lone open bracket is the test command, not a glob") {
   auto syntax = parse_shell("[ -f x ] && [[ -d y ]]");
   REQUIRE(syntax.unknown.empty());
   REQUIRE(syntax.commands.size() == 1);
