@@ -90,7 +90,19 @@ void ask(step_ptr self, const std::string& reason) {
   }
   st.asking = true;
   auto serial = ++st.ask_serial;
-  self->request(st.config.asker, caf::infinite, ask_atom::value, call, reason)
+  // The question says what an "always" answer adds, since a rule allows more than this call
+  // (`a` to `rm -rf build` allows `rm` with any arguments).
+  auto always = st.permissions->always_rules(*st.config.registry->find(call.name), call.input);
+  auto question = reason;
+  if (!always.rules.empty()) {
+    question += "\n[a]lways adds for this session:";
+    for (auto& rule : always.rules)
+      question += " " + rule.text;
+  }
+  if (!always.unallowable.empty())
+    question += std::string{"\n[a]lways "} + (always.rules.empty() ? "" : "also ") +
+                "allows no rule for " + always.unallowable + " (it will be asked again)";
+  self->request(st.config.asker, caf::infinite, ask_atom::value, call, question)
     .then(
       [=](permission_answer answer) {
         auto& s = self->state;

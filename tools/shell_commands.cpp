@@ -35,7 +35,7 @@ bool changes_what_runs(std::string_view name) {
                        "GIT_SSH_COMMAND", "GIT_EXTERNAL_DIFF", "GIT_ASKPASS", "SSH_ASKPASS",
                        "GIT_EXEC_PATH", "PERL5OPT", "PERL5LIB", "PYTHONSTARTUP", "PYTHONPATH",
                        "PYTHONHOME", "NODE_OPTIONS", "RUBYOPT", "RUBYLIB", "LESSOPEN",
-                       "LESSCLOSE", "GCONV_PATH", "ZDOTDIR"});
+                       "LESSCLOSE", "GCONV_PATH", "ZDOTDIR", "BASH_CMDS", "BASH_ALIASES"});
 }
 
 // The name an assignment word (`NAME=…`, `NAME+=…`) sets.
@@ -246,7 +246,152 @@ bool runs_other_commands(std::string_view name) {
                        "systemd-run", "firejail", "nsenter", "prlimit", "setpriv", "fakeroot",
                        "proot", "bwrap", "dbus-launch", "xvfb-run", "unbuffer", "valgrind", "gdb",
                        "expect", "tmux", "screen", "trap", "alias", "fc", "bind", "enable",
-                       "source", ".", "coproc", "sudoedit", "pkexec", "at", "batch", "crontab"});
+                       "source", ".", "coproc", "sudoedit", "pkexec", "at", "batch", "crontab",
+                       // a pager or an editor runs commands (`!cmd`, `vim -c '!cmd'`), a
+                       // completion spec and dc's `!` run them, m4 has syscmd
+                       "less", "more", "most", "man", "vi", "vim", "nvim", "view", "ex", "ed",
+                       "red", "dc", "m4", "compgen", "complete"});
+}
+
+// `--name` or `--name=V` where `name` is `full` or an abbreviation of it (getopt_long takes
+// any unambiguous prefix; `min` characters at least are taken as meaning it).
+bool long_option(std::string_view arg, std::string_view full, size_t min = 3) {
+  if (!starts_with(arg, "--"))
+    return false;
+  auto name = arg.substr(2, arg.find('=') == std::string_view::npos ? std::string_view::npos
+                                                                    : arg.find('=') - 2);
+  return name.size() >= std::min(min, full.size()) && starts_with(full, name);
+}
+
+// A cluster of short options (`-ro`) holding one of `letters`.
+bool short_cluster_has(std::string_view arg, std::string_view letters) {
+  return arg.size() >= 2 && arg[0] == '-' && arg[1] != '-' &&
+         arg.find_first_of(letters, 1) != std::string_view::npos;
+}
+
+// A variable name an argument sets: with a `[` it is an array subscript, evaluated as
+// arithmetic (`a[$(cmd)]` runs cmd), and a name from an expansion could be anything.
+std::string variable_problem(const std::string& name, const shell_word& word,
+                             std::string_view set) {
+  if (word.expands)
+    return name + " sets a variable named by an expansion";
+  if (set.find('[') != std::string_view::npos)
+    return name + " sets " + std::string{set} +
+           ": an array subscript is evaluated as arithmetic, which can run commands";
+  if (changes_what_runs(set))
+    return name + " sets " + std::string{set} + ", which changes what later commands run";
+  return {};
+}
+
+// What in a GNU sed script runs a command or writes a file: the `e` command and `s///e`, the
+// `w`/`W` commands and `s///w`. The script is read command by command; what the reader does
+// not follow is taken as doing so.
+bool sed_script_runs(std::string_view script) {
+  size_t i = 0;
+  auto skip = [&](std::string_view chars) {
+    while (i < script.size() && chars.find(script[i]) != std::string_view::npos)
+      ++i;
+  };
+  // Past a delimited part (`/re/`), escapes included; false when it is not closed.
+  auto delimited = [&](char delim) {
+    while (i < script.size() && script[i] != delim) {
+      if (script[i] == '\\')
+        ++i;
+      else if (script[i] == '\n')
+        return false;
+      ++i;
+    }
+    if (i >= script.size())
+      return false;
+    ++i;
+    return true;
+  };
+  auto address = [&]() {
+    if (i < script.size() && script[i] == '/') {
+      ++i;
+      bool closed = delimited('/');
+      skip("IM");
+      return closed;
+    }
+    if (i + 1 < script.size() && script[i] == '\\') {
+      char delim = script[i + 1];
+      i += 2;
+      bool closed = delimited(delim);
+      skip("IM");
+      return closed;
+    }
+    skip("0123456789$~+");
+    return true;
+  };
+  auto to_line_end = [&]() {
+    while (i < script.size() && script[i] != '\n')
+      ++i;
+  };
+  while (i < script.size()) {
+    skip(" \t\n;");
+    if (i >= script.size())
+      break;
+    if (script[i] == '#') {
+      to_line_end();
+      continue;
+    }
+    if (!address())
+      return true;
+    skip(" \t");
+    if (i < script.size() && script[i] == ',') {
+      ++i;
+      skip(" \t");
+      if (!address())
+        return true;
+    }
+    skip(" \t!");
+    if (i >= script.size())
+      return true;
+    char command = script[i++];
+    switch (command) {
+      case '{':
+      case '}':
+      case '=': case 'd': case 'D': case 'g': case 'G': case 'h': case 'H': case 'n':
+      case 'N': case 'p': case 'P': case 'x': case 'z': case 'F':
+        break;
+      case 'l': case 'L': case 'q': case 'Q':
+        skip(" \t0123456789");
+        break;
+      case ':': case 'b': case 't': case 'T':
+        while (i < script.size() && script[i] != ';' && script[i] != '\n')
+          ++i;
+        break;
+      case 'a': case 'i': case 'c': case 'r': case 'R':
+        to_line_end(); // text or a file it reads, to the end of the line
+        break;
+      case 's': {
+        if (i >= script.size() || script[i] == '\n' || script[i] == '\\')
+          return true;
+        char delim = script[i++];
+        if (!delimited(delim) || !delimited(delim))
+          return true;
+        while (i < script.size() && script[i] != ';' && script[i] != '\n' && script[i] != '}') {
+          if (script[i] == 'e' || script[i] == 'w' || script[i] == 'W')
+            return true;
+          if (std::string_view{"gpiImM0123456789 \t"}.find(script[i]) == std::string_view::npos)
+            return true;
+          ++i;
+        }
+        break;
+      }
+      case 'y': {
+        if (i >= script.size() || script[i] == '\n' || script[i] == '\\')
+          return true;
+        char delim = script[i++];
+        if (!delimited(delim) || !delimited(delim))
+          return true;
+        break;
+      }
+      default: // e, w, W and anything this reader does not know
+        return true;
+    }
+  }
+  return false;
 }
 
 class analyser {
@@ -288,10 +433,22 @@ private:
 
   void simple(const shell_command& command, int depth) {
     for (auto& redirect : command.redirects) {
+      const auto& target = redirect.target;
+      // bash opens /dev/tcp/HOST/PORT and /dev/udp/… itself: a network connection.
+      if (!one_of(redirect.op, {"<<", "<<-", "<<<"}) &&
+          (starts_with(target.text, "/dev/tcp/") || starts_with(target.text, "/dev/udp/"))) {
+        shell_run run;
+        run.text = redirect.op + " " + target.text;
+        run.layers = {run.text};
+        opaque(std::move(run), "a redirection to " + target.text + " opens a network connection");
+        continue;
+      }
       if (!redirect.writes_file())
         continue;
-      const auto& target = redirect.target;
-      if (target.expands || target.globs) {
+      // `~+` is the working directory, `~-` the previous one, `~user` another home.
+      bool other_tilde = starts_with(target.text, "~") && target.text != "~" &&
+                         !starts_with(target.text, "~/");
+      if (target.expands || target.globs || other_tilde) {
         out_.writes.push_back({target.text, true});
       } else if (!one_of(target.text, {"/dev/null", "/dev/stdout", "/dev/stderr"})) {
         out_.writes.push_back({target.text, false});
@@ -359,8 +516,8 @@ private:
       for (size_t i = k; i < w.size(); ++i)
         run.words.push_back(i == k ? name : w[i].text);
     auto why = opaque_reason(name, w, k, run.open_ended, depth);
-    if (why == "parsed") // what it runs is judged on its own; a deny rule still sees it
-      run.must_allow.clear();
+    if (why == "parsed") // what it runs is judged on its own; a deny rule still sees it, and
+      run.must_allow.pop_back(); // a privilege wrapper around it (`sudo sh -c`) is still needed
     if (why.empty() || why == "parsed") {
       out_.commands.push_back(std::move(run));
     } else {
@@ -433,23 +590,100 @@ private:
       return {};
     }
     if (name == "printf") {
+      for (size_t i = k + 1; i < w.size(); ++i) {
+        if (arg(i) == "--" || !starts_with(arg(i), "-"))
+          break;
+        if (starts_with(arg(i), "-v")) {
+          if (arg(i) == "-v" && i + 1 >= w.size())
+            break;
+          const auto& target = arg(i) == "-v" ? w[i + 1] : w[i];
+          auto set = arg(i) == "-v" ? std::string_view{target.text}
+                                    : std::string_view{target.text}.substr(2);
+          auto why = variable_problem("printf -v", target, set);
+          if (!why.empty())
+            return why;
+        }
+      }
+      return {};
+    }
+    if (name == "let")
+      return "let evaluates arithmetic, where a name's value can run commands";
+    if (name == "test" || name == "[") {
       for (size_t i = k + 1; i + 1 < w.size(); ++i)
-        if (arg(i) == "-v" && (changes_what_runs(arg(i + 1)) || w[i + 1].expands))
-          return "printf -v sets " + arg(i + 1) + ", which changes what later commands run";
+        if (arg(i) == "-v") {
+          auto why = variable_problem(name + " -v", w[i + 1], arg(i + 1));
+          if (!why.empty())
+            return why;
+        }
       return {};
     }
     if (one_of(name, {"export", "declare", "typeset", "local", "readonly", "read", "mapfile",
-                      "readarray", "getopts"})) {
+                      "readarray", "getopts", "unset", "wait"})) {
+      // Options that take a value, per builtin; read's -a and wait's -p name a variable.
+      std::string_view valued = name == "read"                                  ? "dinNptu"
+                                : name == "mapfile" || name == "readarray"     ? "dnOsuc"
+                                                                                : "";
+      bool names_follow = name != "wait";
       for (size_t i = k + 1; i < w.size(); ++i) {
-        if (starts_with(arg(i), "-")) {
+        if (w[i].expands && starts_with(arg(i), "-"))
+          return name + " with options made when it runs";
+        if (arg(i) == "--")
+          continue;
+        if (starts_with(arg(i), "-") || starts_with(arg(i), "+")) {
+          if (one_of(name, {"mapfile", "readarray"}) && short_cluster_has(arg(i), "C"))
+            return name + " -C runs a callback, code troupe cannot see";
           if (one_of(name, {"declare", "typeset", "local"}) && arg(i).find('n') != std::string::npos)
             return name + " -n makes a name refer to another variable";
+          if (one_of(name, {"declare", "typeset", "local", "export", "readonly"}) &&
+              short_cluster_has(arg(i), "i"))
+            return name + " -i evaluates values as arithmetic, which can run commands";
+          if (name == "wait" && short_cluster_has(arg(i), "p"))
+            names_follow = true;
+          auto last = arg(i).back();
+          if (arg(i).size() == 2 && valued.find(last) != std::string_view::npos)
+            ++i; // its value
           continue;
         }
-        auto set = assigned_name(arg(i));
-        if (changes_what_runs(set) || set.find('$') != std::string_view::npos)
-          return name + " sets " + std::string{set} + ", which changes what later commands run";
+        if (!names_follow)
+          continue;
+        auto why = variable_problem(name, w[i], assigned_name(arg(i)));
+        if (!why.empty())
+          return why;
       }
+    }
+    if (name == "git")
+      return git_reason(w, k);
+    if (name == "sed" || name == "gsed")
+      return sed_reason(name, w, k, open_ended);
+    if (name == "tar" || name == "gtar" || name == "bsdtar") {
+      for (size_t i = k + 1; i < w.size(); ++i) {
+        const auto& a = arg(i);
+        if (a == "--checkpoint" || starts_with(a, "--checkpoint="))
+          continue;
+        for (auto runs : {"to-command", "use-compress-program", "checkpoint-action",
+                          "info-script", "new-volume-script", "rsh-command", "rmt-command"})
+          if (long_option(a, runs, 4))
+            return name + " " + a + " runs a command";
+        // -I and -F run a program, in a cluster (`-xIf`) or the old form's first word (`xIf`)
+        if (short_cluster_has(a, "IF") ||
+            (i == k + 1 && !starts_with(a, "-") && a.find_first_of("IF") != std::string::npos))
+          return name + " " + a + " runs a command (-I or -F)";
+        if (w[i].expands)
+          return name + " with arguments made when it runs";
+      }
+      return {};
+    }
+    if (name == "sort") {
+      for (size_t i = k + 1; i < w.size(); ++i)
+        if (long_option(arg(i), "compress-program", 3) || w[i].expands)
+          return "sort " + arg(i) + " runs a compression program";
+      return {};
+    }
+    if (name == "rg") {
+      for (size_t i = k + 1; i < w.size(); ++i)
+        if (arg(i) == "--pre" || starts_with(arg(i), "--pre=") || w[i].expands)
+          return "rg " + arg(i) + " runs a preprocessor";
+      return {};
     }
     return {};
   }
@@ -498,6 +732,96 @@ private:
     return "parsed";
   }
 
+  // git's options before its subcommand that run commands: `-c alias.x='!cmd'`,
+  // `-c core.hooksPath=…`, `--config-env`, `--exec-path=DIR`.
+  static std::string git_reason(const words& w, size_t k) {
+    for (size_t i = k + 1; i < w.size(); ++i) {
+      const auto& a = w[i].text;
+      if (w[i].expands && starts_with(a, "-"))
+        return "git with options made when it runs";
+      if (!starts_with(a, "-"))
+        return git_subcommand_reason(w, i);
+      if (a == "-c" || starts_with(a, "--config-env") || starts_with(a, "--exec-path="))
+        return "git " + a + " sets configuration that can run commands";
+      if (one_of(a, {"-C", "--git-dir", "--work-tree", "--namespace", "--super-prefix"}))
+        ++i; // its value
+    }
+    return {};
+  }
+
+  // Subcommand options that run a program: `--upload-pack`/`-u` (run even for a local
+  // repository), `--receive-pack`, `--exec`, `rebase -x`, `grep -O`, `difftool -x`, and
+  // `clone -c` (configuration for the new repository: its hooks run during the clone).
+  static std::string git_subcommand_reason(const words& w, size_t sub) {
+    const auto& name = w[sub].text;
+    if (name == "filter-branch")
+      return "git filter-branch runs commands troupe cannot see";
+    for (size_t i = sub + 1; i < w.size(); ++i) {
+      const auto& a = w[i].text;
+      if (w[i].expands && starts_with(a, "-"))
+        return "git " + name + " with options made when it runs";
+      bool runs = starts_with(a, "--upload-pack") || starts_with(a, "--receive-pack") ||
+                  starts_with(a, "--exec") || starts_with(a, "--extcmd") ||
+                  starts_with(a, "--open-files-in-pager") ||
+                  (one_of(name, {"rebase", "difftool"}) && short_cluster_has(a, "x")) ||
+                  (name == "grep" && short_cluster_has(a, "O")) ||
+                  (one_of(name, {"clone", "fetch", "pull", "ls-remote"}) && a == "-u") ||
+                  (name == "clone" && (a == "-c" || starts_with(a, "--config"))) ||
+                  (name == "submodule" && a == "foreach") || (name == "bisect" && a == "run");
+      if (runs)
+        return "git " + name + " " + a + " runs commands troupe cannot see";
+    }
+    return {};
+  }
+
+  static std::string sed_reason(const std::string& name, const words& w, size_t k,
+                                bool open_ended) {
+    if (open_ended)
+      return "xargs gives " + name + " its script";
+    bool sandboxed = false, script_given = false;
+    std::vector<const shell_word*> scripts;
+    for (size_t i = k + 1; i < w.size(); ++i) {
+      const auto& a = w[i].text;
+      if (a == "--sandbox")
+        sandboxed = true;
+      if (a == "--")
+        break;
+      if (a == "-e" || a == "--expression") {
+        if (i + 1 < w.size())
+          scripts.push_back(&w[++i]);
+        script_given = true;
+      } else if (starts_with(a, "--expression=")) {
+        script_given = true;
+      } else if (a == "-f" || long_option(a, "file", 3) || short_cluster_has(a, "f")) {
+        return name + " " + a + " runs a script from a file";
+      } else if (a == "-l") {
+        ++i;
+      } else if (!starts_with(a, "-") && !script_given) {
+        scripts.push_back(&w[i]);
+        script_given = true;
+      } else if (short_cluster_has(a, "e") && a.back() == 'e' && a.find('e') + 1 == a.size()) {
+        if (i + 1 < w.size()) // `-ne SCRIPT`
+          scripts.push_back(&w[++i]);
+        script_given = true;
+      } else if (short_cluster_has(a, "e")) {
+        return name + " " + a + " (a script troupe does not read)";
+      }
+    }
+    if (sandboxed)
+      return {}; // --sandbox refuses e, w and r
+    for (size_t i = k + 1; i < w.size(); ++i)
+      if (starts_with(w[i].text, "--expression=") &&
+          sed_script_runs(std::string_view{w[i].text}.substr(13)))
+        return name + " script runs a command or writes a file (e, w, W)";
+    for (auto script : scripts) {
+      if (script->expands)
+        return name + " runs a script made when it runs";
+      if (sed_script_runs(script->text))
+        return name + " script runs a command or writes a file (e, w, W)";
+    }
+    return {};
+  }
+
   static std::string awk_reason(const std::string& name, const words& w, size_t k,
                                 bool open_ended) {
     if (open_ended)
@@ -539,6 +863,15 @@ private:
 shell_line analyse_command_line(std::string_view line) {
   shell_line out;
   analyser{out}.line(line, 0);
+  // A line that changes directory (anywhere: a loop runs its body again) writes a relative
+  // path somewhere other than the workspace it is judged against.
+  bool moves = std::any_of(out.commands.begin(), out.commands.end(), [](const shell_run& run) {
+    return !run.words.empty() && one_of(run.words[0], {"cd", "pushd", "popd"});
+  });
+  if (moves)
+    for (auto& write : out.writes)
+      if (!starts_with(write.path, "/") && !starts_with(write.path, "~/"))
+        write.opaque = true;
   return out;
 }
 

@@ -163,7 +163,8 @@ permission_decision judge_write(const permission_policy& policy, const shell_wri
                                      " writes where troupe cannot see"};
 }
 
-// A line that runs nothing (`X=1`, a comment) is judged as one empty command.
+// A line that runs nothing (`X=1`, a comment, `[[ -f x ]]`) is judged as one command: its text,
+// which plan mode finds read-only only when the line is empty.
 shell_line analysed(const nlohmann::json& input, const tool_spec& spec) {
   std::string line;
   if (auto command = input.find(spec.rule_subject);
@@ -174,6 +175,8 @@ shell_line analysed(const nlohmann::json& input, const tool_spec& spec) {
     shell_run nothing;
     nothing.text = std::string{trim(line)};
     nothing.layers = nothing.must_allow = {nothing.text};
+    if (!nothing.text.empty())
+      nothing.words = {nothing.text};
     parts.commands.push_back(std::move(nothing));
   }
   return parts;
@@ -208,6 +211,30 @@ bool printable(const std::string& text) {
 
 bool one_of(std::string_view text, std::initializer_list<std::string_view> names) {
   return std::find(names.begin(), names.end(), text) != names.end();
+}
+
+// `--name`, `--name=V` or an abbreviation getopt_long takes for it (`--out` for `--output`).
+bool long_abbrev(const std::string& word, std::string_view full) {
+  if (word.size() < 3 || word.compare(0, 2, "--") != 0)
+    return false;
+  auto name = std::string_view{word}.substr(2, word.find('=') == std::string::npos
+                                                   ? std::string::npos
+                                                   : word.find('=') - 2);
+  return !name.empty() && full.substr(0, name.size()) == name;
+}
+
+// Any short-option cluster (`-ro`) holding `option`, or a long option naming `long_name`.
+bool has_option(const std::vector<std::string>& words, char option, std::string_view long_name) {
+  for (size_t i = 1; i < words.size(); ++i) {
+    const auto& w = words[i];
+    if (w == "--")
+      break;
+    if (w.size() >= 2 && w[0] == '-' && w[1] != '-' && w.find(option, 1) != std::string::npos)
+      return true;
+    if (!long_name.empty() && long_abbrev(w, long_name))
+      return true;
+  }
+  return false;
 }
 
 bool any_starts(const std::vector<std::string>& words,
@@ -262,21 +289,35 @@ bool read_only_command(const std::vector<std::string>& words) {
                        "unexpand", "strings", "seq", "nproc", "printenv", "uptime", "free", "ps",
                        "groups", "locale", "cd", "sleep", "find", "command", "lsof", "tty"}))
     return true;
+  // Short options come bundled (`sort -ro f`) and long ones abbreviated (`--out=f`).
   if (program == "sort")
-    return !any_starts(words, {"-o", "--output"});
+    return !has_option(words, 'o', "output") && !any_starts(words, {"--compress"});
   if (program == "rg")
     return !any_starts(words, {"--pre"});
   if (program == "tree")
-    return !any_starts(words, {"-o"});
+    return !has_option(words, 'o', "");
   if (program == "date")
-    return !any_starts(words, {"-s", "--set"});
+    return !has_option(words, 's', "set");
   if (program == "printf")
     return !any_starts(words, {"-v"});
   if (program == "env" || program == "hostname")
     return words.size() == 1;
-  if (program == "uniq") // `uniq in out` writes out
-    return std::count_if(words.begin() + 1, words.end(),
-                         [](const std::string& w) { return w.empty() || w[0] != '-'; }) <= 1;
+  if (program == "uniq") { // `uniq in out` writes out, `-` being the input
+    size_t operands = 0;
+    bool options = true;
+    for (size_t i = 1; i < words.size(); ++i) {
+      const auto& w = words[i];
+      if (options && w == "--") {
+        options = false;
+      } else if (options && w.size() > 1 && w[0] == '-') {
+        if (w == "-f" || w == "-s" || w == "-w")
+          ++i; // its number
+      } else {
+        ++operands;
+      }
+    }
+    return operands <= 1;
+  }
   if (program == "git")
     return read_only_git(words);
   return false;
@@ -327,6 +368,13 @@ allow_suggestion permission_policy::always_rules(const tool_spec& spec,
       continue;
     }
     for (auto& text : run.must_allow) {
+      // A part already allowed (`cat` in `sudo cat f`) needs no rule of its own.
+      auto allows = [&](const permission_rule& r) {
+        return r.tool == spec.name && (!r.pattern || command_matches(*r.pattern, text, false));
+      };
+      if (std::any_of(rules.allow.begin(), rules.allow.end(), allows) ||
+          std::any_of(session_allow.begin(), session_allow.end(), allows))
+        continue;
       auto pattern = rule_for(text);
       if (!printable(pattern)) {
         cannot("the name of " + code_span(text) + " holds control characters");

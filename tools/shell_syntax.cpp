@@ -20,10 +20,10 @@ bool shell_redirect::writes_file() const {
 
 namespace {
 
-// Every kind of white space separates words here: bash splits on spaces and tabs only, but a
-// word it runs as `rm\vf` runs nothing, so reading more words never hides a command.
+// Only spaces and tabs separate words, as in bash: `\v`, `\f` and `\r` are part of a word (so a
+// `#` after one is not a comment).
 bool is_blank(char c) {
-  return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f';
+  return c == ' ' || c == '\t';
 }
 
 bool is_meta(char c) {
@@ -41,6 +41,71 @@ bool is_name_char(char c) {
 
 bool is_hex(char c) {
   return std::isxdigit(static_cast<unsigned char>(c)) != 0;
+}
+
+bool all_digits(std::string_view text) {
+  return !text.empty() && std::all_of(text.begin(), text.end(), [](unsigned char c) {
+    return std::isdigit(c) != 0;
+  });
+}
+
+// What makes the inside of `${…}` something the parser cannot judge, or nullptr: quotes or
+// substitutions, indirection (`${!x}` reads the name to expand from x), and arithmetic on
+// names (an array subscript `${a[i]}`, an offset `${x:n}`), since evaluating a name whose
+// value is `a[$(cmd)]` runs cmd.
+const char* brace_problem(std::string_view inside) {
+  if (inside.find_first_of("$`'\"{\\") != std::string_view::npos)
+    return "a ${…} expansion with quotes or substitutions inside";
+  size_t j = 0;
+  bool indirect = false;
+  if (j < inside.size() && (inside[j] == '!' || inside[j] == '#') && inside.size() > 1) {
+    indirect = inside[j] == '!';
+    ++j;
+  }
+  auto name_start = j;
+  while (j < inside.size() && is_name_char(inside[j]))
+    ++j;
+  if (j == name_start && j < inside.size() && std::string_view{"@*#?$!-"}.find(inside[j]) != std::string_view::npos)
+    ++j;
+  std::string_view subscript;
+  bool has_subscript = false;
+  if (j < inside.size() && inside[j] == '[') {
+    auto close = inside.find(']', j);
+    if (close == std::string_view::npos)
+      return "an unclosed array subscript in ${…}";
+    subscript = inside.substr(j + 1, close - j - 1);
+    has_subscript = true;
+    if (!all_digits(subscript) && subscript != "@" && subscript != "*")
+      return "an array subscript (arithmetic on names) in ${…}";
+    j = close + 1;
+  }
+  auto rest = inside.substr(j);
+  // `${!prefix*}` and `${!a[@]}` list names; any other `${!…}` expands a name read from a value.
+  if (indirect && !(rest == "*" || rest == "@" ||
+                    (rest.empty() && has_subscript && (subscript == "@" || subscript == "*"))))
+    return "an indirect ${!…} expansion";
+  if (!rest.empty() && rest[0] == ':' &&
+      (rest.size() == 1 || std::string_view{"-=+?"}.find(rest[1]) == std::string_view::npos) &&
+      std::any_of(rest.begin(), rest.end(), [](char c) { return is_name_start(c); }))
+    return "a ${x:offset} with names (arithmetic on names)";
+  return nullptr;
+}
+
+// What in an unquoted here-document body (its line continuations joined) runs or evaluates
+// something, or nullptr.
+const char* heredoc_problem(std::string_view body) {
+  if (body.find("$(") != std::string_view::npos || body.find('`') != std::string_view::npos)
+    return "a here-document substitutes commands";
+  if (body.find("$[") != std::string_view::npos)
+    return "a here-document with $[ ] arithmetic";
+  for (auto at = body.find("${"); at != std::string_view::npos; at = body.find("${", at + 2)) {
+    auto close = body.find('}', at);
+    if (close == std::string_view::npos)
+      return "a here-document with an unclosed ${";
+    if (auto why = brace_problem(body.substr(at + 2, close - at - 2)))
+      return why;
+  }
+  return nullptr;
 }
 
 class parser {
@@ -81,14 +146,18 @@ private:
   bool at_end() const { return i_ >= s_.size(); }
   char peek(size_t ahead = 0) const { return i_ + ahead < s_.size() ? s_[i_ + ahead] : '\0'; }
 
-  // Blanks, line continuations and comments (a `#` where a word would start).
+  // Blanks, line continuations and comments: a `#` where bash starts a word, at the start or
+  // after a blank, a newline or an operator (a `#` that continues a word, as after `<(…)`, is
+  // read with the word).
   void skip_blanks() {
     while (!at_end()) {
       if (is_blank(s_[i_])) {
         ++i_;
       } else if (s_[i_] == '\\' && peek(1) == '\n') {
         i_ += 2;
-      } else if (s_[i_] == '#') {
+      } else if (s_[i_] == '#' &&
+                 (i_ == 0 || is_blank(s_[i_ - 1]) ||
+                  std::string_view{"\n;&|()<>"}.find(s_[i_ - 1]) != std::string_view::npos)) {
         while (!at_end() && s_[i_] != '\n')
           ++i_;
       } else {
@@ -103,21 +172,36 @@ private:
     for (auto& doc : std::exchange(heredocs_, {})) {
       bool closed = false;
       while (!at_end()) {
-        auto end = s_.find('\n', i_);
-        auto line = s_.substr(i_, end == std::string_view::npos ? std::string_view::npos : end - i_);
-        i_ = end == std::string_view::npos ? s_.size() : end + 1;
+        // In an unquoted body bash joins a line ending in `\` to the next before it compares
+        // the delimiter and expands (`$\` then `(cmd)` is `$(cmd)`).
+        std::string line;
+        while (true) {
+          auto end = s_.find('\n', i_);
+          auto piece = s_.substr(i_, end == std::string_view::npos ? std::string_view::npos : end - i_);
+          i_ = end == std::string_view::npos ? s_.size() : end + 1;
+          size_t backslashes = 0;
+          while (backslashes < piece.size() && piece[piece.size() - 1 - backslashes] == '\\')
+            ++backslashes;
+          if (doc.quoted || backslashes % 2 == 0 || end == std::string_view::npos) {
+            line += piece;
+            break;
+          }
+          piece.remove_suffix(1);
+          line += piece;
+        }
         if (!line.empty() && line.back() == '\r')
-          line.remove_suffix(1);
+          line.pop_back();
+        std::string_view text = line;
         if (doc.strip_tabs)
-          while (!line.empty() && line.front() == '\t')
-            line.remove_prefix(1);
-        if (line == doc.delimiter) {
+          while (!text.empty() && text.front() == '\t')
+            text.remove_prefix(1);
+        if (text == doc.delimiter) {
           closed = true;
           break;
         }
-        if (!doc.quoted && (line.find("$(") != std::string_view::npos ||
-                            line.find('`') != std::string_view::npos))
-          return fail("a here-document substitutes commands");
+        if (!doc.quoted)
+          if (auto why = heredoc_problem(text))
+            return fail(why);
       }
       if (!closed)
         return fail("a here-document is not closed by " + doc.delimiter);
@@ -291,9 +375,13 @@ private:
            trailing_redirects();
   }
 
-  // `[[ … ]]`: words and operators, where < > && || ( ) ! are not the shell's operators.
+  // `[[ … ]]`: words and operators, where < > && || ( ) ! are not the shell's operators. Its
+  // substitutions, process substitutions included, are parsed as everywhere; the operands of
+  // its arithmetic comparisons and of -v are evaluated as arithmetic, so only integers and
+  // plain names are understood there.
   bool parse_test() {
     i_ += 2;
+    std::vector<shell_word> words;
     while (true) {
       skip_blanks();
       if (at_end())
@@ -305,11 +393,18 @@ private:
       }
       if (at_word("]]")) {
         i_ += 2;
-        return trailing_redirects();
+        return test_arithmetic(words) && trailing_redirects();
       }
       char c = peek();
       if (c == ';')
         return fail("';' inside '[[ ]]'");
+      if ((c == '<' || c == '>') && peek(1) == '(') {
+        shell_word word;
+        if (!read_process_substitution(word))
+          return false;
+        words.push_back(std::move(word));
+        continue;
+      }
       if (c == '(' || c == ')' || c == '<' || c == '>' || c == '&' || c == '|' || c == '!') {
         ++i_;
         continue;
@@ -317,7 +412,42 @@ private:
       shell_word word;
       if (!read_word(word))
         return false;
+      words.push_back(std::move(word));
     }
+  }
+
+  bool test_arithmetic(const std::vector<shell_word>& words) {
+    auto integer = [](const shell_word& w) {
+      std::string_view text = w.text;
+      if (!text.empty() && (text[0] == '-' || text[0] == '+'))
+        text.remove_prefix(1);
+      return !w.expands && all_digits(text);
+    };
+    for (size_t j = 0; j < words.size(); ++j) {
+      const auto& op = words[j].text;
+      if (op == "-eq" || op == "-ne" || op == "-lt" || op == "-le" || op == "-gt" || op == "-ge") {
+        if (j == 0 || j + 1 >= words.size() || !integer(words[j - 1]) || !integer(words[j + 1]))
+          return fail("arithmetic on names or expansions in '[[ ]]'");
+      } else if (op == "-v" && j + 1 < words.size() &&
+                 (words[j + 1].expands || words[j + 1].text.find('[') != std::string::npos)) {
+        return fail("'[[ -v ]]' with an array subscript or an expansion");
+      }
+    }
+    return true;
+  }
+
+  // `<(…)` or `>(…)`: its list is parsed, and the word goes on after the `)` (`<(…)#` is one
+  // word, not a comment).
+  bool read_process_substitution(shell_word& word) {
+    auto start = i_;
+    i_ += 2;
+    if (!parse_nested_list())
+      return false;
+    word.text = std::string{s_.substr(start, i_ - start)};
+    word.expands = true;
+    if (!at_end() && !is_meta(peek()))
+      return read_word(word);
+    return true;
   }
 
   // Redirections after a compound command belong to it: a command without words holds them.
@@ -388,12 +518,8 @@ private:
       char c = peek();
       if ((c == '<' || c == '>') && peek(1) == '(') { // process substitution
         shell_word word;
-        auto start = i_;
-        i_ += 2;
-        if (!parse_nested_list())
+        if (!read_process_substitution(word))
           return false;
-        word.text = std::string{s_.substr(start, i_ - start)};
-        word.expands = true;
         cmd.words.push_back(std::move(word));
         continue;
       }
@@ -449,7 +575,7 @@ private:
   }
 
   bool read_word(shell_word& word) {
-    bool in_brace = false, brace_list = false;
+    bool in_brace = false, brace_list = false, bracket = false;
     auto start = i_;
     while (!at_end()) {
       char c = peek();
@@ -501,8 +627,11 @@ private:
           return false;
         continue;
       }
-      if (c == '*' || c == '?' || c == '[')
+      // A `[` is a glob only with a `]` after it: a lone `[` (the test command) is itself.
+      if (c == '*' || c == '?' || (bracket && c == ']'))
         word.globs = true;
+      if (c == '[')
+        bracket = true;
       // Brace expansion makes `{r,}m` the words `rm m`.
       if (c == '{')
         in_brace = true;
@@ -631,13 +760,14 @@ private:
       i_ += 2;
       if (!parse_nested_list())
         return false;
+    } else if (next == '[') {
+      return fail("$[ ] arithmetic");
     } else if (next == '{') {
       auto close = s_.find('}', i_ + 2);
       if (close == std::string_view::npos)
         return fail("an unclosed ${");
-      auto inside = s_.substr(i_ + 2, close - i_ - 2);
-      if (inside.find_first_of("$`'\"{\\") != std::string_view::npos)
-        return fail("a ${…} expansion with quotes or substitutions inside");
+      if (auto why = brace_problem(s_.substr(i_ + 2, close - i_ - 2)))
+        return fail(why);
       i_ = close + 1;
     } else if (is_name_start(next)) {
       i_ += 2;
@@ -656,8 +786,8 @@ private:
     return true;
   }
 
-  // `$(( … ))` holding only numbers, names and operators: anything else (an array subscript,
-  // a substitution) could run a command.
+  // `$(( … ))` holding only numbers and operators: a name is evaluated as arithmetic in turn,
+  // and one whose value is `a[$(cmd)]` runs cmd, so names and `$` are not understood.
   bool read_arithmetic() {
     i_ += 3;
     int open = 0;
@@ -673,9 +803,9 @@ private:
         ++open;
       else if (c == ')')
         --open;
-      else if (c == '$' && !is_name_start(peek(1)) && !std::isdigit(static_cast<unsigned char>(peek(1))))
-        return fail("$(( )) with anything but plain arithmetic");
-      else if (!is_name_char(c) && !is_blank(c) && c != '$' &&
+      else if (c == '$' || (is_name_start(c) && !is_name_char(s_[i_ - 1])))
+        return fail("$(( )) with names or expansions (arithmetic on names)");
+      else if (!is_name_char(c) && !is_blank(c) &&
                std::string_view{"+-*/%<>=!&|^~?:,"}.find(c) == std::string_view::npos)
         return fail("$(( )) with anything but plain arithmetic");
       ++i_;

@@ -109,8 +109,11 @@ TEST_CASE("asked: yes runs the call, always stops asking for it, no hands contro
                            {"tool_calls", json::array({{{"name", "shell"}, {"input", {{"command", "printf three"}}}},
                                                        {{"name", "read"}, {"input", {{"path", "x"}}}}})}},
                       text_reply("never reached")});
-  CHECK(answers->asked == strings{"shell: shell needs approval", "shell: shell needs approval",
-                                  "shell: shell needs approval"});
+  // The question names the rule an "always" answer adds.
+  CHECK(answers->asked ==
+        strings{"shell: shell needs approval\n[a]lways adds for this session: shell(echo *)",
+                "shell: shell needs approval\n[a]lways adds for this session: shell(echo *)",
+                "shell: shell needs approval\n[a]lways adds for this session: shell(printf *)"});
   CHECK(ended.reason == terminal_reason::permission_blocked);
   CHECK(f.transcript_roles() == strings{"user:prompt", "assistant", "tool", "assistant", "tool",
                                         "assistant", "tool", "assistant", "tool", "tool",

@@ -280,14 +280,25 @@ TEST_CASE("bypass with a deny rule: every spelling that runs rm is denied, lines
         "eval \"rm f\"", "env -- rm f", "PATH=/tmp ls", "export PATH=/tmp; ls", "trap 'rm f' EXIT",
         "alias ls='rm f'", "case x in x) rm f;; esac", "f() { rm f; }; f", "((1)) && rm f",
         "echo 'unclosed", "sudo --weird rm f", "watch rm f", "ruby -e 'File.delete(\"f\")'",
-        "node -e 'x'", "bash -c \"$CMD\"", "echo $((1+$(rm f)))", "rm -rf /", "rm"}) {
+        "node -e 'x'", "bash -c \"$CMD\"", "echo $((1+$(rm f)))", "rm -rf /", "rm",
+        // spellings the parser once misread
+        "[[ -e <(rm victim) ]]", "[[ -n x && $(rm f) ]]", "cat <(echo)#; rm f", "true\v#; rm f",
+        "true\f#; rm f", "cat <<EOF\n$\\\n(rm f)\nEOF", "declare BASH_CMDS[ls]=/bin/rm; ls victim",
+        "printf -v \"BASH_CMDS[cat]\" /bin/rm; cat victim", "read BASH_CMDS[ls] <<< /bin/rm",
+        "mapfile -C 'rm f; :' -c 1 a <<< x", "readarray -C 'rm f; :' -c 1 a <<< x",
+        "complete -C 'rm f' x", "X='a[$(rm f)]'; echo $((X))", "let 'a[$(rm f)]'",
+        "[[ $X -eq 1 ]]", "test -v 'a[$(rm f)]'", "git -c alias.x='!rm victim' x",
+        "git -c core.hooksPath=h commit", "sed '1e rm victim' f", "sed 's/x/rm f/e' f",
+        "tar --to-command='rm f' -xf a.tar", "sort --compress-program=rm f", "rg --pre rm x",
+        "less f", "echo ${a[$(rm f)]}", "echo ${!X}"}) {
     CAPTURE(line);
     CHECK(f.command(line) == deny);
   }
   for (auto line : {"ls -la", "echo rm", "grep rm file", "git rm --cached x", "echo 'rm f'",
                     "cat rm.txt", "ls | wc -l", "command -v rm", "find . -name '*.rm'",
                     "python3 script.py", "awk '{print $1}' f", "echo $((1 + 2))",
-                    "cat <<'EOF'\n$(rm f)\nEOF", "[[ $x < 3 && -f y ]] && ls"}) {
+                    "cat <<'EOF'\n$(rm f)\nEOF", "[[ $x < 3 && -f y ]] && ls", "[ -f x ] && ls",
+                    "test -d rm", "sed -n '/rm/p' f", "git -C d status"}) {
     CAPTURE(line);
     CHECK(f.command(line) == allow);
   }
@@ -318,6 +329,31 @@ TEST_CASE("allow rules cover a line when every command in it is allowed") {
   CHECK(f.command("ls > other") == allow);
 }
 
+TEST_CASE("a privilege wrapper around a parsed shell is still needed") {
+  policy_fixture f;
+  f.policy.rules.allow = {rule("shell(ls *)")};
+  CHECK(f.command("sh -c 'ls'") == allow);
+  CHECK(f.command("sudo sh -c 'ls'") == ask);
+  CHECK(f.command("doas bash -c 'ls -l'") == ask);
+  f.policy.rules.allow.push_back(rule("shell(sudo *)"));
+  CHECK(f.command("sudo sh -c 'ls'") == allow);
+}
+
+TEST_CASE("a redirection's target is opaque when the line changes directory or uses ~+ ~- ~user") {
+  policy_fixture f;
+  f.policy.mode = permission_mode::accept_edits;
+  f.policy.rules.allow = {rule("shell(cd *)"), rule("shell(echo *)"), rule("shell(pushd *)")};
+  CHECK(f.command("echo x > F") == allow);
+  CHECK(f.command("cd .. && echo x > F") == ask);
+  CHECK(f.command("echo x > F; cd ..") == ask);
+  CHECK(f.command("pushd /tmp; echo x >> F") == ask);
+  CHECK(f.command("cd src && echo x > /work/project/F") == allow);
+  for (auto line : {"echo x > ~+/F", "echo x > ~-/F", "echo x > ~root/F"}) {
+    CAPTURE(line);
+    CHECK(f.command(line) == ask);
+  }
+}
+
 TEST_CASE("the rules a refusal suggests are the ones that allow the call") {
   policy_fixture f;
   auto suggested = f.policy.always_rules(f.shell, {{"command", "ls -la | wc -l > n.txt && git status"}});
@@ -336,18 +372,30 @@ TEST_CASE("the rules a refusal suggests are the ones that allow the call") {
         std::string::npos);
   CHECK(f.policy.allow_hint(f.shell, {{"command", "make test"}}) ==
         "allow it with --allow 'shell(make test *)', a settings rule or --permission-mode");
+  // A part already allowed is not suggested again.
+  f.policy.rules.allow.push_back(rule("shell(cat *)"));
+  CHECK(f.policy.allow_hint(f.shell, {{"command", "sudo cat /etc/shadow"}}) ==
+        "allow it with --allow 'shell(sudo *)', a settings rule or --permission-mode");
 }
 
 TEST_CASE("plan mode runs read-only commands only, and marks its refusals") {
   policy_fixture f;
   f.policy.mode = permission_mode::plan;
   for (auto line : {"ls | wc -l", "git status && git log --oneline", "grep -r x . | head",
-                    "find . -name '*.cpp'", "cat a b", "git branch -a", "env"}) {
+                    "find . -name '*.cpp'", "cat a b", "git branch -a", "env",
+                    "[ -f x ] && ls", "test -d src || ls", "uniq -c f", "echo hi | uniq -f 1 -",
+                    "sort -r f", "date -u", "tree -a", "cat < f", ""}) {
     CAPTURE(line);
     CHECK(f.command(line) == allow);
   }
   for (auto line : {"ls > x", "rm f", "git branch -D x", "find . -delete", "sort -o x y",
-                    "bash x.sh", "env rm f", "git push", "ls; make"}) {
+                    "bash x.sh", "env rm f", "git push", "ls; make",
+                    "[[ -e <(touch P) ]]", "[[ -f x ]]", "X=1", "echo hi | uniq - P",
+                    "uniq a P", "sort -ro P x", "sort --out=P x", "sort --compress-program=sh x",
+                    "date -us 2020-01-01", "date --s=2020-01-01", "tree -fo P",
+                    "cat < /dev/tcp/example.com/80", "cat 0</dev/udp/h/53",
+                    "X='a[$(touch P)]'; echo $((X))", "git -c core.pager=x log",
+                    "[ -v 'a[$(touch P)]' ]"}) {
     CAPTURE(line);
     auto decision = f.policy.can_use_tool(f.shell, {{"command", line}});
     CHECK(decision.outcome == deny);
