@@ -852,7 +852,7 @@ int run_fleet(const fleet_flags& flags) {
     std::fprintf(stderr,
                  "troupe: WARNING: permission mode bypass: every tool call of every task runs "
                  "without asking (deny rules still hold; sandbox %s)\n",
-                 to_string(base.sandbox.mode));
+                 summary(base.sandbox).c_str());
 
   block_termination_signals();
   if (base.http_model)

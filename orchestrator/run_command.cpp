@@ -266,7 +266,7 @@ expected<launched_agent> launch_agent(caf::actor_system& sys, run_settings& sett
     std::fprintf(stderr,
                  "troupe: WARNING: permission mode bypass: every tool call runs without asking "
                  "(deny rules still hold; sandbox %s)\n",
-                 to_string(settings.sandbox.mode));
+                 summary(settings.sandbox).c_str());
   if (!settings.sandbox_walls && settings.sandbox.mode != sandbox_mode::off)
     settings.sandbox_walls = std::make_shared<const sandbox_policy>(settings.sandbox, settings.cwd);
   // The permission check sees paths as the tools do (/tmp is the sandbox's own).

@@ -1,5 +1,7 @@
 #include "orchestrator/run_settings_files.hpp"
 
+#include <spdlog/spdlog.h>
+
 #include "orchestrator/environment.hpp"
 #include "orchestrator/hook_settings.hpp"
 
@@ -90,9 +92,12 @@ expected<std::filesystem::path> writable_dir(const std::string& given,
                                              const std::string& where) {
   std::error_code ec;
   auto path = std::filesystem::path{given};
-  if (given.empty() || !std::filesystem::is_directory(path.is_relative() ? base / path : path, ec))
+  auto full = path.is_relative() ? base / path : path;
+  if (given.empty() || !std::filesystem::exists(full, ec))
     return failure{where + " '" + given + "': no such directory"};
-  return std::filesystem::canonical(path.is_relative() ? base / path : path, ec);
+  if (!std::filesystem::is_directory(full, ec))
+    return failure{where + " '" + given + "': not a directory"};
+  return std::filesystem::canonical(full, ec);
 }
 
 } // namespace
@@ -102,7 +107,7 @@ expected<sandbox_settings> resolve_sandbox(const run_flags& flags,
                                            bool default_on) {
   sandbox_settings sandbox;
   sandbox.mode = default_on ? sandbox_mode::workspace_write : sandbox_mode::off;
-  sandbox.mode_source = default_on ? "the default for a run that asks nothing (bypass mode)"
+  sandbox.mode_source = default_on ? "the default when no one is asked (bypass mode)"
                                    : "the default";
   auto files = settings_files(flags, workspace);
   if (!files)
@@ -162,8 +167,12 @@ expected<sandbox_settings> resolve_sandbox(const run_flags& flags,
       return failure{added.error()};
     sandbox.add_dirs.push_back(*added);
   }
-  if (sandbox.mode == sandbox_mode::off)
+  if (sandbox.mode == sandbox_mode::off) {
+    if (!flags.add_dirs.empty() || flags.sandbox_network)
+      spdlog::warn("--add-dir and --sandbox-network change nothing: the sandbox is off ({})",
+                   sandbox.mode_source);
     return sandbox;
+  }
   sandbox.keep_read_only = {troupe_home(), config_home() / "troupe"};
   sandbox.temp_base = std::filesystem::temp_directory_path(ec);
   if (ec)

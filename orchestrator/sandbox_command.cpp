@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 
@@ -40,14 +41,20 @@ int run_sandbox(const sandbox_flags& flags) {
     return fail("--cwd " + flags.walls.cwd + ": no such directory");
   workspace = std::filesystem::canonical(workspace, ec);
   // Trying the walls means having some: workspace-write unless told otherwise.
-  auto walls = flags.walls;
-  if (walls.sandbox.empty())
-    walls.sandbox = "workspace-write";
-  auto settings = resolve_sandbox(walls, workspace, true);
+  auto settings = resolve_sandbox(flags.walls, workspace, true);
   if (!settings)
     return fail(settings.error());
   sandbox_policy policy{*settings, workspace};
+  // bwrap searches PATH inside; without a sandbox nobody would.
   std::string program = flags.command.front();
+  if (settings->mode == sandbox_mode::off && program.find('/') == std::string::npos) {
+    auto found = find_program(program);
+    if (found.empty()) {
+      std::fprintf(stderr, "troupe sandbox: %s: command not found\n", program.c_str());
+      return 127;
+    }
+    program = found;
+  }
   std::vector<std::string> args = flags.command;
   int filter_fd = -1;
   if (auto wrapped = policy.wrap(program, args, workspace, filter_fd); !wrapped)
@@ -61,8 +68,11 @@ int run_sandbox(const sandbox_flags& flags) {
                        STDERR_FILENO, pid, "", filter_fd);
   if (filter_fd >= 0)
     ::close(filter_fd);
-  if (rc != 0)
-    return fail_at_runtime("cannot start " + program + ": " + std::strerror(rc));
+  if (rc != 0) {
+    std::fprintf(stderr, "troupe sandbox: cannot start %s: %s\n", program.c_str(),
+                 std::strerror(rc));
+    return rc == ENOENT ? 127 : 126;
+  }
   int status = 0;
   wait_child(pid, status);
   return exit_code_of(status);

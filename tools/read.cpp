@@ -1,6 +1,7 @@
 #include "tools/read.hpp"
 
 #include "tools/real_path.hpp"
+#include "tools/sandbox.hpp"
 
 #include <algorithm>
 #include <fstream>
@@ -37,6 +38,10 @@ tool_result run_read(const nlohmann::json& input, const tool_context& ctx) {
   // FIFOs, devices and sockets can block or never end: only regular files are read.
   if (!std::filesystem::is_regular_file(status))
     return error_result(path.string() + " is not a regular file");
+  if (ctx.sandbox)
+    if (auto real = real_location(path); real && ctx.sandbox->hides(*real))
+      return error_result("cannot read " + path.string() + ": it leads to " + real->string() +
+                          ", in the host's /tmp, which the sandbox hides behind its own");
   if (!ctx.approved_path.empty()) {
     auto real = real_location(path);
     auto moved = moved_since_approval(path, real ? *real : path, ctx.approved_path);

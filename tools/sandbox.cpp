@@ -18,6 +18,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <set>
 
 #include "tools/child_process.hpp"
 
@@ -176,8 +177,8 @@ sandbox_support look_for_sandbox(const std::string& bwrap) {
       said.pop_back();
     support.problem = support.bwrap + " cannot build a sandbox here" +
                       (said.empty() ? std::string{} : " (" + said + ")") +
-                      "; it needs user namespaces (see /proc/sys/user/max_user_namespaces, and "
-                      "kernel.apparmor_restrict_unprivileged_userns on Ubuntu)";
+                      "; it may need user namespaces (see /proc/sys/user/max_user_namespaces, "
+                      "and kernel.apparmor_restrict_unprivileged_userns on Ubuntu)";
   }
   return support;
 }
@@ -192,6 +193,17 @@ std::optional<sandbox_mode> parse_sandbox_mode(std::string_view text) {
   if (text == "workspace-write")
     return sandbox_mode::workspace_write;
   return std::nullopt;
+}
+
+std::string summary(const sandbox_settings& settings) {
+  if (settings.mode == sandbox_mode::off)
+    return "off (" + settings.mode_source + ")";
+  std::string text = std::string{to_string(settings.mode)} +
+                     (settings.network ? ", network on" : ", no network");
+  if (!settings.add_dirs.empty() && settings.mode == sandbox_mode::workspace_write)
+    text += ", " + std::to_string(settings.add_dirs.size()) + " more writable " +
+            (settings.add_dirs.size() == 1 ? "directory" : "directories");
+  return text;
 }
 
 const char* to_string(sandbox_mode mode) {
@@ -218,8 +230,11 @@ sandbox_support probe_sandbox(const std::string& bwrap) {
 std::vector<std::string> describe_sandbox_support(const std::string& bwrap) {
   std::vector<std::string> lines;
   auto support = probe_sandbox(bwrap);
-  lines.push_back("bubblewrap: " + (support.bwrap.empty() ? std::string{"not found"}
-                                                          : support.bwrap));
+  lines.push_back("bubblewrap: " +
+                  (support.bwrap.empty() ? std::string{"not found"}
+                   : ::access(support.bwrap.c_str(), X_OK) != 0
+                     ? support.bwrap + " (not an executable)"
+                     : support.bwrap));
   auto namespaces = read_small_file("/proc/sys/user/max_user_namespaces");
   lines.push_back("user namespaces: " +
                   (namespaces.empty() ? std::string{"unknown"}
@@ -352,17 +367,30 @@ expected<bool> sandbox_policy::wrap(std::string& program, std::vector<std::strin
     wrapped.push_back(root.string());
     wrapped.push_back(root.string());
   }
-  for (auto& pinned : pinned_) // holding what is kept read-only, it must not be renamed away
-    wrapped.insert(wrapped.end(), {"--bind", pinned.string(), pinned.string()});
+  // What is kept read-only, and every directory between it and its writable root bound onto
+  // itself: a directory that holds a bind can be renamed away with it (a new one made in its
+  // place), one that is a bind cannot.
+  std::set<std::filesystem::path> pins{pinned_.begin(), pinned_.end()};
+  std::vector<std::filesystem::path> read_only_binds;
   for (auto& entry : read_only_) {
     if (entry.make && !present(entry.path)) {
       // Kept read-only even before it exists: what is written there would run outside.
       std::error_code ec;
       std::filesystem::create_directories(entry.path, ec);
     }
-    if (present(entry.path))
-      wrapped.insert(wrapped.end(), {"--ro-bind", entry.path.string(), entry.path.string()});
+    if (!present(entry.path))
+      continue;
+    read_only_binds.push_back(entry.path);
+    for (auto up = entry.path.parent_path(); up.has_relative_path() && under_writable(up) &&
+                                             std::find(writable_.begin(), writable_.end(), up) ==
+                                               writable_.end();
+         up = up.parent_path())
+      pins.insert(up);
   }
+  for (auto& pinned : pins) // a set: parents before what they hold
+    wrapped.insert(wrapped.end(), {"--bind", pinned.string(), pinned.string()});
+  for (auto& path : read_only_binds)
+    wrapped.insert(wrapped.end(), {"--ro-bind", path.string(), path.string()});
   wrapped.insert(wrapped.end(), {"--setenv", "TMPDIR", "/tmp", "--chdir", cwd.string()});
   auto fd = filter_descriptor(network_);
   if (!fd)
@@ -398,8 +426,19 @@ std::string sandbox_policy::write_refusal(const std::filesystem::path& real) con
   if (mode_ == sandbox_mode::workspace_write && under_writable(real))
     return {};
   return "Permission denied (EACCES): the sandbox (" + std::string{to_string(mode_)} +
-         ") refuses writes to " + real.string() + "; writable: " +
+         ") refuses writes to " + real.string() +
+         (hides(real) ? " (a link led there: it is the host's /tmp, not the sandbox's)" : "") +
+         "; writable: " +
          (mode_ == sandbox_mode::workspace_write ? walls() : "only a private /tmp");
+}
+
+bool sandbox_policy::hides(const std::filesystem::path& real) const {
+  if (mode_ == sandbox_mode::off || (real != "/tmp" && !is_under(real, "/tmp")))
+    return false;
+  if (auto temp = made_temp(); !temp.empty() && (real == temp || is_under(real, temp)))
+    return false;
+  return !std::any_of(writable_.begin(), writable_.end(),
+                      [&](auto& root) { return real == root || is_under(real, root); });
 }
 
 std::filesystem::path sandbox_policy::host_path(const std::filesystem::path& path) const {
@@ -475,8 +514,12 @@ std::string sandbox_policy::note_for(std::string_view output) const {
     output.find("Operation not permitted") != output.npos && has(socket_words);
   if (!network_ && (refused_socket || has(network_signs)))
     note += std::string{note.empty() ? "" : "\n"} +
-            "[troupe sandbox: tool processes have no network (socket() fails with EPERM); "
-            "--sandbox-network allows it]";
+            "[troupe sandbox: tool processes have no network and no Unix sockets (socket() "
+            "fails with EPERM); --sandbox-network allows the network]";
+  else if (network_ && refused_socket)
+    note += std::string{note.empty() ? "" : "\n"} +
+            "[troupe sandbox: Unix sockets are refused (socket(AF_UNIX) fails with EPERM): the "
+            "host's (docker's, ssh-agent's, a desktop's) would be a way out of the walls]";
   return note;
 }
 

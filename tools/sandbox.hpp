@@ -48,6 +48,10 @@ struct sandbox_settings {
   std::filesystem::path temp_base = "/tmp";
 };
 
+/// The sandbox in a few words, for the bypass warning: "workspace-write, no network, 2 more
+/// writable directories" or "off (settings file F)".
+std::string summary(const sandbox_settings& settings);
+
 /// What this machine offers: bubblewrap, and whether it could build a sandbox here.
 struct sandbox_support {
   /// The bwrap asked about. Empty: none found.
@@ -92,6 +96,10 @@ public:
   /// Why a write to `real` (where the path really leads) is refused, in the words of a tool
   /// error; empty when the sandbox allows it.
   std::string write_refusal(const std::filesystem::path& real) const;
+
+  /// True when `real` (where a path really leads) is in the host's /tmp, which the sandbox
+  /// hides behind its own: a link made inside may point there, where the shell cannot follow.
+  bool hides(const std::filesystem::path& real) const;
 
   /// A path as the file tools must use it: /tmp/… (outside the writable roots) is the private
   /// temp directory, as the shell sees it.

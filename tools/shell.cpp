@@ -92,9 +92,10 @@ expected<shell_process> start_shell(const tool_context& ctx, std::string nonce) 
                    std::strerror(rc)};
   }
   shell_process shell{pid, in[1], out[0], std::move(nonce), std::move(owner)};
-  // fd 63 keeps the original pipe for the end markers; credential prompts must not wait for a
+  // fd 99 keeps the original pipe for the end markers (not 63: bash gives that to a process
+  // substitution and closes it after the command); credential prompts must not wait for a
   // terminal the agent does not have.
-  std::string setup = "exec 63>&1\nexport GIT_TERMINAL_PROMPT=0\n";
+  std::string setup = "exec 99>&1\nexport GIT_TERMINAL_PROMPT=0\n";
   if (::write(shell.input_fd, setup.data(), setup.size()) != static_cast<ssize_t>(setup.size())) {
     stop_shell(shell, true);
     return failure{"cannot set up " + ctx.shell_program};
@@ -128,13 +129,13 @@ expected<bool> send_command(const shell_process& shell, const std::string& comma
   // command cannot contain, so even a syntax error in it cannot break the framing.
   auto delimiter = "__TROUPE_CMD_" + shell.nonce;
   // `|| :` keeps a `set -e` left by an earlier command from ending the shell at `read`'s
-  // normal status 1; the marker goes to fd 63, a copy of the pipe made at start that the
-  // command cannot redirect (it runs with fd 63 closed).
+  // normal status 1; the marker goes to fd 99, a copy of the pipe made at start that the
+  // command cannot redirect (it runs with fd 99 closed).
   std::string script = "__troupe_cmd=; IFS= read -r -d '' __troupe_cmd <<'" + delimiter +
                        "' || :\n" + command +
                        (command.empty() || command.back() != '\n' ? "\n" : "") + delimiter +
-                       "\neval \"$__troupe_cmd\" </dev/null 2>&1 63>&-\nprintf '\\n__TROUPE_DONE_" +
-                       shell.nonce + " %d\\n' \"$?\" >&63\n";
+                       "\neval \"$__troupe_cmd\" </dev/null 2>&1 99>&-\nprintf '\\n__TROUPE_DONE_" +
+                       shell.nonce + " %d\\n' \"$?\" >&99\n";
   size_t done = 0;
   while (done < script.size()) {
     auto n = write(shell.input_fd, script.data() + done, script.size() - done);

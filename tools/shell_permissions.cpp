@@ -280,8 +280,7 @@ bool read_only_command(const std::vector<std::string>& words) {
   if (words.empty())
     return true;
   const auto& program = words[0];
-  if (one_of(program, {"ls", "cat", "head", "tail", "wc", "grep", "egrep", "fgrep", "file",
-                       "stat", "du", "df", "which", "type", "cut", "tr", "diff", "cmp",
+  if (one_of(program, {"ls", "cat", "head", "tail", "wc", "grep", "egrep", "fgrep", "stat", "du", "df", "which", "type", "cut", "tr", "diff", "cmp",
                        "basename", "dirname", "realpath", "readlink", "uname", "id", "whoami",
                        "pwd", "echo", "true", "false", ":", "test", "[", "nl", "od", "hexdump",
                        "md5sum", "sha1sum", "sha256sum", "sha512sum", "cksum", "column", "jq",
@@ -296,6 +295,8 @@ bool read_only_command(const std::vector<std::string>& words) {
     return !any_starts(words, {"--pre"});
   if (program == "tree")
     return !has_option(words, 'o', "");
+  if (program == "file") // -C compiles the magic file it names into NAME.mgc
+    return !has_option(words, 'C', "compile");
   if (program == "date")
     return !has_option(words, 's', "set");
   if (program == "printf")

@@ -143,6 +143,15 @@ TEST_CASE("a syntax error or a fake end marker cannot break the framing") {
         "no newline at the end");
 }
 
+TEST_CASE("a process substitution does not take the end marker's descriptor") {
+  executor_fixture f;
+  // bash gives a process substitution fd 63 and closes it after the command.
+  auto one = f.shell("cat <(echo hi)");
+  CHECK_FALSE(one.is_error);
+  CHECK(one.output == "hi\n");
+  CHECK(f.shell("diff <(echo a) <(echo a) && echo same").output == "same\n");
+}
+
 TEST_CASE("set -e and a redirected stdout in one command do not break the next") {
   executor_fixture f;
   CHECK_FALSE(f.shell("set -euo pipefail; echo strict").is_error);

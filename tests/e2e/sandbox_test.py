@@ -291,6 +291,11 @@ def case_unavailable(box):
     check(tried.returncode == 7, f"its exit code: {tried.returncode}")
     check(not os.path.exists(os.path.join(box.outside, "try")) and
           os.path.exists(os.path.join(box.work, "mine")), "the walls hold")
+    bare = box.troupe(["sandbox", "--sandbox", "off", "--", "sh", "-c", "exit 5"])
+    check(bare.returncode == 5, f"off: the command found on PATH: {bare.returncode} {bare.stderr}")
+    missing_command = box.troupe(["sandbox", "--sandbox", "off", "--", "no-such-command-x"])
+    check(missing_command.returncode == 127 and "command not found" in missing_command.stderr,
+          f"127 for a command not found: {missing_command.returncode}")
 
 
 def case_escapes(box):
@@ -301,6 +306,9 @@ def case_escapes(box):
     with open(os.path.join(linked, ".git"), "w") as f:
         f.write("gitdir: /somewhere/else\n")
     config_dir = os.path.join(box.work, "cfg")  # XDG_CONFIG_HOME inside the workspace
+    host_fd, host_file = tempfile.mkstemp(prefix="sandbox-test-host-", dir="/tmp")
+    os.write(host_fd, b"host secret\n")
+    os.close(host_fd)
     server_path = os.path.join(box.root, "host.sock")
     server = socket.socket(socket.AF_UNIX)
     server.bind(server_path)
@@ -314,6 +322,11 @@ def case_escapes(box):
         ("shell", {"command": f"echo 'gitdir: /tmp/evil' > {linked}/.git"}),
         ("shell", {"command": "mkdir -p cfg/troupe && echo '{}' > cfg/troupe/settings.json"}),
         ("shell", {"command": unix_connect}),
+        ("shell", {"command": "mv cfg cfg-old && mkdir -p cfg/troupe && echo '{}' > "
+                              "cfg/troupe/settings.json; ls"}),
+        ("shell", {"command": f"ln -s {host_file} /tmp/to-host && echo linked"}),
+        ("read", {"path": "/tmp/to-host"}),
+        ("write", {"path": "/tmp/to-host", "content": "x"}),
     ]
     done, out = box.run(calls, ["--permission-mode", "bypass", "--sandbox-network",
                                 "--add-dir", linked], {"XDG_CONFIG_HOME": config_dir})
@@ -333,6 +346,15 @@ def case_escapes(box):
           f"the user's settings directory is kept read-only before it exists: {out[3]!r}")
     check("reached" not in out[4] and "Operation not permitted" in out[4],
           f"a host Unix socket is out of reach even with the network: {out[4]!r}")
+    check("Unix sockets are refused" in out[4], f"and the note says why: {out[4]!r}")
+    check("busy" in out[5] and "cfg-old" not in os.listdir(box.work),
+          f"what holds a read-only directory cannot be renamed away: {out[5]!r}")
+    check(out[6].strip() == "linked" and "host secret" not in out[7] and
+          "which the sandbox hides" in out[7],
+          f"the read tool does not follow a link out to the host's /tmp: {out[7]!r}")
+    check("the host's /tmp, not the sandbox's" in out[8] and read(host_file) == "host secret\n",
+          f"nor does the write tool: {out[8]!r}")
+    os.remove(host_file)
     server.close()
 
 

@@ -384,7 +384,7 @@ TEST_CASE("plan mode runs read-only commands only, and marks its refusals") {
   for (auto line : {"ls | wc -l", "git status && git log --oneline", "grep -r x . | head",
                     "find . -name '*.cpp'", "cat a b", "git branch -a", "env",
                     "[ -f x ] && ls", "test -d src || ls", "uniq -c f", "echo hi | uniq -f 1 -",
-                    "sort -r f", "date -u", "tree -a", "cat < f", ""}) {
+                    "sort -r f", "date -u", "tree -a", "cat < f", "file -b x", ""}) {
     CAPTURE(line);
     CHECK(f.command(line) == allow);
   }
@@ -395,7 +395,7 @@ TEST_CASE("plan mode runs read-only commands only, and marks its refusals") {
                     "date -us 2020-01-01", "date --s=2020-01-01", "tree -fo P",
                     "cat < /dev/tcp/example.com/80", "cat 0</dev/udp/h/53",
                     "X='a[$(touch P)]'; echo $((X))", "git -c core.pager=x log",
-                    "[ -v 'a[$(touch P)]' ]"}) {
+                    "[ -v 'a[$(touch P)]' ]", "file -C -m magic", "file --compile -m m"}) {
     CAPTURE(line);
     auto decision = f.policy.can_use_tool(f.shell, {{"command", line}});
     CHECK(decision.outcome == deny);

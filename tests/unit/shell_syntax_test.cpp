@@ -187,7 +187,8 @@ TEST_CASE("commands that run other commands through their options are opaque") {
         "tar --to-command='rm v' -xf a.tar", "tar -I 'rm v' -xf a.tar", "tar -xIf x a",
         "tar xIf x a", "tar --use-compress=x -xf a", "tar --checkpoint-action=exec=x -cf a d",
         "sort --compress-program=sh f", "sort --compress=sh f", "rg --pre rm x", "rg --pre=rm x",
-        "less f", "more f", "vim -c '!rm v' f", "ed f", "dc -e '!rm v'"}) {
+        "less f", "more f", "vim -c '!rm v' f", "ed f", "dc -e '!rm v'",
+        "ex -sc '!rm v' -c q"}) {
     CAPTURE(line);
     auto all = runs(line);
     REQUIRE(all.size() == 1);
