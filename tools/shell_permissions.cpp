@@ -406,9 +406,10 @@ std::string permission_policy::allow_hint(const tool_spec& spec,
     hint += ", a settings rule or --permission-mode";
   }
   if (!suggestion.unallowable.empty())
-    hint += (hint.empty() ? "" : "; ") + std::string{"no rule can allow "} +
+    hint += (hint.empty() ? "" : "; ") + std::string{"no rule can allow this call, since "} +
             suggestion.unallowable +
-            ": approve it when asked in an interactive run, or use --permission-mode bypass";
+            "; approve it when asked in an interactive run, or use --permission-mode bypass "
+            "(the sandbox still holds)";
   if (hint.empty())
     hint = "allow it with a settings rule or --permission-mode";
   return hint;
