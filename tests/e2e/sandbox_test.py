@@ -4,8 +4,9 @@ shell, a background task and the file tools, and what is on disk (and on a loopb
 afterwards.
 
 Usage: sandbox_test.py TROUPE_BINARY CASE. Each CASE is one ctest entry (tests/CMakeLists.txt).
-The test's directories are made under the current directory (ctest's build tree), not /tmp:
-inside the sandbox /tmp is the session's own, so "outside the workspace" must be elsewhere.
+The test's directories are made under the current directory (ctest's build tree), or under
+/var/tmp when that is in /tmp: inside the sandbox /tmp is the session's own, so "outside the
+workspace" must be elsewhere.
 """
 
 import json
@@ -371,7 +372,9 @@ CASES = {
 
 
 def main():
-    root = tempfile.mkdtemp(prefix="sandbox-test-", dir=os.getcwd())
+    here = os.path.realpath(os.getcwd())
+    base = "/var/tmp" if here == "/tmp" or here.startswith("/tmp/") else here
+    root = tempfile.mkdtemp(prefix="sandbox-test-", dir=base)
     try:
         CASES[CASE](Box(root))
     finally:
