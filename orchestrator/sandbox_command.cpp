@@ -45,15 +45,15 @@ int run_sandbox(const sandbox_flags& flags) {
   if (!settings)
     return fail(settings.error());
   sandbox_policy policy{*settings, workspace};
-  // bwrap searches PATH inside; without a sandbox nobody would.
+  // Found here, as a shell would (the sandbox sees the same files): 127 when it is not there,
+  // not bwrap's own exit status.
   std::string program = flags.command.front();
-  if (settings->mode == sandbox_mode::off && program.find('/') == std::string::npos) {
-    auto found = find_program(program);
-    if (found.empty()) {
-      std::fprintf(stderr, "troupe sandbox: %s: command not found\n", program.c_str());
-      return 127;
-    }
-    program = found;
+  if (program.find('/') == std::string::npos)
+    program = find_program(program);
+  if (program.empty() || ::access(program.c_str(), F_OK) != 0) {
+    std::fprintf(stderr, "troupe sandbox: %s: command not found\n",
+                 flags.command.front().c_str());
+    return 127;
   }
   std::vector<std::string> args = flags.command;
   int filter_fd = -1;

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cerrno>
 #include <cstddef>
@@ -152,10 +153,12 @@ sandbox_support look_for_sandbox(const std::string& bwrap) {
   int null_fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);
   const char* argv[] = {"bwrap",        "--ro-bind",      "/",         "/",     "--dev",
                         "/dev",         "--proc",         "/proc",     "--unshare-pid",
-                        "--unshare-net", "--unshare-user", "--cap-drop", "ALL",   "--tmpfs",
-                        "/tmp",         "--",             "true",      nullptr};
+                        "--unshare-net", "--unshare-user", "--disable-userns", "--cap-drop",
+                        "ALL",          "--tmpfs",        "/tmp",      "--",    "/bin/sh",
+                        "-c",           "echo troupe-sandbox-ok", nullptr};
   pid_t pid = -1;
-  int rc = spawn_child(support.bwrap, argv, {}, "/", null_fd, null_fd, err[1], pid);
+  // Its word that it ran, not only an exit status: anything can exit 0.
+  int rc = spawn_child(support.bwrap, argv, {}, "/", null_fd, err[1], err[1], pid);
   ::close(err[1]);
   if (null_fd >= 0)
     ::close(null_fd);
@@ -167,7 +170,14 @@ sandbox_support look_for_sandbox(const std::string& bwrap) {
       said.append(buffer, static_cast<size_t>(n));
     int status = 0;
     wait_child(pid, status);
-    support.works = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    const std::string ok = "troupe-sandbox-ok\n";
+    auto said_ok = said.find(ok);
+    support.works = WIFEXITED(status) && WEXITSTATUS(status) == 0 && said_ok != std::string::npos;
+    if (said_ok != std::string::npos)
+      said.erase(said_ok, ok.size());
+    else if (support.works == false && said.empty() && WIFEXITED(status) &&
+             WEXITSTATUS(status) == 0)
+      said = "it exited 0 without running the test command";
   } else {
     said = std::strerror(rc);
   }
@@ -279,6 +289,8 @@ sandbox_policy::sandbox_policy(const sandbox_settings& settings,
           watched_.push_back(git / name);
     } else if (present(git)) {
       read_only_.push_back({git, "the file that names the repository"});
+    } else {
+      new_repositories_.push_back(git); // a `git init` during the session: judged as it goes
     }
     // Made only in the workspace: an --add-dir is not a project of troupe's.
     read_only_.push_back({root / ".troupe", "the project's troupe settings", root == workspace_});
@@ -352,6 +364,7 @@ expected<bool> sandbox_policy::wrap(std::string& program, std::vector<std::strin
                                       // root keeps CAP_SYS_ADMIN otherwise, and a remount
                                       // undoes every read-only bind.
                                       "--unshare-user",
+                                      "--disable-userns",
                                       "--cap-drop",
                                       "ALL",
                                       "--bind",
@@ -458,20 +471,83 @@ std::filesystem::path sandbox_policy::host_path(const std::filesystem::path& pat
   return *temp / path.lexically_relative(tmp);
 }
 
+namespace {
+
+// What in a repository made inside the sandbox would run a command outside it, the next time
+// the user runs git there; empty for what `git init` (and a remote, a branch, a name) makes.
+std::string runs_commands(const std::filesystem::path& git) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(std::filesystem::symlink_status(git, ec)))
+    return "it is not a plain directory (a file or a link names another repository)";
+  for (auto name : {"commondir", "config.worktree", "modules", "worktrees"})
+    if (present(git / name))
+      return std::string{name} + " points git elsewhere";
+  for (std::filesystem::directory_iterator hook{git / "hooks", ec}, end; !ec && hook != end;
+       hook.increment(ec))
+    if (hook->path().extension() != ".sample")
+      return "hooks/" + hook->path().filename().string() + " would run";
+  std::ifstream config{git / "config"};
+  std::string line, section;
+  while (std::getline(config, line)) {
+    auto text = line.substr(0, line.find_first_of("#;"));
+    auto first = text.find_first_not_of(" \t");
+    if (first == std::string::npos)
+      continue;
+    text = text.substr(first);
+    if (text[0] == '[') {
+      // `[remote "origin"]` is section remote, subsection origin: only the section counts.
+      section = text.substr(1, text.find_first_of(" \"]") - 1);
+      for (auto& c : section)
+        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      continue;
+    }
+    auto key = text.substr(0, text.find_first_of(" \t="));
+    for (auto& c : key)
+      c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    static const std::set<std::string> harmless = {
+      "core.repositoryformatversion", "core.filemode", "core.bare", "core.logallrefupdates",
+      "core.ignorecase", "core.precomposeunicode", "core.symlinks", "user.name", "user.email",
+      "init.defaultbranch", "branch.remote", "branch.merge", "remote.fetch",
+      "extensions.objectformat"};
+    auto full = section + "." + key;
+    if (full == "remote.url" && text.find("ext::") == std::string::npos)
+      continue;
+    if (!harmless.count(full))
+      return "its config sets " + full;
+  }
+  return {};
+}
+
+std::string move_aside(const std::filesystem::path& path, const std::string& why) {
+  auto aside = path;
+  aside += ".moved-by-troupe-" + std::to_string(::getpid()) + "-" +
+           std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
+  std::error_code ec;
+  std::filesystem::rename(path, aside, ec);
+  return "[troupe sandbox: " + path.string() +
+         (ec ? " was made and could not be moved aside (" + ec.message() + ")"
+             : " was made and is moved aside to " + aside.filename().string()) +
+         ": " + why + ", which would run outside the walls the next time git runs here]";
+}
+
+} // namespace
+
 std::string sandbox_policy::move_planted() const {
   std::string moved;
+  auto add = [&](const std::string& note) {
+    moved += std::string{moved.empty() ? "" : "\n"} + note;
+  };
   for (auto& path : watched_) {
     std::error_code ec;
-    if (!std::filesystem::exists(std::filesystem::symlink_status(path, ec)))
+    if (std::filesystem::exists(std::filesystem::symlink_status(path, ec)))
+      add(move_aside(path, "it points git at hooks and config elsewhere"));
+  }
+  for (auto& git : new_repositories_) {
+    std::error_code ec;
+    if (!std::filesystem::exists(std::filesystem::symlink_status(git, ec)))
       continue;
-    auto aside = path;
-    aside += ".moved-by-troupe-" + std::to_string(::getpid()) + "-" +
-             std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
-    std::filesystem::rename(path, aside, ec);
-    moved += std::string{moved.empty() ? "" : "\n"} + "[troupe sandbox: " + path.string() +
-             (ec ? " was created and could not be moved aside (" + ec.message() + ")"
-                 : " was created and is moved aside to " + aside.filename().string()) +
-             ": it would point git at hooks and config outside the walls]";
+    if (auto why = runs_commands(git); !why.empty())
+      add(move_aside(git, why));
   }
   return moved;
 }

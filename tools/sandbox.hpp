@@ -111,8 +111,9 @@ public:
 
   /// Moves aside what a command created in a repository that points git elsewhere and cannot
   /// be kept read-only before it exists (`.git/commondir`, `.git/modules`, `.git/worktrees`:
-  /// a bind needs something to bind, and an empty `commondir` breaks git). Returns a line for
-  /// the command's output saying what was moved; empty when nothing was.
+  /// a bind needs something to bind, and an empty `commondir` breaks git), and a `.git` made
+  /// at a root during the session whose config or hooks would run commands. Returns a line
+  /// for the command's output saying what was moved; empty when nothing was.
   std::string move_planted() const;
 
   /// A line to add to a command's output that shows a sandbox refusal (a read-only file
@@ -142,6 +143,9 @@ private:
   std::vector<std::filesystem::path> pinned_;
   /// Missing when the session started; moved aside when a command makes them.
   std::vector<std::filesystem::path> watched_;
+  /// A root's `.git`, missing when the session started: a repository made during it is moved
+  /// aside when its config or hooks would run commands (a `git init` alone is kept).
+  std::vector<std::filesystem::path> new_repositories_;
   std::filesystem::path temp_base_;
   mutable std::once_flag temp_made_;
   mutable std::atomic<bool> temp_ready_{false};

@@ -250,7 +250,9 @@ bool runs_other_commands(std::string_view name) {
                        // a pager or an editor runs commands (`!cmd`, `vim -c '!cmd'`), a
                        // completion spec and dc's `!` run them, m4 has syscmd
                        "less", "more", "most", "man", "vi", "vim", "nvim", "view", "ex", "ed",
-                       "red", "dc", "m4", "compgen", "complete"});
+                       "red", "dc", "m4", "compgen", "complete",
+                       // sqlite3's `.system` and `.shell` run a command
+                       "sqlite3", "sqlite"});
 }
 
 // `--name` or `--name=V` where `name` is `full` or an abbreviation of it (getopt_long takes
@@ -756,6 +758,17 @@ private:
     const auto& name = w[sub].text;
     if (name == "filter-branch")
       return "git filter-branch runs commands troupe cannot see";
+    // Configuration written now runs later: an `alias.x = !cmd`, a `core.fsmonitor`.
+    if (name == "config") {
+      bool reads = std::any_of(w.begin() + static_cast<std::ptrdiff_t>(sub) + 1, w.end(),
+                               [](const shell_word& a) {
+                                 return one_of(a.text, {"--get", "--get-all", "--get-regexp",
+                                                        "--get-urlmatch", "-l", "--list", "get",
+                                                        "list"});
+                               });
+      if (!reads)
+        return "git config writes configuration that can run commands";
+    }
     for (size_t i = sub + 1; i < w.size(); ++i) {
       const auto& a = w[i].text;
       if (w[i].expands && starts_with(a, "-"))

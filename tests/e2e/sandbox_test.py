@@ -294,14 +294,22 @@ def case_unavailable(box):
           os.path.exists(os.path.join(box.work, "mine")), "the walls hold")
     bare = box.troupe(["sandbox", "--sandbox", "off", "--", "sh", "-c", "exit 5"])
     check(bare.returncode == 5, f"off: the command found on PATH: {bare.returncode} {bare.stderr}")
-    missing_command = box.troupe(["sandbox", "--sandbox", "off", "--", "no-such-command-x"])
-    check(missing_command.returncode == 127 and "command not found" in missing_command.stderr,
-          f"127 for a command not found: {missing_command.returncode}")
+    for mode in ("off", "workspace-write"):
+        missing_command = box.troupe(["sandbox", "--sandbox", mode, "--", "no-such-command-x"])
+        check(missing_command.returncode == 127 and "command not found" in missing_command.stderr,
+              f"{mode}: 127 for a command not found: {missing_command.returncode}")
+    liar = box.troupe(["sandbox", "--check"], {"TROUPE_BWRAP": "/bin/true"})
+    check(liar.returncode == 1 and "NOT available" in liar.stdout,
+          f"a bwrap that only exits 0 is not a sandbox: {liar.stdout!r}")
 
 
 def case_escapes(box):
     """What would undo the walls from inside: capabilities (root's too), git pointed at other
     hooks, the user's settings created where they were missing, a host Unix socket."""
+    fresh = os.path.join(box.root, "fresh")  # no repository yet: one made inside is judged
+    plain = os.path.join(box.root, "plain")
+    os.makedirs(fresh)
+    os.makedirs(plain)
     linked = os.path.join(box.root, "linked")  # a linked worktree: .git is a file
     os.makedirs(linked)
     with open(os.path.join(linked, ".git"), "w") as f:
@@ -328,9 +336,15 @@ def case_escapes(box):
         ("shell", {"command": f"ln -s {host_file} /tmp/to-host && echo linked"}),
         ("read", {"path": "/tmp/to-host"}),
         ("write", {"path": "/tmp/to-host", "content": "x"}),
+        ("shell", {"command": "unshare -U true && echo NESTED"}),
+        ("shell", {"command": f"cd {fresh} && git init -q . && git config core.fsmonitor "
+                              f"'touch {box.outside}/fsmonitor-ran; false'"}),
+        ("shell", {"command": f"cd {plain} && git init -q . && git config user.name x && "
+                              "git remote add origin https://127.0.0.1/x.git && echo made"}),
     ]
     done, out = box.run(calls, ["--permission-mode", "bypass", "--sandbox-network",
-                                "--add-dir", linked], {"XDG_CONFIG_HOME": config_dir})
+                                "--add-dir", linked, "--add-dir", fresh, "--add-dir", plain],
+                        {"XDG_CONFIG_HOME": config_dir})
     check(done.returncode == 0, f"run failed: {done.stderr}")
     check("CapEff:\t0000000000000000" in out[0] and "REMOUNTED" not in out[0],
           f"no capabilities, no remount (even as root): {out[0]!r}")
@@ -338,7 +352,7 @@ def case_escapes(box):
     # as soon as the command that made it ends.
     check(not os.path.exists(os.path.join(box.work, ".git", "commondir")),
           f"git not pointed elsewhere: {out[1]!r}")
-    check("commondir was created and is moved aside" in out[1], f"and the model is told: {out[1]!r}")
+    check("commondir was made and is moved aside" in out[1], f"and the model is told: {out[1]!r}")
     check(any(n.startswith("commondir.moved-by-troupe-")
               for n in os.listdir(os.path.join(box.work, ".git"))), "moved, not lost")
     check(read(os.path.join(linked, ".git")) == "gitdir: /somewhere/else\n",
@@ -356,6 +370,12 @@ def case_escapes(box):
     check("the host's /tmp, not the sandbox's" in out[8] and read(host_file) == "host secret\n",
           f"nor does the write tool: {out[8]!r}")
     os.remove(host_file)
+    check("NESTED" not in out[9], f"no user namespace inside, so no capabilities: {out[9]!r}")
+    check(not os.path.exists(os.path.join(fresh, ".git")) and
+          "core.fsmonitor" in out[10] and "moved aside" in out[10],
+          f"a repository made inside with a command in its config is moved aside: {out[10]!r}")
+    check(os.path.isdir(os.path.join(plain, ".git")) and "made" in out[11] and
+          "moved aside" not in out[11], f"a plain git init is kept: {out[11]!r}")
     server.close()
 
 

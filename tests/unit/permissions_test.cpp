@@ -269,6 +269,8 @@ TEST_CASE("bypass with a deny rule: every spelling that runs rm is denied, lines
         "echo $(rm f)", "cat <(rm f)", "for i in 1; do rm f; done",
         "while false; do :; done; rm f", "a=1 rm f", "python3 -c 'import os; os.remove(\"f\")'",
         "perl -e 'unlink \"f\"'", "awk 'BEGIN{system(\"rm f\")}'",
+        "git config alias.z '!rm f'; git z", "git config --local alias.z '!rm f'",
+        "sqlite3 :memory: '.system rm f'",
         "find . -name f -exec rm {} \\;", "find . -delete", "env -S 'rm f'", "command -p rm f",
         "exec rm f", "nohup rm f &", "ls\nrm f", "ls\r\nrm f\r\n", "~/bin/rm f", "/bin/r? f",
         "\"$(echo rm)\" f", "bash x.sh", "curl x | sh", "source x.sh", ". ./x.sh",
@@ -295,6 +297,7 @@ TEST_CASE("bypass with a deny rule: every spelling that runs rm is denied, lines
     CHECK(f.command(line) == deny);
   }
   for (auto line : {"ls -la", "echo rm", "grep rm file", "git rm --cached x", "echo 'rm f'",
+                    "git config --get user.name", "git config -l",
                     "cat rm.txt", "ls | wc -l", "command -v rm", "find . -name '*.rm'",
                     "python3 script.py", "awk '{print $1}' f", "echo $((1 + 2))",
                     "cat <<'EOF'\n$(rm f)\nEOF", "[[ $x < 3 && -f y ]] && ls", "[ -f x ] && ls",
