@@ -65,8 +65,7 @@ path_forms forms_of(const std::filesystem::path& given, const tool_context& ctx)
 
 // Only the real location counts: a path that cannot be resolved is not inside.
 bool inside_workspace(const path_forms& forms) {
-  auto relative = forms.real.lexically_relative(forms.real_root);
-  return forms.resolved && !relative.empty() && *relative.begin() != "..";
+  return forms.resolved && lies_within(forms.real, forms.real_root);
 }
 
 enum class rule_use { deny, ask, allow };

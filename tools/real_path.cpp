@@ -86,10 +86,14 @@ expected<fs::path> real_location(const fs::path& path) {
   return real;
 }
 
+bool lies_within(const fs::path& path, const fs::path& root) {
+  auto relative = path.lexically_relative(root);
+  return !relative.empty() && *relative.begin() != "..";
+}
+
 bool is_within(const fs::path& real, const fs::path& root) {
   auto real_root = real_location(root);
-  auto relative = real.lexically_relative(real_root ? *real_root : root.lexically_normal());
-  return !relative.empty() && *relative.begin() != "..";
+  return lies_within(real, real_root ? *real_root : root.lexically_normal());
 }
 
 expected<resolved_file> resolved_file::resolve(const fs::path& path, bool create_directories) {

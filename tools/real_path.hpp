@@ -19,6 +19,9 @@ constexpr int max_symlink_hops = 40;
 /// does not exist is kept as written. Fails on a link loop or a component it cannot inspect.
 expected<std::filesystem::path> real_location(const std::filesystem::path& path);
 
+/// True when `path` is `root` or under it, compared as written (no link followed).
+bool lies_within(const std::filesystem::path& path, const std::filesystem::path& root);
+
 /// True when `real` (a real location) is `root` or under it; `root` is resolved first.
 bool is_within(const std::filesystem::path& real, const std::filesystem::path& root);
 

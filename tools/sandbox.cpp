@@ -21,21 +21,17 @@
 #include <map>
 #include <set>
 
+#include "protocol/private_files.hpp"
 #include "tools/child_process.hpp"
+#include "tools/real_path.hpp"
 
 namespace troupe {
 
 namespace {
 
 std::filesystem::path real_or_given(const std::filesystem::path& path) {
-  std::error_code ec;
-  auto real = std::filesystem::canonical(path, ec);
-  return ec ? path.lexically_normal() : real;
-}
-
-bool is_under(const std::filesystem::path& path, const std::filesystem::path& root) {
-  auto relative = path.lexically_relative(root);
-  return !relative.empty() && *relative.begin() != "..";
+  auto real = real_location(path);
+  return real ? *real : path.lexically_normal();
 }
 
 bool is_dir(const std::filesystem::path& path) {
@@ -126,12 +122,6 @@ expected<int> filter_descriptor(bool network) {
   return fd;
 }
 
-std::string read_small_file(const std::filesystem::path& path) {
-  std::ifstream in{path};
-  std::string text;
-  std::getline(in, text);
-  return text;
-}
 
 sandbox_support look_for_sandbox(const std::string& bwrap) {
   sandbox_support support;
@@ -245,7 +235,9 @@ std::vector<std::string> describe_sandbox_support(const std::string& bwrap) {
                    : ::access(support.bwrap.c_str(), X_OK) != 0
                      ? support.bwrap + " (not an executable)"
                      : support.bwrap));
-  auto namespaces = read_small_file("/proc/sys/user/max_user_namespaces");
+  std::string namespaces;
+  if (read_whole_file("/proc/sys/user/max_user_namespaces", namespaces).empty())
+    namespaces = namespaces.substr(0, namespaces.find('\n'));
   lines.push_back("user namespaces: " +
                   (namespaces.empty() ? std::string{"unknown"}
                                       : "max_user_namespaces = " + namespaces));
@@ -331,9 +323,8 @@ std::filesystem::path sandbox_policy::made_temp() const {
 }
 
 bool sandbox_policy::under_writable(const std::filesystem::path& real) const {
-  return std::any_of(writable_.begin(), writable_.end(), [&](auto& root) {
-    return real == root || is_under(real, root);
-  });
+  return std::any_of(writable_.begin(), writable_.end(),
+                     [&](auto& root) { return lies_within(real, root); });
 }
 
 expected<bool> sandbox_policy::wrap(std::string& program, std::vector<std::string>& argv,
@@ -431,10 +422,10 @@ std::string sandbox_policy::write_refusal(const std::filesystem::path& real) con
   if (mode_ == sandbox_mode::off)
     return {};
   for (auto& entry : read_only_)
-    if (real == entry.path || is_under(real, entry.path))
+    if (lies_within(real, entry.path))
       return "Permission denied (EACCES): the sandbox keeps " + entry.path.string() +
              " read-only (" + entry.why + ")";
-  if (auto temp = made_temp(); !temp.empty() && (real == temp || is_under(real, temp)))
+  if (auto temp = made_temp(); !temp.empty() && lies_within(real, temp))
     return {};
   if (mode_ == sandbox_mode::workspace_write && under_writable(real))
     return {};
@@ -445,30 +436,19 @@ std::string sandbox_policy::write_refusal(const std::filesystem::path& real) con
          (mode_ == sandbox_mode::workspace_write ? walls() : "only a private /tmp");
 }
 
-bool sandbox_policy::hides(const std::filesystem::path& real) const {
-  if (mode_ == sandbox_mode::off || (real != "/tmp" && !is_under(real, "/tmp")))
+bool sandbox_policy::hides(const std::filesystem::path& path) const {
+  if (mode_ == sandbox_mode::off || !lies_within(path, "/tmp"))
     return false;
-  if (auto temp = made_temp(); !temp.empty() && (real == temp || is_under(real, temp)))
+  if (auto temp = made_temp(); !temp.empty() && lies_within(path, temp))
     return false;
-  return !std::any_of(writable_.begin(), writable_.end(),
-                      [&](auto& root) { return real == root || is_under(real, root); });
+  return !under_writable(path); // a root under /tmp shows through the private one
 }
 
 std::filesystem::path sandbox_policy::host_path(const std::filesystem::path& path) const {
-  if (mode_ == sandbox_mode::off)
+  if (!hides(path))
     return path;
-  const std::filesystem::path tmp{"/tmp"};
-  if (path != tmp && !is_under(path, tmp))
-    return path;
-  if (auto temp = made_temp(); !temp.empty() && (path == temp || is_under(path, temp)))
-    return path;
-  if (std::any_of(writable_.begin(), writable_.end(),
-                  [&](auto& root) { return path == root || is_under(path, root); }))
-    return path; // a root under /tmp shows through the private one
   auto temp = temp_dir();
-  if (!temp)
-    return path;
-  return *temp / path.lexically_relative(tmp);
+  return temp ? *temp / path.lexically_relative("/tmp") : path;
 }
 
 namespace {
