@@ -22,11 +22,36 @@ expected<std::vector<std::filesystem::path>> settings_files(const run_flags& fla
   return files;
 }
 
+namespace {
+
+struct settings_file {
+  std::filesystem::path path;
+  nlohmann::json json;
+};
+
+// The settings files, read, in the order they apply.
+expected<std::vector<settings_file>> read_settings(const run_flags& flags,
+                                                   const std::filesystem::path& workspace) {
+  auto files = settings_files(flags, workspace);
+  if (!files)
+    return failure{files.error()};
+  std::vector<settings_file> read;
+  for (auto& file : *files) {
+    auto json = read_settings_file(file);
+    if (!json)
+      return failure{json.error()};
+    read.push_back({file, std::move(*json)});
+  }
+  return read;
+}
+
+} // namespace
+
 expected<context_budget> resolve_budget(const run_flags& flags, const std::string& model,
                                         const std::filesystem::path& workspace) {
   context_budget budget;
   budget.limits = limits_for_model(model);
-  auto files = settings_files(flags, workspace);
+  auto files = read_settings(flags, workspace);
   if (!files)
     return failure{files.error()};
   struct limit {
@@ -37,12 +62,9 @@ expected<context_budget> resolve_budget(const run_flags& flags, const std::strin
   };
   const limit limits[] = {{"contextWindow", &budget.limits.context_window, 1000, 100000000},
                           {"maxOutputTokens", &budget.limits.max_output_tokens, 16, 10000000}};
-  for (auto& file : *files) {
-    auto json = read_settings_file(file);
-    if (!json)
-      return failure{json.error()};
+  for (auto& [file, json] : *files) {
     for (auto& l : limits)
-      if (auto value = json->find(l.key); value != json->end()) {
+      if (auto value = json.find(l.key); value != json.end()) {
         if (!value->is_number_integer() || value->get<long>() < l.low ||
             value->get<long>() > l.high)
           return failure{"settings file " + file.string() + ": \"" + l.key +
@@ -68,15 +90,12 @@ expected<context_budget> resolve_budget(const run_flags& flags, const std::strin
 
 expected<std::vector<hook_command>> resolve_hooks(const run_flags& flags,
                                                   const std::filesystem::path& workspace) {
-  auto files = settings_files(flags, workspace);
+  auto files = read_settings(flags, workspace);
   if (!files)
     return failure{files.error()};
   std::vector<hook_command> all;
-  for (auto& file : *files) {
-    auto json = read_settings_file(file);
-    if (!json)
-      return failure{json.error()};
-    auto commands = parse_hook_settings(*json, file);
+  for (auto& [file, json] : *files) {
+    auto commands = parse_hook_settings(json, file);
     if (!commands)
       return failure{commands.error()};
     all.insert(all.end(), commands->begin(), commands->end());
@@ -109,15 +128,12 @@ expected<sandbox_settings> resolve_sandbox(const run_flags& flags,
   sandbox.mode = default_on ? sandbox_mode::workspace_write : sandbox_mode::off;
   sandbox.mode_source = default_on ? "the default when no one is asked (bypass mode)"
                                    : "the default";
-  auto files = settings_files(flags, workspace);
+  auto files = read_settings(flags, workspace);
   if (!files)
     return failure{files.error()};
-  for (auto& file : *files) {
-    auto json = read_settings_file(file);
-    if (!json)
-      return failure{json.error()};
-    auto value = json->find("sandbox");
-    if (value == json->end())
+  for (auto& [file, json] : *files) {
+    auto value = json.find("sandbox");
+    if (value == json.end())
       continue;
     auto where = "settings file " + file.string();
     auto object = value->is_object() ? *value : nlohmann::json{{"mode", *value}};
