@@ -591,16 +591,10 @@ fleet_commands add_fleet_command(CLI::App& app, fleet_flags& flags) {
   fleet->add_option("--permission-mode", agent.permission_mode,
                     "default (headless: what would ask is refused), accept-edits, plan, bypass")
     ->type_name("MODE");
-  fleet->add_option("--allow", agent.allow, "allow a tool or Tool(pattern) for every task")
-    ->type_name("RULE")
-    ->expected(1)
-    ->allow_extra_args(false)
-    ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  fleet->add_option("--deny", agent.deny, "deny a tool or Tool(pattern) for every task")
-    ->type_name("RULE")
-    ->expected(1)
-    ->allow_extra_args(false)
-    ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  add_repeated_option(*fleet, "--allow", agent.allow,
+                      "allow a tool or Tool(pattern) for every task", "RULE");
+  add_repeated_option(*fleet, "--deny", agent.deny, "deny a tool or Tool(pattern) for every task",
+                      "RULE");
   add_sandbox_flags(*fleet, agent);
   fleet->add_option("--settings", agent.settings_file, "a settings JSON file read after the others")
     ->type_name("FILE");

@@ -334,6 +334,16 @@ expected<bool> configure_logging(const std::string& log_file, const std::string&
   return true;
 }
 
+void add_repeated_option(CLI::App& command, const std::string& name,
+                         std::vector<std::string>& into, const std::string& description,
+                         const std::string& value_name) {
+  command.add_option(name, into, description)
+    ->type_name(value_name)
+    ->expected(1)
+    ->allow_extra_args(false)
+    ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+}
+
 void add_sandbox_flags(CLI::App& command, run_flags& flags) {
   command.add_option("--sandbox", flags.sandbox,
                      "walls for tool processes and file tools: read-only, workspace-write or off "
@@ -342,12 +352,8 @@ void add_sandbox_flags(CLI::App& command, run_flags& flags) {
     ->type_name("MODE");
   command.add_flag("--sandbox-network", flags.sandbox_network,
                    "let sandboxed tool processes use the network");
-  command.add_option("--add-dir", flags.add_dirs,
-                     "another directory the sandbox lets tools write (repeatable)")
-    ->type_name("DIR")
-    ->expected(1)
-    ->allow_extra_args(false)
-    ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  add_repeated_option(command, "--add-dir", flags.add_dirs,
+                      "another directory the sandbox lets tools write (repeatable)", "DIR");
 }
 
 void add_agent_flags(CLI::App& command, run_flags& flags, bool headless) {
@@ -422,16 +428,10 @@ void add_agent_flags(CLI::App& command, run_flags& flags, bool headless) {
                   "bypass (everything)")
     ->type_name("MODE");
   // One rule per flag, repeatable, so `--allow shell PROMPT` leaves PROMPT the prompt.
-  command.add_option("--allow", flags.allow, "allow a tool or Tool(pattern), e.g. 'shell(git *)'")
-    ->type_name("RULE")
-    ->expected(1)
-    ->allow_extra_args(false)
-    ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  command.add_option("--deny", flags.deny, "deny a tool or Tool(pattern); a bare tool is removed")
-    ->type_name("RULE")
-    ->expected(1)
-    ->allow_extra_args(false)
-    ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  add_repeated_option(command, "--allow", flags.allow,
+                      "allow a tool or Tool(pattern), e.g. 'shell(git *)'", "RULE");
+  add_repeated_option(command, "--deny", flags.deny,
+                      "deny a tool or Tool(pattern); a bare tool is removed", "RULE");
   command.add_option("--settings", flags.settings_file, "a settings JSON file read after the others")
     ->type_name("FILE");
   add_sandbox_flags(command, flags);

@@ -57,6 +57,12 @@ struct run_flags {
   bool fork = false;
 };
 
+/// Adds a flag given once per value (`--allow A --allow B`), never taking the next word as a
+/// second value: `--allow shell PROMPT` leaves PROMPT the prompt.
+void add_repeated_option(CLI::App& command, const std::string& name,
+                         std::vector<std::string>& into, const std::string& description,
+                         const std::string& value_name);
+
 /// Adds --sandbox, --sandbox-network and --add-dir (run, chat, fleet, sandbox).
 void add_sandbox_flags(CLI::App& command, run_flags& flags);
 
