@@ -1,28 +1,16 @@
 #include "tools/sandbox.hpp"
 
-#include <fcntl.h>
-#include <linux/audit.h>
-#include <linux/filter.h>
-#include <linux/seccomp.h>
-#include <sys/mman.h>
-#include <sys/prctl.h>
-#include <sys/socket.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
-#include <chrono>
 #include <cerrno>
-#include <cstddef>
+#include <chrono>
 #include <cstring>
 #include <fstream>
-#include <map>
 #include <set>
 
-#include "protocol/private_files.hpp"
-#include "tools/child_process.hpp"
 #include "tools/real_path.hpp"
 
 namespace troupe {
@@ -42,145 +30,6 @@ bool is_dir(const std::filesystem::path& path) {
 bool present(const std::filesystem::path& path) {
   std::error_code ec;
   return std::filesystem::exists(path, ec);
-}
-
-// The seccomp program bwrap loads before it starts the command. A Unix socket of the host (a
-// daemon's such as docker's, the user's systemd or dbus, troupe's own) is reachable through
-// the read-only file system and would be a way out of every wall: socket(2) for AF_UNIX fails
-// with EPERM always. Without the network, socket(2) fails for every family but netlink (which
-// sees only the sandbox's own network namespace), so a connect is refused with an error that
-// says so. io_uring, which could make sockets without socket(2), is refused in both cases.
-// socketpair(2) stays. A foreign system-call ABI (32-bit calls on x86-64, x32) is refused
-// altogether.
-std::vector<sock_filter> socket_filter(bool network) {
-#if defined(__x86_64__)
-  constexpr uint32_t arch = AUDIT_ARCH_X86_64;
-#elif defined(__aarch64__)
-  constexpr uint32_t arch = AUDIT_ARCH_AARCH64;
-#else
-  return {};
-#endif
-#if defined(__x86_64__) || defined(__aarch64__)
-  constexpr uint32_t refuse = SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA);
-  constexpr uint32_t arch_offset = offsetof(struct seccomp_data, arch);
-  constexpr uint32_t nr_offset = offsetof(struct seccomp_data, nr);
-  constexpr uint32_t domain_offset = offsetof(struct seccomp_data, args); // low half of args[0]
-  std::vector<sock_filter> program = {
-    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, arch_offset),
-    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, arch, 1, 0),
-    BPF_STMT(BPF_RET | BPF_K, refuse),
-    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, nr_offset),
-#if defined(__x86_64__)
-    BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000, 0, 1), // x32
-    BPF_STMT(BPF_RET | BPF_K, refuse),
-#endif
-    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_socket, 3, 0),
-    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_io_uring_setup, 0, 1),
-    BPF_STMT(BPF_RET | BPF_K, refuse),
-    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, domain_offset),
-  };
-  if (network) { // every family but AF_UNIX
-    program.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_UNIX, 0, 1));
-    program.push_back(BPF_STMT(BPF_RET | BPF_K, refuse));
-    program.push_back(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
-  } else { // netlink only
-    program.push_back(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_NETLINK, 0, 1));
-    program.push_back(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
-    program.push_back(BPF_STMT(BPF_RET | BPF_K, refuse));
-  }
-  return program;
-#endif
-}
-
-// The program in a descriptor bwrap reads (--seccomp 3), at offset 0, never 0-3 itself (the
-// child's fd 3 is made from it with dup2, which would keep close-on-exec on a copy onto itself).
-expected<int> filter_descriptor(bool network) {
-  auto program = socket_filter(network);
-  if (program.empty())
-    return -1;
-  int fd = static_cast<int>(::syscall(SYS_memfd_create, "troupe-seccomp", MFD_CLOEXEC));
-  if (fd < 0)
-    return failure{std::string{"cannot make the sandbox's seccomp filter: "} +
-                   std::strerror(errno)};
-  if (fd <= 3) {
-    int moved = ::fcntl(fd, F_DUPFD_CLOEXEC, 4);
-    ::close(fd);
-    if (moved < 0)
-      return failure{std::string{"cannot make the sandbox's seccomp filter: "} +
-                     std::strerror(errno)};
-    fd = moved;
-  }
-  auto bytes = program.size() * sizeof(sock_filter);
-  if (::write(fd, program.data(), bytes) != static_cast<ssize_t>(bytes) ||
-      ::lseek(fd, 0, SEEK_SET) != 0) {
-    auto problem = std::string{"cannot write the sandbox's seccomp filter: "} +
-                   std::strerror(errno);
-    ::close(fd);
-    return failure{problem};
-  }
-  return fd;
-}
-
-
-sandbox_support look_for_sandbox(const std::string& bwrap) {
-  sandbox_support support;
-  support.bwrap = bwrap;
-  if (bwrap.empty()) {
-    support.problem = "bubblewrap (bwrap) is not installed; install the package bubblewrap";
-    return support;
-  }
-  if (::access(bwrap.c_str(), X_OK) != 0) {
-    support.problem = bwrap + " is not an executable";
-    return support;
-  }
-  // Every namespace a tool's sandbox uses, with nothing bound: what fails here fails there.
-  int err[2];
-  if (::pipe2(err, O_CLOEXEC) != 0) {
-    support.problem = std::string{"cannot test bubblewrap: "} + std::strerror(errno);
-    return support;
-  }
-  int null_fd = ::open("/dev/null", O_RDWR | O_CLOEXEC);
-  const char* argv[] = {"bwrap",        "--ro-bind",      "/",         "/",     "--dev",
-                        "/dev",         "--proc",         "/proc",     "--unshare-pid",
-                        "--unshare-net", "--unshare-user", "--disable-userns", "--cap-drop",
-                        "ALL",          "--tmpfs",        "/tmp",      "--",    "/bin/sh",
-                        "-c",           "echo troupe-sandbox-ok", nullptr};
-  pid_t pid = -1;
-  // Its word that it ran, not only an exit status: anything can exit 0.
-  int rc = spawn_child(support.bwrap, argv, {}, "/", null_fd, err[1], err[1], pid);
-  ::close(err[1]);
-  if (null_fd >= 0)
-    ::close(null_fd);
-  std::string said;
-  if (rc == 0) {
-    char buffer[512];
-    ssize_t n;
-    while ((n = ::read(err[0], buffer, sizeof buffer)) > 0 && said.size() < 4096)
-      said.append(buffer, static_cast<size_t>(n));
-    int status = 0;
-    wait_child(pid, status);
-    const std::string ok = "troupe-sandbox-ok\n";
-    auto said_ok = said.find(ok);
-    support.works = WIFEXITED(status) && WEXITSTATUS(status) == 0 && said_ok != std::string::npos;
-    if (said_ok != std::string::npos)
-      said.erase(said_ok, ok.size());
-    else if (support.works == false && said.empty() && WIFEXITED(status) &&
-             WEXITSTATUS(status) == 0)
-      said = "it exited 0 without running the test command";
-  } else {
-    said = std::strerror(rc);
-  }
-  ::close(err[0]);
-  if (!support.works) {
-    while (!said.empty() && (said.back() == '\n' || said.back() == ' '))
-      said.pop_back();
-    support.problem = support.bwrap + " cannot build a sandbox here" +
-                      (said.empty() ? std::string{} : " (" + said + ")") +
-                      "; it may need user namespaces (see /proc/sys/user/max_user_namespaces, "
-                      "and kernel.apparmor_restrict_unprivileged_userns on Ubuntu)";
-  }
-  return support;
 }
 
 } // namespace
@@ -215,42 +64,6 @@ const char* to_string(sandbox_mode mode) {
     default:
       return "off";
   }
-}
-
-sandbox_support probe_sandbox(const std::string& bwrap) {
-  static std::mutex mutex;
-  static std::map<std::string, sandbox_support> known;
-  std::lock_guard<std::mutex> lock{mutex};
-  auto found = known.find(bwrap);
-  if (found == known.end())
-    found = known.emplace(bwrap, look_for_sandbox(bwrap)).first;
-  return found->second;
-}
-
-std::vector<std::string> describe_sandbox_support(const std::string& bwrap) {
-  std::vector<std::string> lines;
-  auto support = probe_sandbox(bwrap);
-  lines.push_back("bubblewrap: " +
-                  (support.bwrap.empty() ? std::string{"not found"}
-                   : ::access(support.bwrap.c_str(), X_OK) != 0
-                     ? support.bwrap + " (not an executable)"
-                     : support.bwrap));
-  std::string namespaces;
-  if (read_whole_file("/proc/sys/user/max_user_namespaces", namespaces).empty())
-    namespaces = namespaces.substr(0, namespaces.find('\n'));
-  lines.push_back("user namespaces: " +
-                  (namespaces.empty() ? std::string{"unknown"}
-                                      : "max_user_namespaces = " + namespaces));
-  long landlock = ::syscall(SYS_landlock_create_ruleset, nullptr, 0, 1U);
-  lines.push_back("landlock: " + (landlock > 0 ? "ABI " + std::to_string(landlock)
-                                               : std::string{"not available"}) +
-                  " (not used: troupe's sandbox is bubblewrap)");
-  lines.push_back(std::string{"seccomp: "} +
-                  (::prctl(PR_GET_SECCOMP, 0, 0, 0, 0) >= 0 ? "available" : "not available"));
-  lines.push_back(support.works ? "sandbox: works (a test sandbox ran); --sandbox read-only and "
-                                  "workspace-write are available"
-                                : "sandbox: NOT available: " + support.problem);
-  return lines;
 }
 
 sandbox_policy::sandbox_policy(const sandbox_settings& settings,
@@ -396,7 +209,7 @@ expected<bool> sandbox_policy::wrap(std::string& program, std::vector<std::strin
   for (auto& path : read_only_binds)
     wrapped.insert(wrapped.end(), {"--ro-bind", path.string(), path.string()});
   wrapped.insert(wrapped.end(), {"--setenv", "TMPDIR", "/tmp", "--chdir", cwd.string()});
-  auto fd = filter_descriptor(network_);
+  auto fd = socket_filter_descriptor(network_);
   if (!fd)
     return failure{fd.error()};
   pass_fd = *fd;

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "protocol/expected.hpp"
+#include "tools/sandbox_support.hpp"
 
 namespace troupe {
 
@@ -51,23 +52,6 @@ struct sandbox_settings {
 /// The sandbox in a few words, for the bypass warning: "workspace-write, no network, 2 more
 /// writable directories" or "off (settings file F)".
 std::string summary(const sandbox_settings& settings);
-
-/// What this machine offers: bubblewrap, and whether it could build a sandbox here.
-struct sandbox_support {
-  /// The bwrap asked about. Empty: none found.
-  std::string bwrap;
-  /// A test sandbox (every namespace troupe uses) ran and exited 0.
-  bool works = false;
-  /// Why not, in words a user can act on; empty when it works.
-  std::string problem;
-};
-
-/// Looks once per process and `bwrap` (the first call starts it once, ~15 ms); later calls
-/// return the same answer.
-sandbox_support probe_sandbox(const std::string& bwrap);
-
-/// A line per fact for `troupe sandbox --check`: bubblewrap, user namespaces, Landlock.
-std::vector<std::string> describe_sandbox_support(const std::string& bwrap);
 
 /// One session's walls. Shared (read-only) by its tools, its executor and its subagents; the
 /// private temp directory is made on first use and removed with the last holder.
