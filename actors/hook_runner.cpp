@@ -15,6 +15,7 @@
 #include "actors/process_runner.hpp"
 #include "protocol/bounded_json.hpp"
 #include "tools/child_process.hpp"
+#include "tools/claude_code_names.hpp"
 
 namespace troupe {
 
@@ -23,11 +24,6 @@ namespace {
 /// What a hook's output may take in memory, and in the events that report it.
 constexpr size_t output_cap = 1 << 20;
 constexpr size_t reported_cap = 4000;
-
-const std::map<std::string, std::string> claude_names = {
-  {"shell", "Bash"}, {"read", "Read"},   {"write", "Write"}, {"edit", "Edit"},
-  {"patch", "MultiEdit"}, {"glob", "Glob"}, {"grep", "Grep"}, {"ls", "LS"},
-  {"task", "Task"},  {"todo", "TodoWrite"}};
 
 // A string field of a hook's answer; empty when it is missing or of another type.
 std::string text_field(const nlohmann::json& object, const char* key) {
@@ -209,8 +205,8 @@ bool hook_matches(const std::string& matcher, const std::string& tool) {
     std::regex pattern{matcher};
     if (std::regex_match(tool, pattern))
       return true;
-    auto alias = claude_names.find(tool);
-    return alias != claude_names.end() && std::regex_match(alias->second, pattern);
+    auto alias = claude_tool_name(tool);
+    return alias != tool && std::regex_match(alias, pattern);
   } catch (const std::regex_error&) {
     return false; // checked when the settings were read
   }

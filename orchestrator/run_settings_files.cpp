@@ -226,10 +226,10 @@ expected<permission_policy> resolve_permissions(const run_flags& flags,
   for (auto [texts, into] : {std::pair{&flags.allow, &policy.rules.allow},
                              std::pair{&flags.deny, &policy.rules.deny}})
     for (auto& text : *texts) {
-      auto rule = parse_permission_rule(text);
-      if (!rule)
-        return failure{rule.error()};
-      into->push_back(*rule);
+      auto rules = parse_permission_rules(text);
+      if (!rules)
+        return failure{rules.error()};
+      into->insert(into->end(), rules->begin(), rules->end());
     }
   policy.context.cwd = workspace;
   policy.context.home = home_dir();

@@ -5,6 +5,7 @@
 
 #include "protocol/bounded_json.hpp"
 #include "protocol/private_files.hpp"
+#include "tools/claude_code_names.hpp"
 #include "tools/path_match.hpp"
 #include "tools/real_path.hpp"
 
@@ -186,7 +187,22 @@ expected<permission_rule> parse_permission_rule(std::string_view text) {
   if (rule.tool.empty() ||
       rule.tool.find_first_of(" \t()") != std::string::npos)
     return failure{"invalid permission rule '" + rule.text + "': expected Tool or Tool(pattern)"};
+  if (auto own = troupe_tool_name(rule.tool))
+    rule.tool = *own;
   return rule;
+}
+
+expected<std::vector<permission_rule>> parse_permission_rules(std::string_view text) {
+  std::vector<permission_rule> rules;
+  for (auto& each : troupe_rule_texts(trim(text))) {
+    auto rule = parse_permission_rule(each);
+    if (!rule)
+      return failure{"invalid permission rule '" + std::string{trim(text)} + "'" +
+                     rule.error().substr(rule.error().find("':") + 1)};
+    rule->text = std::string{trim(text)};
+    rules.push_back(std::move(*rule));
+  }
+  return rules;
 }
 
 void permission_rules::add(const permission_rules& other) {
@@ -231,11 +247,12 @@ expected<permission_rules> load_permission_rules(const std::filesystem::path& fi
       return failure{"settings file " + file.string() + ": permissions." + key +
                      " must be an array of rules"};
     for (auto& item : *list) {
-      auto rule = item.is_string() ? parse_permission_rule(item.get<std::string>())
-                                   : expected<permission_rule>{failure{"a rule must be a string"}};
-      if (!rule)
-        return failure{"settings file " + file.string() + ": " + rule.error()};
-      into->push_back(*rule);
+      auto parsed = item.is_string()
+                      ? parse_permission_rules(item.get<std::string>())
+                      : expected<std::vector<permission_rule>>{failure{"a rule must be a string"}};
+      if (!parsed)
+        return failure{"settings file " + file.string() + ": " + parsed.error()};
+      into->insert(into->end(), parsed->begin(), parsed->end());
     }
   }
   return rules;

@@ -37,8 +37,13 @@ struct permission_rule {
   std::string text; ///< as written, for messages
 };
 
-/// Parses one rule, or says what is wrong with it.
+/// Parses one rule, or says what is wrong with it. Claude Code's tool names are troupe's
+/// ("Bash(git *)" is shell's rule; its text stays as written).
 expected<permission_rule> parse_permission_rule(std::string_view text);
+
+/// Parses one rule as written in a settings file or a flag: the rules it stands for, one but
+/// for Claude Code's `Edit(…)`, which covers edit, patch and write.
+expected<std::vector<permission_rule>> parse_permission_rules(std::string_view text);
 
 struct permission_rules {
   std::vector<permission_rule> allow;
