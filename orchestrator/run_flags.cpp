@@ -366,9 +366,22 @@ void add_agent_flags(CLI::App& command, run_flags& flags, bool headless) {
   command.add_option("--max-steps", flags.max_steps,
                   "most steps per turn (default: $TROUPE_MAX_STEPS, else no cap)");
   command.add_option("--cwd", flags.cwd, "workspace directory (default: the current one)");
-  if (headless)
+  if (headless) {
     command.add_option("--output-format", flags.output_format, "text or stream-json")
       ->check(CLI::IsMember({"text", "stream-json"}));
+    command
+      .add_option("--input-format", flags.input_format,
+                  "text (the prompt from the arguments or stdin) or stream-json (stdin is read "
+                  "as it arrives: one user message or control request per line)")
+      ->check(CLI::IsMember({"text", "stream-json"}));
+    command.add_flag("--verbose", flags.verbose,
+                     "accepted for Claude Code's sake: stream-json output is always complete");
+    command
+      .add_option("--permission-prompt-tool", flags.permission_prompt_tool,
+                  "stdio: ask the stream-json client about calls that need permission (a "
+                  "can_use_tool control request)")
+      ->check(CLI::IsMember({"stdio"}));
+  }
   command.add_option("--session-id", flags.session_id,
                   "session id; an existing session's transcript is continued");
   command.add_option("--tool-format", flags.tool_format,

@@ -22,6 +22,13 @@ struct run_flags {
   std::string max_steps;
   std::string cwd;
   std::string output_format = "text";
+  /// --input-format: text (the prompt from arguments or stdin) or stream-json (stdin is a live
+  /// queue of JSON lines: user messages and control requests).
+  std::string input_format = "text";
+  /// --verbose: accepted (stream-json output is always complete).
+  bool verbose = false;
+  /// --permission-prompt-tool: "stdio" asks the stream-json client (a can_use_tool request).
+  std::string permission_prompt_tool;
   std::string session_id;
   std::string tool_format;
   bool no_stream = false;
