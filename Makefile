@@ -10,7 +10,7 @@ ifeq ($(CI),true)
   CMAKE_FLAGS += -DTROUPE_WERROR=ON
 endif
 
-.PHONY: deps fuzz-deps configure build demo test bench asan fuzz-build fuzz-smoke mutants clean
+.PHONY: deps sdk-deps fuzz-deps configure build demo test bench asan fuzz-build fuzz-smoke mutants clean
 
 deps:
 	@scripts/install-deps.sh
@@ -26,7 +26,14 @@ build: configure
 demo: build
 	$(BUILD_DIR)/troupe demo
 
-test: build
+# The Claude Agent SDK the tests drive troupe with, as pinned (its platform binaries are
+# optional and not needed: the SDK runs troupe).
+tests/sdk/node_modules/.package-lock.json: tests/sdk/package-lock.json tests/sdk/package.json
+	cd tests/sdk && npm ci --omit=optional --ignore-scripts --no-audit --no-fund
+
+sdk-deps: tests/sdk/node_modules/.package-lock.json
+
+test: build sdk-deps
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
 
 bench: deps

@@ -295,6 +295,7 @@ fleet_dispatcher_actor::behavior_type fleet_dispatcher(
     },
     [=](const session_ended_event& ended) { on_ended(self, ended); },
     [](const session_started_event&) {},
+    [](const turn_ended_event&) {},
     [](const message_event&) {},
     [](const notice_event&) {},
     [](const generation_progress&) {},

@@ -123,6 +123,31 @@ hook_runner_actor::behavior_type hook_runner(self_ptr self, hook_runner_config c
         auto id = "hook_" + random_hex(12);
         pending.hook_ids.push_back(id);
         self->send(st.session, run_event(st, id, pending.request.event, *chosen[i]));
+        if (!chosen[i]->callback_id.empty()) {
+          // The client's own hook: asked over its channel, answered as a command would be.
+          if (!st.config.callbacks) {
+            caf::anon_send(runner, hook_atom::value, number, i,
+                           failed_hook("no client to call the hook " + chosen[i]->callback_id));
+            continue;
+          }
+          auto started = std::chrono::steady_clock::now();
+          self->request(st.config.callbacks, chosen[i]->timeout, hook_atom::value,
+                        chosen[i]->callback_id, input,
+                        input.value("tool_use_id", std::string{}))
+            .then(
+              [=](hook_process_result& result) {
+                result.duration_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                       std::chrono::steady_clock::now() - started)
+                                       .count();
+                caf::anon_send(runner, hook_atom::value, number, i, std::move(result));
+              },
+              [=](caf::error& err) {
+                auto failed = failed_hook("the client's hook did not answer: " +
+                                          self->system().render(err));
+                caf::anon_send(runner, hook_atom::value, number, i, std::move(failed));
+              });
+          continue;
+        }
         // Scripts written for Claude Code find the project where they expect it.
         child_spec spec;
         spec.program = st.config.shell_program;

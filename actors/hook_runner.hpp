@@ -26,6 +26,8 @@ struct hook_runner_config {
   std::string shell_program = "/bin/bash";
   /// Variables the commands get over troupe's own (the session's TROUPE_SESSION_ID, …).
   child_environment environment;
+  /// Calls the client's hook callbacks (commands with a callback_id).
+  hook_callback_actor callbacks;
 };
 
 /// Spawns the runner of one session; it reports each command's start and end to `session`.

@@ -73,6 +73,13 @@ struct session_config {
   /// cap, a declined call or an interrupt hands control back instead of ending the run, and an
   /// interrupt while idle clears the queue.
   bool interactive = false;
+  /// Calls the client's hook callbacks (hook_commands with a callback_id).
+  hook_callback_actor hook_callbacks;
+  /// Driven by a stream-json client (`--input-format stream-json`): every turn's end is
+  /// published (turn_ended_event), and the session ends once the client said its input is over
+  /// (control end-input) and the queue is done. Set with `interactive`, which keeps the
+  /// session going after a turn's error, step cap or refusal.
+  bool report_turns = false;
   /// A headless session that stays alive for task notifications when its queue is empty
   /// (`--wait-notifications`); the terminal states stay those of a non-interactive run.
   bool wait_for_notifications = false;

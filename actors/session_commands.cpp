@@ -132,6 +132,8 @@ void rename(session_ptr self, const std::string& name) {
   answer(self, "the session is now named \"" + st.info.name + "\"");
 }
 
+} // namespace
+
 void switch_model(session_ptr self, const std::string& spec) {
   auto& st = self->state;
   if (spec.empty()) {
@@ -170,8 +172,6 @@ void switch_model(session_ptr self, const std::string& spec) {
   append_message(self, note); // the system note is the answer; the next status has the model
   save_info(self);
 }
-
-} // namespace
 
 bool run_command(session_ptr self, const message& input) {
   const auto& text = input.content;

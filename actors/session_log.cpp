@@ -150,21 +150,13 @@ void end_session(session_ptr self, terminal_reason reason, std::string error,
       [=](const hook_outcome&) { end_wait_done(self); },
       hook_wait::session_end()); // an interrupt does not wait for them either
   }
-  auto elapsed = std::chrono::steady_clock::now() - st.started_at;
-  session_ended_event ended;
-  ended.session_id = st.config().session_id;
-  ended.reason = reason;
-  ended.error_message = std::move(error);
-  ended.error_kind = kind;
-  ended.result_text = st.last_assistant_text;
-  ended.state = st.state;
-  ended.usage = st.usage;
-  ended.total_usage = st.info.usage;
-  ended.cost_usd = st.run_cost_usd;
-  ended.total_cost_usd = st.info.cost_usd;
-  ended.cost_known = st.info.cost_known;
-  ended.duration_ms = std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count();
-  ended.permission_denials = st.permission_denials;
+  // The turn this end cuts short gets its own report first, with the end's reason.
+  if (st.open_turn && reason != terminal_reason::completed)
+    note_turn_end(self, reason, error, kind);
+  bool turn_open = st.open_turn.has_value();
+  report_turn_end(self);
+  auto ended = summarise(st, reason, std::move(error), kind);
+  ended.turn_reported = turn_open;
   if (reason == terminal_reason::error)
     spdlog::error("session {} ended with an error: {}", st.config().session_id, ended.error_message);
   // Published once nothing is waited for any more: a front end that sees it tears down (the
@@ -183,6 +175,65 @@ void end_session(session_ptr self, terminal_reason reason, std::string error,
   }
   if (st.end_waits == 0)
     finish_end(self);
+}
+
+session_ended_event summarise(const session_state& st, terminal_reason reason, std::string error,
+                              model_error_kind kind) {
+  auto elapsed = std::chrono::steady_clock::now() - st.started_at;
+  session_ended_event ended;
+  ended.session_id = st.config().session_id;
+  ended.reason = reason;
+  ended.error_message = std::move(error);
+  ended.error_kind = kind;
+  ended.result_text = st.last_assistant_text;
+  ended.state = st.state;
+  ended.usage = st.usage;
+  ended.total_usage = st.info.usage;
+  ended.cost_usd = st.run_cost_usd;
+  ended.total_cost_usd = st.info.cost_usd;
+  ended.cost_known = st.info.cost_known;
+  ended.duration_ms = std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count();
+  ended.permission_denials = st.permission_denials;
+  ended.api_duration_ms = st.api_ms;
+  ended.model = st.current_model.name;
+  return ended;
+}
+
+void note_turn_end(session_ptr self, terminal_reason reason, std::string error,
+                   model_error_kind kind) {
+  auto& turn = self->state.open_turn;
+  if (!turn || turn->reason != terminal_reason::completed)
+    return; // the first cause stands (an interrupt's end does not hide the error before it)
+  turn->reason = reason;
+  turn->error = std::move(error);
+  turn->error_kind = kind;
+}
+
+void report_turn_end(session_ptr self) {
+  auto& st = self->state;
+  if (!st.open_turn)
+    return;
+  auto turn = std::move(*st.open_turn);
+  st.open_turn.reset();
+  if (!st.config().report_turns)
+    return;
+  auto summary = summarise(st, turn.reason, turn.error, turn.error_kind);
+  auto minus = [](int64_t now, int64_t then) { return now - then; };
+  summary.usage.input_tokens = minus(st.usage.input_tokens, turn.usage.input_tokens);
+  summary.usage.output_tokens = minus(st.usage.output_tokens, turn.usage.output_tokens);
+  summary.usage.cache_read_tokens = minus(st.usage.cache_read_tokens, turn.usage.cache_read_tokens);
+  summary.usage.cache_write_tokens =
+    minus(st.usage.cache_write_tokens, turn.usage.cache_write_tokens);
+  summary.cost_usd = st.run_cost_usd - turn.cost_usd;
+  summary.duration_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::steady_clock::now() - turn.started)
+                          .count();
+  summary.api_duration_ms = st.api_ms - turn.api_ms;
+  summary.permission_denials.assign(
+    st.permission_denials.begin() +
+      static_cast<std::ptrdiff_t>(std::min(turn.denials, st.permission_denials.size())),
+    st.permission_denials.end());
+  publish(self, turn_ended_event{std::move(summary)});
 }
 
 void end_wait_done(session_ptr self) {

@@ -207,6 +207,62 @@ caf::result<control_reply> run_control(session_ptr self, control_command command
             });
     return promise;
   }
+  if (command == control_command::end_input) {
+    st.input_closed = true;
+    if (st.phase == session_phase::idle)
+      next_turn(self); // nothing left: the session ends now
+    return control_ok("input closed");
+  }
+  if (command == control_command::permission_mode) {
+    auto mode = parse_permission_mode(arg);
+    if (!mode)
+      return control_error("unknown permission mode '" + arg +
+                           "': use default, accept-edits, plan or bypass");
+    st.mode_override = *mode; // the next step judges its calls by it
+    return control_ok(to_string(*mode));
+  }
+  if (command == control_command::model) {
+    if (arg.empty())
+      return control_error("no model named");
+    if (st.phase == session_phase::idle) {
+      switch_model(self, arg);
+      return control_ok(st.current_model.name);
+    }
+    st.pending_model = arg; // a step may be running on the current one: after the turn
+    return control_ok(arg);
+  }
+  if (command == control_command::stop_task) {
+    tool_call call;
+    call.id = "stop_" + arg;
+    call.name = "task_stop";
+    call.input = {{"task_id", arg}};
+    bool agent = arg.rfind("agent_", 0) == 0;
+    if (agent && !st.agents)
+      return control_error("no agent '" + arg + "' in session " + st.config().session_id);
+    auto promise = self->make_response_promise<control_reply>();
+    auto answer = [=](const tool_result& result) mutable {
+      promise.deliver(result.is_error ? control_error(result.output) : control_ok(result.output));
+    };
+    auto failed = [=](caf::error& err) mutable {
+      promise.deliver(control_error(self->system().render(err)));
+    };
+    if (agent)
+      self->request(st.agents, std::chrono::seconds{10}, execute_atom::value, call)
+        .then(answer, failed);
+    else
+      self->request(st.executor, std::chrono::seconds{10}, execute_atom::value, call)
+        .then(answer, failed);
+    return promise;
+  }
+  if (command == control_command::context_usage) {
+    auto window = st.window.budget().limits.context_window;
+    auto used = st.window.projected_tokens();
+    nlohmann::json usage = {{"totalTokens", used},
+                            {"maxTokens", window},
+                            {"percentage", window > 0 ? 100.0 * double(used) / double(window) : 0.0},
+                            {"model", st.current_model.name}};
+    return control_ok(usage.dump());
+  }
   return control_error("a session does not take the control command '" +
                        std::string{to_string(command)} + "'");
 }

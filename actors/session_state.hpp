@@ -129,6 +129,28 @@ struct session_state {
   int end_waits = 0;
   /// The terminal event, held until nothing is waited for.
   std::optional<session_ended_event> ended_event;
+  /// Time this run spent waiting for the model.
+  int64_t api_ms = 0;
+  /// The turn in flight, for its turn_ended_event (report_turns): what the counters said when
+  /// it started, and how it ended when not `completed`.
+  struct turn_record {
+    std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+    token_usage usage;
+    double cost_usd = 0;
+    size_t denials = 0;
+    int64_t api_ms = 0;
+    terminal_reason reason = terminal_reason::completed;
+    std::string error;
+    model_error_kind error_kind = model_error_kind::none;
+  };
+  std::optional<turn_record> open_turn;
+  /// The client said no more input comes (control end-input).
+  bool input_closed = false;
+  /// A model switch asked for while busy, made when the turn ends.
+  std::string pending_model;
+  /// The permission mode the client set (control permission-mode), in force from the next
+  /// step on; none: the config's.
+  std::optional<permission_mode> mode_override;
 
 private:
   std::shared_ptr<const session_config> config_;
@@ -160,6 +182,21 @@ std::string request_interrupt(session_ptr self);
 
 /// Waits for input; with an idle timeout, the session ends `completed` when none comes.
 void go_idle(session_ptr self);
+
+/// The turn in flight ends other than `completed` (report_turns): its turn_ended_event says so.
+void note_turn_end(session_ptr self, terminal_reason reason, std::string error = {},
+                   model_error_kind kind = model_error_kind::none);
+
+/// Publishes the turn_ended_event of the turn in flight, if one is open (report_turns).
+void report_turn_end(session_ptr self);
+
+/// A summary of the session so far as the terminal event says it (the ended event and every
+/// turn's), with this reason and error.
+session_ended_event summarise(const session_state& st, terminal_reason reason, std::string error,
+                              model_error_kind kind);
+
+/// Switches to another model: at once (a turn boundary), the step and model client replaced.
+void switch_model(session_ptr self, const std::string& spec);
 
 // Shared by the loop (session_turns.cpp) and the subagent and notification handling
 // (session_agents.cpp).

@@ -53,6 +53,7 @@ void fail_turn(session_ptr self, std::string error, model_error_kind kind) {
     end_session(self, terminal_reason::error, std::move(error), kind);
     return;
   }
+  note_turn_end(self, terminal_reason::error, error, kind);
   message note;
   note.role = role::system;
   note.origin = message_origin::error;
@@ -104,6 +105,7 @@ void on_step_done(session_ptr self, step_outcome& outcome) {
   if (st.phase == session_phase::ended)
     return;
   count_usage(self, outcome.usage);
+  st.api_ms += outcome.api_ms;
   for (auto& result : outcome.tool_messages)
     if (!append_message(self, result))
       return;
@@ -195,6 +197,8 @@ void send_step(session_ptr self, bool may_compact) {
                 st.config().session_id, st.state.step_count, st.window.projected_tokens(),
                 st.window.size(), st.window.elided_count(), st.window.budget().compact_threshold());
   step_request request{st.window.snapshot(), st.state.step_count};
+  if (st.mode_override)
+    request.permission_mode = static_cast<int32_t>(*st.mode_override);
   self->request(st.step, caf::infinite, step_atom::value, std::move(request))
       .then([=](step_outcome& outcome) { on_step_done(self, outcome); },
             [=](caf::error& err) {
@@ -251,6 +255,9 @@ void run_next_step(session_ptr self) {
       return;
     save_state(self);
     if (st.config().interactive) {
+      note_turn_end(self, terminal_reason::max_turns,
+                    "reached the maximum of " + std::to_string(st.config().max_steps) +
+                      " steps for this turn");
       end_turn(self); // control goes back to the user
       return;
     }

@@ -97,6 +97,12 @@ void start_turn(session_ptr self) {
   st.state.turn_count++;
   st.state.step_count = 0;
   st.state.transition = transition_reason::next_turn;
+  session_state::turn_record record;
+  record.usage = st.usage;
+  record.cost_usd = st.run_cost_usd;
+  record.denials = st.permission_denials.size();
+  record.api_ms = st.api_ms;
+  st.open_turn = record;
   if (st.state.auto_compact.compacted)
     st.state.auto_compact.turns_since_compact++;
   publish_status(self, true);
@@ -176,6 +182,7 @@ void after_interrupted_turn(session_ptr self) {
     end_session(self, terminal_reason::interrupted);
     return;
   }
+  note_turn_end(self, terminal_reason::interrupted, "interrupted");
   drop_queue(self, "interrupted");
   next_turn(self);
 }
@@ -204,6 +211,10 @@ void stop_turn_interrupted(session_ptr self, bool declined) {
                 declined ? terminal_reason::permission_blocked : terminal_reason::interrupted);
     return;
   }
+  if (declined)
+    note_turn_end(self, terminal_reason::permission_blocked, "the user declined a tool call");
+  else
+    note_turn_end(self, terminal_reason::interrupted, "interrupted");
   drop_queue(self, "interrupted"); // the user stopped the work queued behind this turn too
   next_turn(self);
 }
@@ -221,6 +232,9 @@ void go_idle(session_ptr self) {
 
 void next_turn(session_ptr self) {
   auto& st = self->state;
+  report_turn_end(self);
+  if (!st.pending_model.empty() && st.phase != session_phase::ended)
+    switch_model(self, std::exchange(st.pending_model, std::string{}));
   bool urgent = std::exchange(st.turn.urgent_pending, false);
   st.idle_serial = 0;
   // Notifications that arrived during the turn start the next one, all of them at once — after
@@ -243,7 +257,8 @@ void next_turn(session_ptr self) {
     if (!next) {
       // A person, a notification from outside or a background subagent's news will start the
       // next turn.
-      if (st.config().interactive || st.config().wait_for_notifications || waiting_for_children(st)) {
+      if ((st.config().interactive && !st.input_closed) || st.config().wait_for_notifications ||
+          waiting_for_children(st)) {
         go_idle(self);
         return;
       }

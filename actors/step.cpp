@@ -4,6 +4,7 @@
 
 #include "actors/step.hpp"
 
+#include <chrono>
 #include <memory>
 #include <optional>
 
@@ -45,9 +46,19 @@ void collect_calls(step_state& st, message& reply) {
 void on_reply(step_ptr self, model_reply& reply);
 
 void generate(step_ptr self, model_request request) {
+  auto sent = std::chrono::steady_clock::now();
+  auto waited = [=] {
+    self->state.outcome.api_ms += std::chrono::duration_cast<std::chrono::milliseconds>(
+                                    std::chrono::steady_clock::now() - sent)
+                                    .count();
+  };
   self->request(self->state.model, caf::infinite, generate_atom::value, std::move(request))
-    .then([=](model_reply& reply) { on_reply(self, reply); },
+    .then([=](model_reply& reply) {
+            waited();
+            on_reply(self, reply);
+          },
           [=](caf::error& err) {
+            waited();
             model_reply failed;
             failed.error = model_error_kind::transport;
             failed.error_message = "model client failed: " + self->system().render(err);
@@ -169,6 +180,8 @@ step_actor::behavior_type step_behavior(step_ptr self, step_config config, sessi
       s.promise = self->make_response_promise<step_outcome>();
       s.outcome = step_outcome{};
       s.interrupted = false;
+      if (request.permission_mode >= 0 && s.permissions)
+        s.permissions->mode = static_cast<permission_mode>(request.permission_mode);
       s.partial.reset();
       s.call_notes.clear();
       s.phase = step_phase::generating;

@@ -104,7 +104,7 @@ void ask(step_ptr self, const std::string& reason) {
                 "allows no rule for " + always.unallowable + " (it will be asked again)";
   self->request(st.config.asker, caf::infinite, ask_atom::value, call, question)
     .then(
-      [=](permission_answer answer) {
+      [=](permission_verdict& verdict) {
         auto& s = self->state;
         if (!s.asking || s.ask_serial != serial)
           return; // an interrupt answered the call meanwhile
@@ -113,7 +113,30 @@ void ask(step_ptr self, const std::string& reason) {
           run_next_call(self);
           return;
         }
-        const auto& asked = s.outcome.reply.tool_calls[s.next_call];
+        auto answer = verdict.answer;
+        auto& asked = s.outcome.reply.tool_calls[s.next_call];
+        if (answer != permission_answer::no && verdict.updated_input.is_object()) {
+          // The client edited the call: it runs as edited, and no rule's refusal is lifted by
+          // the edit.
+          const auto* spec = s.config.registry->find(asked.name);
+          auto judged = s.permissions->can_use_tool(*spec, verdict.updated_input);
+          if (judged.outcome == permission_outcome::deny) {
+            deny(self, judged.reason, judged.cause);
+            return;
+          }
+          asked.input = std::move(verdict.updated_input);
+          asked.approved_path = s.permissions->real_target(*spec, asked.input);
+        }
+        if (answer == permission_answer::no && !verdict.message.empty()) {
+          // A client's refusal with a reason: the model reads it and the turn goes on, unless
+          // the client also asked to stop.
+          if (verdict.interrupt) {
+            s.outcome.declined = true;
+            s.interrupted = true;
+          }
+          deny(self, verdict.message);
+          return;
+        }
         if (answer == permission_answer::always) {
           auto rules =
             s.permissions->always_rules(*s.config.registry->find(asked.name), asked.input).rules;

@@ -41,6 +41,7 @@ end_sink(event_sink_actor::stateful_pointer<end_state> self, std::promise<termin
     [=](const generation_progress&) {},
     [=](const session_status_event&) {},
     [=](const hook_run_event&) {},
+    [=](const turn_ended_event&) {},
     [=](const session_ended_event& e) {
       if (e.reason != expected)
         std::fprintf(stderr, "run ended %s: %s\n", to_string(e.reason), e.error_message.c_str());

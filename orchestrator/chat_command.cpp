@@ -26,7 +26,7 @@ namespace {
 // other.
 struct chat_asker_state {
   uint64_t next = 0;
-  std::map<uint64_t, caf::typed_response_promise<permission_answer>> pending;
+  std::map<uint64_t, caf::typed_response_promise<permission_verdict>> pending;
 };
 
 deferred_asker_actor spawn_chat_asker(caf::actor_system& sys, std::shared_ptr<chat_mailbox> box) {
@@ -34,11 +34,11 @@ deferred_asker_actor spawn_chat_asker(caf::actor_system& sys, std::shared_ptr<ch
                        -> deferred_asker_actor::behavior_type {
     return {
         [=](ask_atom, const tool_call& call,
-            const std::string& reason) -> caf::result<permission_answer> {
+            const std::string& reason) -> caf::result<permission_verdict> {
           if (box->closed())
-            return permission_answer::no;
+            return permission_verdict{};
           auto id = ++self->state.next;
-          auto promise = self->make_response_promise<permission_answer>();
+          auto promise = self->make_response_promise<permission_verdict>();
           self->state.pending.emplace(id, promise);
           chat_item item;
           item.what = chat_item::kind::ask;
@@ -51,7 +51,9 @@ deferred_asker_actor spawn_chat_asker(caf::actor_system& sys, std::shared_ptr<ch
           auto it = self->state.pending.find(id);
           if (it == self->state.pending.end())
             return;
-          it->second.deliver(answer);
+          permission_verdict verdict;
+          verdict.answer = answer;
+          it->second.deliver(verdict);
           self->state.pending.erase(it);
         },
     };

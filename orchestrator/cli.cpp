@@ -21,7 +21,7 @@ int run_cli(int argc, char** argv) {
   CLI::App app{"troupe: an asynchronous multi-agent runtime for LLM coding agents", "troupe"};
   app.require_subcommand(1);
   app.fallthrough(); // --log-file/--log-level may also follow the subcommand
-  app.set_version_flag("--version", "troupe 0.1.0");
+  app.set_version_flag("--version", std::string{"troupe "} + troupe_version);
   std::string log_file;
   std::string log_level = env_or("TROUPE_LOG");
   app.add_option("--log-file", log_file, "write diagnostics to this file instead of stderr");

@@ -7,6 +7,8 @@
 #include <sstream>
 
 #include "context/context_window.hpp"
+#include "store/ids.hpp"
+#include "tools/claude_code_names.hpp"
 
 namespace troupe {
 
@@ -90,9 +92,15 @@ const char* result_subtype(terminal_reason r) {
 }
 
 nlohmann::json to_stream_json(const session_started_event& e) {
-  return {{"type", "system"},          {"subtype", "init"},    {"session_id", e.session_id},
-          {"cwd", e.cwd},              {"model", e.model},     {"tools", e.tools},
-          {"transcript_path", e.transcript_path}, {"loaded_messages", e.loaded_messages}};
+  return {{"type", "system"},
+          {"subtype", "init"},
+          {"uuid", new_message_id()},
+          {"session_id", e.session_id},
+          {"cwd", e.cwd},
+          {"model", e.model},
+          {"tools", e.tools},
+          {"transcript_path", e.transcript_path},
+          {"loaded_messages", e.loaded_messages}};
 }
 
 nlohmann::json to_stream_json(const message_event& e) {
@@ -102,6 +110,8 @@ nlohmann::json to_stream_json(const message_event& e) {
       return {{"type", "assistant"},
               {"message",
                {{"id", m.id}, {"role", "assistant"}, {"content", content_blocks(m)}}},
+              {"uuid", m.id},
+              {"parent_tool_use_id", nullptr},
               {"session_id", e.session_id}};
     case role::tool:
       return {{"type", "user"},
@@ -113,11 +123,15 @@ nlohmann::json to_stream_json(const message_event& e) {
                                                     {"is_error", m.is_error}}})}}},
               {"exit_code", m.exit_code},
               {"truncated", m.truncated},
+              {"uuid", m.id},
+              {"parent_tool_use_id", nullptr},
               {"session_id", e.session_id}};
     case role::user:
       return {{"type", "user"},
               {"message", {{"id", m.id}, {"role", "user"}, {"content", m.content}}},
               {"origin", to_string(m.origin)},
+              {"uuid", m.id},
+              {"parent_tool_use_id", nullptr},
               {"session_id", e.session_id}};
     case role::system:
       if (is_compact_boundary(m))
@@ -125,7 +139,8 @@ nlohmann::json to_stream_json(const message_event& e) {
                 {"uuid", m.id},          {"compact_metadata", m.meta},
                 {"summary", m.content},  {"session_id", e.session_id}};
       return {{"type", "system"},  {"subtype", "message"},       {"content", m.content},
-              {"origin", to_string(m.origin)}, {"session_id", e.session_id}};
+              {"origin", to_string(m.origin)}, {"uuid", m.id},
+              {"session_id", e.session_id}};
   }
   return nullptr;
 }
@@ -166,6 +181,30 @@ nlohmann::json to_stream_json(const session_ended_event& e) {
                          {"result", e.result_text},
                          {"usage", e.usage},
                          {"permission_denials", e.permission_denials}};
+  line["uuid"] = new_message_id();
+  line["duration_api_ms"] = e.api_duration_ms;
+  // The session's cost so far, as Claude Code counts it (the run's alone is cost_usd).
+  line["total_cost_usd"] = e.total_cost_usd;
+  line["cost_usd"] = e.cost_usd;
+  line["stop_reason"] = e.reason == terminal_reason::completed ? nlohmann::json("end_turn")
+                                                               : nlohmann::json(nullptr);
+  nlohmann::json model_usage = nlohmann::json::object();
+  if (!e.model.empty())
+    model_usage[e.model] = {{"inputTokens", e.usage.input_tokens},
+                            {"outputTokens", e.usage.output_tokens},
+                            {"cacheReadInputTokens", e.usage.cache_read_tokens},
+                            {"cacheCreationInputTokens", e.usage.cache_write_tokens},
+                            {"webSearchRequests", 0},
+                            {"costUSD", e.cost_usd}};
+  line["modelUsage"] = std::move(model_usage);
+  if (failed) {
+    // The Agent SDK reads an error result's `errors` (it joins them into its exception).
+    auto why = !e.error_message.empty() ? e.error_message
+               : e.reason == terminal_reason::max_turns
+                 ? "reached the maximum number of steps (--max-turns / --max-steps)"
+                 : "the run ended " + std::string{to_string(e.reason)};
+    line["errors"] = nlohmann::json::array({why});
+  }
   if (!e.error_message.empty())
     line["error"] = e.error_message;
   if (e.error_kind != model_error_kind::none)
@@ -178,6 +217,31 @@ nlohmann::json to_stream_json(const session_ended_event& e) {
     line["agents_left"] = std::move(agents);
   }
   return line;
+}
+
+void use_claude_names(nlohmann::json& line) {
+  if (!line.is_object())
+    return;
+  auto type = line.value("type", std::string{});
+  if (type == "system" && line.value("subtype", std::string{}) == "init" &&
+      line.contains("tools") && line["tools"].is_array()) {
+    for (auto& tool : line["tools"])
+      if (tool.is_string())
+        tool = claude_tool_name(tool.get<std::string>());
+  } else if (type == "assistant" && line.contains("message")) {
+    for (auto& block : line["message"]["content"])
+      if (block.value("type", std::string{}) == "tool_use") {
+        auto name = block.value("name", std::string{});
+        block["input"] = claude_tool_input(name, block["input"]);
+        block["name"] = claude_tool_name(name);
+      }
+  } else if (type == "result" && line.contains("permission_denials")) {
+    for (auto& denial : line["permission_denials"]) {
+      auto name = denial.value("tool_name", std::string{});
+      denial["tool_input"] = claude_tool_input(name, denial["tool_input"]);
+      denial["tool_name"] = claude_tool_name(name);
+    }
+  }
 }
 
 std::string to_text(const session_started_event& e, const text_style& style) {

@@ -35,6 +35,10 @@ nlohmann::json to_stream_json(const session_started_event& e);
 nlohmann::json to_stream_json(const message_event& e);
 nlohmann::json to_stream_json(const notice_event& e);
 nlohmann::json to_stream_json(const session_ended_event& e);
+
+/// A stream-json line with tool names and inputs in Claude Code's spelling: the init line's
+/// tools, assistant tool_use blocks, result permission_denials.
+void use_claude_names(nlohmann::json& line);
 /// `{"type":"system","subtype":"hook_started"|"hook_response",…}`.
 nlohmann::json to_stream_json(const hook_run_event& e);
 /// Text deltas become `stream_event` lines only when partial messages were asked for;

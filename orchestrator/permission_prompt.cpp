@@ -86,10 +86,11 @@ permission_asker_actor spawn_terminal_asker(caf::actor_system& sys) {
       [](ask_atom, const tool_call& call, const std::string& reason) {
         int tty = ::open("/dev/tty", O_RDWR | O_CLOEXEC);
         if (tty < 0)
-          return permission_answer::no;
-        auto answer = ask_permission(tty, tty, call, reason);
+          return permission_verdict{};
+        permission_verdict verdict;
+        verdict.answer = ask_permission(tty, tty, call, reason);
         ::close(tty);
-        return answer;
+        return verdict;
       },
     };
   });

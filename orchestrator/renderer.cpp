@@ -1,5 +1,6 @@
 #include "orchestrator/renderer.hpp"
 
+#include <type_traits>
 #include <utility>
 
 #include <caf/actor_system.hpp>
@@ -60,6 +61,11 @@ void print(self_ptr self, const Event& event) {
     auto line = stream_json_of(st, event);
     if (line.is_null())
       return;
+    if constexpr (std::is_same_v<Event, session_started_event>)
+      for (auto& [key, value] : st.options.init_extras.items())
+        line[key] = value;
+    if (st.options.claude_names)
+      use_claude_names(line);
     text = line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   } else {
     text = text_of(st, event);
@@ -77,7 +83,13 @@ void finish(self_ptr self, const session_ended_event& e) {
   if (st.ended)
     return;
   st.ended = true;
-  print(self, e);
+  // A client that reads a result per turn has its turns' results; an end outside any turn
+  // still says so when it is a failure (a start-up error, a crash).
+  bool own_result = !st.options.report_turns ||
+                    (!e.turn_reported && e.reason != terminal_reason::completed &&
+                     e.reason != terminal_reason::backgrounded);
+  if (own_result)
+    print(self, e);
   if (st.sink.on_end)
     st.sink.on_end(e);
   self->quit();
@@ -107,6 +119,13 @@ event_sink_actor::behavior_type renderer(self_ptr self, render_options options, 
         self->state.sink.on_status(e);
     },
     [=](const hook_run_event& e) { print(self, e); },
+    [=](const turn_ended_event& e) {
+      if (!self->state.options.report_turns)
+        return;
+      print(self, e.summary);
+      if (self->state.sink.on_turn)
+        self->state.sink.on_turn(e.summary);
+    },
     [=](const session_ended_event& e) { finish(self, e); },
   };
 }

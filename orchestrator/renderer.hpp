@@ -5,6 +5,8 @@
 #include <functional>
 #include <string_view>
 
+#include <nlohmann/json.hpp>
+
 #include "orchestrator/output_format.hpp"
 #include "protocol/interfaces.hpp"
 
@@ -23,6 +25,14 @@ struct render_options {
   bool colour = false;
   /// Text: show the user's own prompts (a chat has them on the screen already).
   bool echo_prompts = true;
+  /// stream-json for a stream-json client: one result line per turn (turn_ended_event), none
+  /// for the session's end unless it ended outside a turn with an error.
+  bool report_turns = false;
+  /// stream-json: tool names and inputs in Claude Code's spelling (the Agent SDK's users test
+  /// `tool_name === "Bash"`).
+  bool claude_names = false;
+  /// stream-json: fields added to the system/init line (permission mode, version, …).
+  nlohmann::json init_extras = nlohmann::json::object();
 };
 
 /// Where rendered output goes, called from the renderer's thread.
@@ -33,6 +43,8 @@ struct render_sink {
   std::function<void(const session_status_event&)> on_status;
   /// The terminal event arrived (it has been written).
   std::function<void(const session_ended_event&)> on_end;
+  /// A turn's result was written (report_turns); may be empty.
+  std::function<void(const session_ended_event&)> on_turn;
 };
 
 /// A sink that writes to a stdio stream, flushing after every event.

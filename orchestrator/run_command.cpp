@@ -31,6 +31,7 @@
 #include "orchestrator/permission_prompt.hpp"
 #include "orchestrator/renderer.hpp"
 #include "orchestrator/signals.hpp"
+#include "orchestrator/stream_json_client.hpp"
 #include "tools/child_process.hpp"
 #include "tools/prompt.hpp"
 
@@ -174,6 +175,7 @@ expected<session_actor> spawn_subagent(caf::actor_system& sys,
   // Hooks guard subagents' calls as they guard the parent's (the input names the agent).
   child.hook_commands = parent_settings.hook_commands;
   child.hook_shell = parent_settings.shell_program;
+  child.hook_callbacks = parent_settings.hook_callbacks;
   child.process_environment = session_environment(launch.agent_id, parent_settings);
 
   tool_context context;
@@ -310,7 +312,11 @@ expected<launched_agent> launch_agent(caf::actor_system& sys, run_settings& sett
   session.max_depth = settings.max_agent_depth;
   session.max_children = settings.max_agents;
   session.stop_children_on_end = !settings.let_agents_finish;
-  session.interactive = settings.interactive;
+  // A stream-json client's session goes on after a turn's error or cap, as a chat's does,
+  // and reports every turn.
+  session.interactive = settings.interactive || settings.stream_input;
+  session.report_turns = settings.stream_input;
+  session.hook_callbacks = settings.hook_callbacks;
   session.wait_for_notifications = settings.wait_notifications;
   session.idle_timeout = settings.idle_timeout;
   session.disk = commons ? commons->disk : spawn_disk_io(sys, settings.max_notification_bytes);
@@ -451,8 +457,21 @@ int execute_run(run_settings settings, std::FILE* out) {
   configure_actor_system(cfg);
   caf::actor_system sys{cfg};
   permission_asker_actor asker;
-  if (settings.ask_on_terminal)
+  if (settings.ask_on_terminal && !settings.stream_input)
     asker = spawn_terminal_asker(sys);
+  // A stream-json client: its initialize request (the first line, when it is one) shapes the
+  // launch; the rest of stdin is read once the session exists.
+  std::optional<client_run> client;
+  if (settings.stream_input) {
+    auto opened = open_client(sys, settings, out);
+    if (!opened) {
+      std::fprintf(stderr, "troupe: %s\n", opened.error().c_str());
+      return 2;
+    }
+    client = std::move(*opened);
+    if (settings.ask_client)
+      asker = caf::actor_cast<permission_asker_actor>(client->actor);
+  }
   auto launched = launch_agent(sys, settings, asker);
   if (!launched) {
     std::fprintf(stderr, "troupe: %s\n", launched.error().c_str());
@@ -465,9 +484,20 @@ int execute_run(run_settings settings, std::FILE* out) {
   auto ended_future = ended->get_future();
   settings.render.colour = settings.render.format == output_format::text && out == stdout &&
                            colour_wanted(STDOUT_FILENO);
-  auto renderer = spawn_renderer(
-    sys, settings.render,
-    stream_sink(out, [ended](const session_ended_event& e) { ended->set_value(e); }), agent);
+  auto sink = stream_sink(out, [ended](const session_ended_event& e) { ended->set_value(e); });
+  // The last turn's result decides a client run's exit status, as Claude Code's does.
+  auto last_turn = std::make_shared<std::atomic<int>>(-1);
+  if (client) {
+    sink.write = [writer = client->writer](std::string_view text) {
+      if (!text.empty() && text.back() == '\n')
+        text.remove_suffix(1);
+      return writer->write(text);
+    };
+    sink.on_turn = [last_turn](const session_ended_event& e) {
+      last_turn->store(exit_code_for(e.reason));
+    };
+  }
+  auto renderer = spawn_renderer(sys, settings.render, std::move(sink), agent);
 
   std::atomic<int> signals_seen{0};
   signal_forwarder forwarder{[&](int sig) {
@@ -483,12 +513,19 @@ int execute_run(run_settings settings, std::FILE* out) {
   // Both from this thread, so the subscription is in place before the first event.
   caf::anon_send(agent, subscribe_atom::value, renderer);
   caf::anon_send(agent, start_atom::value);
+  if (client)
+    start_client(*client, agent);
 
   using namespace std::chrono_literals;
   int code = -1;
   while (code < 0) {
     if (ended_future.wait_for(50ms) == std::future_status::ready) {
-      code = exit_code_for(ended_future.get().reason);
+      auto end = ended_future.get();
+      code = exit_code_for(end.reason);
+      if (client && end.reason == terminal_reason::completed && last_turn->load() > 0)
+        code = 1; // the last turn's result was an error
+      else if (client && end.reason == terminal_reason::completed)
+        code = 0;
     } else if (signals_seen.load() > 1) {
       std::fprintf(stderr, "troupe: interrupted twice, stopped without finishing the run\n");
       sys.await_actors_before_shutdown(false);
@@ -496,6 +533,8 @@ int execute_run(run_settings settings, std::FILE* out) {
     }
   }
   launched->stop_engine();
+  if (client) // its requests have nobody left to answer; stdin's reader thread just stops
+    caf::anon_send_exit(client->actor, caf::exit_reason::user_shutdown);
   // Scans stop early when their call is cancelled; the exit does not wait for one that cannot
   // be cut (an interrupt from another process ends a run as a signal does).
   exit_if_still_running_after(signals_seen.load() > 0 ? shutdown_after_signal : shutdown_after_end,

@@ -119,6 +119,13 @@ struct run_settings {
   std::function<expected<context_budget>(const std::string& model)> resolve_budget;
   /// More system instructions after troupe's own (a fleet task's "system").
   std::string extra_system;
+  /// A stream-json client drives the session (--input-format stream-json): stdin is read as it
+  /// arrives, a result goes out per turn, and the session ends when stdin does.
+  bool stream_input = false;
+  /// --permission-prompt-tool stdio: calls that need permission are asked of that client.
+  bool ask_client = false;
+  /// Calls the client's hook callbacks (its initialize request's hooks).
+  hook_callback_actor hook_callbacks;
   /// Set for a fleet's task: the parts shared with the other tasks. The task's session then has
   /// no control endpoint of its own (a descriptor and a socket per task would not scale; troupe
   /// notify queues for it durably), no namer (named from its prompt), and nobody is warned per

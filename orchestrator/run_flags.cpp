@@ -165,6 +165,17 @@ expected<bool> resolve_basics(const run_flags& flags, run_settings& settings) {
   settings.render.format =
     flags.output_format == "stream-json" ? output_format::stream_json : output_format::text;
   settings.render.include_partial_messages = flags.include_partial_messages;
+  settings.stream_input = flags.input_format == "stream-json";
+  if (settings.stream_input && settings.render.format != output_format::stream_json)
+    return failure{"--input-format stream-json needs --output-format stream-json (a client "
+                   "reads JSON lines back)"};
+  if (!flags.permission_prompt_tool.empty() && !settings.stream_input)
+    return failure{"--permission-prompt-tool stdio needs --input-format stream-json (the client "
+                   "answers on stdin)"};
+  settings.ask_client = flags.permission_prompt_tool == "stdio";
+  // The Agent SDK (and a client that speaks its protocol) reads Claude Code's tool names.
+  auto entrypoint = env_or("CLAUDE_CODE_ENTRYPOINT");
+  settings.render.claude_names = settings.stream_input || entrypoint.rfind("sdk", 0) == 0;
 
   auto max_steps = count_setting(flags.max_steps, "--max-steps", "TROUPE_MAX_STEPS", 0, 1,
                                  1000000, "steps");
@@ -261,8 +272,10 @@ expected<run_settings> resolve_run(const run_flags& flags, bool interactive) {
 
   // A chat asks for its input; a run needs a prompt, unless it resumes a session whose last
   // message was never answered (crash recovery answers it).
-  settings.prompt = interactive ? join_words(flags.prompt) : read_prompt(flags.prompt);
-  if (settings.prompt.empty() && !interactive && !*resumed)
+  // A stream-json client's prompts come on stdin as it sends them, never read ahead.
+  settings.prompt = interactive || settings.stream_input ? join_words(flags.prompt)
+                                                         : read_prompt(flags.prompt);
+  if (settings.prompt.empty() && !interactive && !settings.stream_input && !*resumed)
     return failure{settings.history.empty()
                      ? "no prompt: give it as arguments (troupe run \"fix the tests\") or on stdin"
                      : "no prompt: session " + settings.session_id +

@@ -34,5 +34,6 @@ using spawn_atom = caf::atom_constant<caf::atom("spawn")>;
 using admit_atom = caf::atom_constant<caf::atom("admit")>;
 using pause_atom = caf::atom_constant<caf::atom("pause")>;
 using progress_atom = caf::atom_constant<caf::atom("progress")>;
+using client_atom = caf::atom_constant<caf::atom("client")>;
 
 } // namespace troupe

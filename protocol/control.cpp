@@ -6,7 +6,7 @@ namespace troupe {
 
 namespace {
 
-constexpr detail::enum_names<control_command, 8> command_names{{
+constexpr detail::enum_names<control_command, 13> command_names{{
   {control_command::poke, "poke"},
   {control_command::urgent, "urgent"},
   {control_command::interrupt, "interrupt"},
@@ -15,6 +15,11 @@ constexpr detail::enum_names<control_command, 8> command_names{{
   {control_command::background, "background"},
   {control_command::interrupt_agent, "interrupt-agent"},
   {control_command::notify_agent, "notify-agent"},
+  {control_command::end_input, "end-input"},
+  {control_command::permission_mode, "permission-mode"},
+  {control_command::model, "model"},
+  {control_command::stop_task, "stop-task"},
+  {control_command::context_usage, "context-usage"},
 }};
 
 constexpr const char* error_prefix = "error: ";

@@ -23,6 +23,11 @@ enum class control_command : uint8_t {
   background,      ///< "background" AGENT_ID or agents/X/…: move a foreground agent back
   interrupt_agent, ///< "interrupt-agent" agents/X[/agents/Y…]: interrupt an agent below
   notify_agent,    ///< "notify-agent": reserved for notifying an agent below
+  end_input,       ///< "end-input": no more input comes; end once the queue is done
+  permission_mode, ///< "permission-mode" MODE: the permission mode from the next call on
+  model,           ///< "model" SPEC: switch models (at once when idle, else after the turn)
+  stop_task,       ///< "stop-task" ID: stop a background agent or shell task
+  context_usage,   ///< "context-usage": the context's size and window, as a JSON object
 };
 
 /// Returns the wire spelling of a command ("poke", "interrupt-agent", …).

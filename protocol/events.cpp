@@ -75,6 +75,9 @@ void to_json(nlohmann::json& j, const session_ended_event& x) {
        {"duration_ms", x.duration_ms}, {"permission_denials", x.permission_denials}};
   if (!x.agents_left.empty())
     j["agents_left"] = x.agents_left;
+  j["api_duration_ms"] = x.api_duration_ms;
+  j["model"] = x.model;
+  j["turn_reported"] = x.turn_reported;
 }
 
 void from_json(const nlohmann::json& j, session_ended_event& x) {
@@ -95,6 +98,9 @@ void from_json(const nlohmann::json& j, session_ended_event& x) {
     denials->get_to(x.permission_denials);
   if (auto left = j.find("agents_left"); left != j.end() && left->is_array())
     left->get_to(x.agents_left);
+  x.api_duration_ms = j.value("api_duration_ms", int64_t{0});
+  x.model = j.value("model", std::string{});
+  x.turn_reported = j.value("turn_reported", false);
 }
 
 void to_json(nlohmann::json& j, const session_status_event& x) {

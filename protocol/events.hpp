@@ -82,13 +82,34 @@ struct session_ended_event {
   /// The subagents still running when it ended: stopped (state "stopped"), or left to finish
   /// (--let-agents-finish; state "running").
   std::vector<agent_descriptor> agents_left;
+  /// Time spent waiting for the model, in this run (or this turn, in a turn's summary).
+  int64_t api_duration_ms = 0;
+  /// The model it ended with.
+  std::string model;
+  /// A turn_ended_event already reported the turn this end cut short (or no turn was open):
+  /// a front end that prints one result per turn prints none for the end.
+  bool turn_reported = false;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, session_ended_event& x) {
   return f(caf::meta::type_name("session_ended_event"), x.session_id, x.reason, x.error_message,
            x.error_kind, x.result_text, x.state, x.usage, x.cost_usd, x.total_usage, x.total_cost_usd,
-           x.cost_known, x.duration_ms, x.permission_denials, x.agents_left);
+           x.cost_known, x.duration_ms, x.permission_denials, x.agents_left, x.api_duration_ms,
+           x.model, x.turn_reported);
+}
+
+/// A turn ended (sessions whose config asks for it: a stream-json client reads one result per
+/// turn). The summary says what the turn did as a terminal event says what a run did: its
+/// reason, answer, usage, cost, duration and refusals are the turn's; `total_*` are the
+/// session's so far.
+struct turn_ended_event {
+  session_ended_event summary;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, turn_ended_event& x) {
+  return f(caf::meta::type_name("turn_ended_event"), x.summary);
 }
 
 /// What a generation in flight is doing: text arriving, or a retry being waited for.

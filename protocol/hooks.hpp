@@ -61,6 +61,8 @@ struct hook_command {
   std::string matcher;
   /// Run by bash -c in the workspace.
   std::string command;
+  /// Not a command: a hook the stream-json client registered, called by this id.
+  std::string callback_id;
   std::chrono::milliseconds timeout{60000};
 };
 

@@ -35,6 +35,8 @@ using event_sink_actor = caf::typed_actor<
   caf::reacts_to<session_status_event>,
   // An external hook command started or ended.
   caf::reacts_to<hook_run_event>,
+  // A turn ended and the session goes on (only when its config asks: report_turns).
+  caf::reacts_to<turn_ended_event>,
   // Last event of a session.
   caf::reacts_to<session_ended_event>>;
 
@@ -162,8 +164,25 @@ using tool_runner_actor = caf::typed_actor<caf::reacts_to<execute_atom, uint64_t
 
 /// Asks the person at the terminal whether a call may run.
 using permission_asker_actor = caf::typed_actor<
-  // The call and why it needs approval. Produces the answer: yes, no or always.
-  caf::replies_to<ask_atom, tool_call, std::string>::with<permission_answer>>;
+  // The call and why it needs approval. Produces the verdict: yes, no or always (with an
+  // edited input or a refusal's message, from a stream-json client).
+  caf::replies_to<ask_atom, tool_call, std::string>::with<permission_verdict>>;
+
+/// Calls the hooks a stream-json client registered (its initialize request's hook callback
+/// ids): (callback id, the hook's input, the tool call's id) -> the callback's answer as a hook
+/// command's would be (exit 0 and the JSON on stdout; an error is exit 1 with its text).
+using hook_callback_actor = caf::typed_actor<
+  caf::replies_to<hook_atom, std::string, nlohmann::json, std::string>::with<hook_process_result>>;
+
+/// The front end of a stream-json client (orchestrator/stream_json_client): it asks the client
+/// about calls (--permission-prompt-tool stdio) and runs its hook callbacks.
+using stream_client_actor = permission_asker_actor::extend_with<hook_callback_actor>::extend<
+  // The session it drives, once launched.
+  caf::reacts_to<client_atom, session_actor>,
+  // A line of stdin.
+  caf::reacts_to<client_atom, std::string>,
+  // The end of stdin.
+  caf::reacts_to<client_atom>>;
 
 /// An asker whose questions are answered later, from outside its handler (the chat's terminal,
 /// on the main thread): each question gets a number, and its answer comes back as a message.

@@ -2,8 +2,12 @@
 // The answer of the person asked whether a tool call may run.
 
 #include <cstdint>
+#include <string>
 
+#include <caf/meta/type_name.hpp>
 #include <nlohmann/json.hpp>
+
+#include "protocol/json_inspect.hpp"
 
 namespace troupe {
 
@@ -16,6 +20,24 @@ enum class permission_answer : uint8_t {
 
 /// Returns the spelling of an answer ("yes", "no", "always").
 const char* to_string(permission_answer a);
+
+/// What an asker decided about a call: the answer, and what a client that edits or explains
+/// (a stream-json client's can_use_tool) adds to it.
+struct permission_verdict {
+  permission_answer answer = permission_answer::no;
+  /// yes or always: the input to run instead of the one asked about; null: as asked.
+  nlohmann::json updated_input;
+  /// no: the refusal the model reads, and the turn goes on (unless `interrupt`); empty: the
+  /// user declined, and control goes back to them.
+  std::string message;
+  bool interrupt = false;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, permission_verdict& x) {
+  return f(caf::meta::type_name("permission_verdict"), x.answer, x.updated_input, x.message,
+           x.interrupt);
+}
 
 /// Why a call was refused, as far as how the run ends depends on it.
 enum class denial_cause : uint8_t {

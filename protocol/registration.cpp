@@ -26,6 +26,8 @@ void register_protocol_types(caf::actor_system_config& cfg) {
     .add_message_type<generation_progress>("troupe::generation_progress")
     .add_message_type<session_status_event>("troupe::session_status_event")
     .add_message_type<hook_run_event>("troupe::hook_run_event")
+    .add_message_type<turn_ended_event>("troupe::turn_ended_event")
+    .add_message_type<permission_verdict>("troupe::permission_verdict")
     .add_message_type<http_request>("troupe::http_request")
     .add_message_type<http_response_head>("troupe::http_response_head")
     .add_message_type<http_body_chunk>("troupe::http_body_chunk")

@@ -18,11 +18,14 @@ namespace troupe {
 struct step_request {
   context_snapshot context;
   int32_t step_number = 0;
+  /// The permission mode the session's client set (tools/permissions.hpp's permission_mode as
+  /// a number); -1: the step's own.
+  int32_t permission_mode = -1;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, step_request& x) {
-  return f(caf::meta::type_name("step_request"), x.context, x.step_number);
+  return f(caf::meta::type_name("step_request"), x.context, x.step_number, x.permission_mode);
 }
 
 /// How a step ended.
@@ -72,12 +75,15 @@ struct step_outcome {
   /// The tool whose call was still cut at the output limit when the continuations ran out; the
   /// call was dropped, not run.
   std::string unfinished_call;
+  /// Time spent waiting for the model's replies.
+  int64_t api_ms = 0;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, step_outcome& x) {
   return f(caf::meta::type_name("step_outcome"), x.status, x.reply, x.tool_messages, x.usage,
-           x.error, x.error_message, x.denials, x.declined, x.continuations, x.unfinished_call);
+           x.error, x.error_message, x.denials, x.declined, x.continuations, x.unfinished_call,
+           x.api_ms);
 }
 
 } // namespace troupe

@@ -138,6 +138,19 @@ expected<control_request> parse_control_request(const std::string& line) {
   auto known = parse_control_command(command->get<std::string>());
   if (!known)
     return failure{known.error()};
+  // What changes how the session judges and runs calls is the stream-json client's alone: a
+  // tool process that can reach the socket must not lift its own permissions.
+  switch (*known) {
+    case control_command::end_input:
+    case control_command::permission_mode:
+    case control_command::model:
+    case control_command::stop_task:
+    case control_command::context_usage:
+      return failure{"the control command '" + command->get<std::string>() +
+                     "' is taken from the session's own client only"};
+    default:
+      break;
+  }
   control_request request;
   request.token = token->get<std::string>();
   request.command = *known;

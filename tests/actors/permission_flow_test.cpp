@@ -29,10 +29,11 @@ permission_asker_actor spawn_asker(caf::actor_system& sys, std::shared_ptr<scrip
     return {[s](ask_atom, const tool_call& call, const std::string& reason) {
       std::lock_guard<std::mutex> lock{s->mutex};
       s->asked.push_back(call.name + ": " + reason);
-      auto answer = s->answers.empty() ? permission_answer::no : s->answers.front();
+      permission_verdict verdict;
+      verdict.answer = s->answers.empty() ? permission_answer::no : s->answers.front();
       if (!s->answers.empty())
         s->answers.pop_front();
-      return answer;
+      return verdict;
     }};
   });
 }

@@ -293,6 +293,9 @@ event_sink_actor::behavior_type recorder(event_sink_actor::pointer self,
     [=](const generation_progress& e) { into->add(e); },
     [=](const session_status_event& e) { into->add(e); },
     [=](const hook_run_event& e) { into->add(e); },
+    [=](const turn_ended_event& e) {
+      into->add(nlohmann::json{{"turn_ended", nlohmann::json(e.summary)}});
+    },
     [=](const session_ended_event& e) {
       into->finish(e);
       self->quit();

@@ -36,6 +36,17 @@ TEST_CASE("a request with a command that has no spelling is refused at the edge"
   CHECK(!parse_control_request(R"({"token": "t", "command": "interrupt_agent"})"));
 }
 
+TEST_CASE("the socket refuses what only the session's own client may say") {
+  // A tool process that reaches the socket must not raise its own permissions or swap models.
+  for (const char* command : {"permission-mode", "end-input", "model", "stop-task", "context-usage"}) {
+    CAPTURE(command);
+    auto parsed = parse_control_request(std::string{R"({"token": "t", "command": ")"} + command +
+                                         R"(", "arg": "bypass"})");
+    REQUIRE(!parsed);
+    CHECK(parsed.error().find("own client only") != std::string::npos);
+  }
+}
+
 TEST_CASE("anything but a request object is refused with a reason") {
   std::vector<std::string> bad_lines{
     "", "garbage", "\x16\x03\x01", "[1, 2]", R"({"token": 1, "command": "poke"})",

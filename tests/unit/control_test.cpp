@@ -40,7 +40,7 @@ TEST_CASE("an unknown control command is an error that names it and the known on
     CHECK(parsed.error() ==
           std::string{"unknown control command '"} + bad +
             "'; known: poke, urgent, interrupt, detach, input, background, interrupt-agent, "
-            "notify-agent");
+            "notify-agent, end-input, permission-mode, model, stop-task, context-usage");
     CHECK_THROWS_AS(json(bad).get<control_command>(), json::exception);
   }
 }
