@@ -161,6 +161,7 @@ caf::result<tool_result> launch(self_ptr self, const tool_call& call) {
   l.resume = !resume.empty();
   l.agent_id = l.resume ? resume : unused_agent_id(st);
   l.prompt = prompt;
+  l.call_id = call.id;
   l.description = input.contains("description")
                     ? one_line(input.value("description", std::string{}))
                     : one_line(prompt.substr(0, char_boundary(prompt, 60)));

@@ -41,6 +41,8 @@ struct subagent_launch {
   bool resume = false;
   /// Prompts sent to it (task with `resume`) before it was spawned: its next jobs, in order.
   std::vector<std::string> follow_ups;
+  /// The `task` call that launched (or resumed) it.
+  std::string call_id;
 };
 
 /// Deepest subagent nesting and most subagents running at once per session, unless

@@ -73,6 +73,8 @@ struct session_config {
   /// cap, a declined call or an interrupt hands control back instead of ending the run, and an
   /// interrupt while idle clears the queue.
   bool interactive = false;
+  /// A subagent: the id of the `task` call that launched it (its message events carry it).
+  std::string parent_tool_use_id;
   /// Calls the client's hook callbacks (hook_commands with a callback_id).
   hook_callback_actor hook_callbacks;
   /// Driven by a stream-json client (`--input-format stream-json`): every turn's end is

@@ -48,7 +48,7 @@ bool append_message(session_ptr self, message msg) {
   st.log.push_back(ptr);
   st.window.append(ptr);
   st.state.messages_count = static_cast<int64_t>(st.log.size());
-  publish(self, message_event{st.config().session_id, *ptr});
+  publish(self, message_event{st.config().session_id, *ptr, st.config().parent_tool_use_id});
   if (ptr->origin == message_origin::task_notification)
     note_logged(self, *ptr);
   if (first_prompt)

@@ -24,6 +24,11 @@ nlohmann::json content_blocks(const message& m) {
   return blocks;
 }
 
+nlohmann::json parent_of(const message_event& e) {
+  return e.parent_tool_use_id.empty() ? nlohmann::json(nullptr)
+                                      : nlohmann::json(e.parent_tool_use_id);
+}
+
 std::string indent(const std::string& text, const std::string& prefix) {
   std::string out;
   std::istringstream in{text};
@@ -111,7 +116,7 @@ nlohmann::json to_stream_json(const message_event& e) {
               {"message",
                {{"id", m.id}, {"role", "assistant"}, {"content", content_blocks(m)}}},
               {"uuid", m.id},
-              {"parent_tool_use_id", nullptr},
+              {"parent_tool_use_id", parent_of(e)},
               {"session_id", e.session_id}};
     case role::tool:
       return {{"type", "user"},
@@ -124,14 +129,14 @@ nlohmann::json to_stream_json(const message_event& e) {
               {"exit_code", m.exit_code},
               {"truncated", m.truncated},
               {"uuid", m.id},
-              {"parent_tool_use_id", nullptr},
+              {"parent_tool_use_id", parent_of(e)},
               {"session_id", e.session_id}};
     case role::user:
       return {{"type", "user"},
               {"message", {{"id", m.id}, {"role", "user"}, {"content", m.content}}},
               {"origin", to_string(m.origin)},
               {"uuid", m.id},
-              {"parent_tool_use_id", nullptr},
+              {"parent_tool_use_id", parent_of(e)},
               {"session_id", e.session_id}};
     case role::system:
       if (is_compact_boundary(m))

@@ -19,6 +19,9 @@ struct renderer_state {
   session_actor session;
   bool output_closed = false;
   bool ended = false;
+  /// The session rendered (its first event's): events of its subagents (watch_subagents) show
+  /// their messages only.
+  std::string session_id;
 };
 
 using self_ptr = event_sink_actor::stateful_pointer<renderer_state>;
@@ -95,6 +98,15 @@ void finish(self_ptr self, const session_ended_event& e) {
   self->quit();
 }
 
+// An event of a subagent the renderer watches, not of its own session.
+template <class Event>
+bool foreign(self_ptr self, const Event& e) {
+  auto& st = self->state;
+  if (st.session_id.empty())
+    st.session_id = e.session_id;
+  return e.session_id != st.session_id;
+}
+
 event_sink_actor::behavior_type renderer(self_ptr self, render_options options, render_sink sink,
                                          session_actor session) {
   self->state.options = options;
@@ -110,23 +122,48 @@ event_sink_actor::behavior_type renderer(self_ptr self, render_options options, 
     finish(self, lost);
   });
   return {
-    [=](const session_started_event& e) { print(self, e); },
-    [=](const message_event& e) { print(self, e); },
-    [=](const notice_event& e) { print(self, e); },
-    [=](const generation_progress& e) { print(self, e); },
+    [=](const session_started_event& e) {
+      if (!foreign(self, e))
+        print(self, e);
+    },
+    [=](const message_event& e) {
+      if (!foreign(self, e)) {
+        print(self, e);
+      } else if (!e.parent_tool_use_id.empty()) {
+        // A subagent's message, as Claude Code streams it: under its parent's session id,
+        // tied to the task call that launched it.
+        auto relayed = e;
+        relayed.session_id = self->state.session_id;
+        print(self, relayed);
+      }
+    },
+    [=](const notice_event& e) {
+      if (!foreign(self, e))
+        print(self, e);
+    },
+    [=](const generation_progress& e) {
+      if (!foreign(self, e))
+        print(self, e);
+    },
     [=](const session_status_event& e) {
-      if (self->state.sink.on_status)
+      if (!foreign(self, e) && self->state.sink.on_status)
         self->state.sink.on_status(e);
     },
-    [=](const hook_run_event& e) { print(self, e); },
+    [=](const hook_run_event& e) {
+      if (!foreign(self, e))
+        print(self, e);
+    },
     [=](const turn_ended_event& e) {
-      if (!self->state.options.report_turns)
+      if (!self->state.options.report_turns || foreign(self, e.summary))
         return;
       print(self, e.summary);
       if (self->state.sink.on_turn)
         self->state.sink.on_turn(e.summary);
     },
-    [=](const session_ended_event& e) { finish(self, e); },
+    [=](const session_ended_event& e) {
+      if (!foreign(self, e))
+        finish(self, e);
+    },
   };
 }
 

@@ -55,6 +55,8 @@ struct subagent_setup {
   bool own_engine = false;
   disk_io_actor disk;
   subagent_factory factory; // itself: subagents launch subagents
+  /// Sinks that follow every subagent's messages (set before the run starts, read after).
+  std::vector<event_sink_actor> watchers;
   /// A subagent's system prompt for the shared registry, one per tool format, made before any
   /// launch (read from every supervisor's thread, never written after): children share it.
   std::array<shared_value<std::string>, 3> child_prompts;
@@ -176,6 +178,8 @@ expected<session_actor> spawn_subagent(caf::actor_system& sys,
   child.hook_commands = parent_settings.hook_commands;
   child.hook_shell = parent_settings.shell_program;
   child.hook_callbacks = parent_settings.hook_callbacks;
+  child.parent_tool_use_id = launch.call_id;
+  child.subscribers.insert(child.subscribers.end(), setup->watchers.begin(), setup->watchers.end());
   child.process_environment = session_environment(launch.agent_id, parent_settings);
 
   tool_context context;
@@ -421,6 +425,10 @@ expected<launched_agent> launch_agent(caf::actor_system& sys, run_settings& sett
     model = spawn_scripted_model(sys, std::move(*settings.model_script));
   launched.agent = spawn_agent(sys, std::move(session), std::move(tools), std::move(model));
   // A fleet's engine is the fleet's to stop; the setup stays alive with the agent all the same.
+  launched.watch_subagents = [weak](event_sink_actor sink) {
+    if (auto shared = weak.lock())
+      shared->watchers.push_back(std::move(sink));
+  };
   launched.stop_engine = [setup, shared = commons != nullptr] {
     if (setup->engine && (!shared || setup->own_engine))
       setup->engine->stop();
@@ -498,6 +506,8 @@ int execute_run(run_settings settings, std::FILE* out) {
     };
   }
   auto renderer = spawn_renderer(sys, settings.render, std::move(sink), agent);
+  if (client)
+    launched->watch_subagents(renderer);
 
   std::atomic<int> signals_seen{0};
   signal_forwarder forwarder{[&](int sig) {

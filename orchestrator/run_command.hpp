@@ -150,6 +150,9 @@ struct launched_agent {
   /// switch); call it once the agent has ended. It also keeps what the agent's subagent factory
   /// and model switcher refer to alive until then.
   std::function<void()> stop_engine;
+  /// Subscribes a sink to the messages of every subagent the run launches from now on (a
+  /// stream-json client reads them with their parent_tool_use_id). Call before start.
+  std::function<void(event_sink_actor)> watch_subagents;
 };
 
 /// Spawns the agent `settings` describe — its tools, model, session, subagent factory and

@@ -48,11 +48,14 @@ void from_json(const nlohmann::json& j, session_started_event& x) {
 
 void to_json(nlohmann::json& j, const message_event& x) {
   j = {{"event", "message"}, {"session_id", x.session_id}, {"message", x.msg}};
+  if (!x.parent_tool_use_id.empty())
+    j["parent_tool_use_id"] = x.parent_tool_use_id;
 }
 
 void from_json(const nlohmann::json& j, message_event& x) {
   j.at("session_id").get_to(x.session_id);
   j.at("message").get_to(x.msg);
+  x.parent_tool_use_id = j.value("parent_tool_use_id", std::string{});
 }
 
 void to_json(nlohmann::json& j, const notice_event& x) {

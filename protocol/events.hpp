@@ -38,11 +38,14 @@ typename Inspector::result_type inspect(Inspector& f, session_started_event& x) 
 struct message_event {
   std::string session_id;
   message msg;
+  /// A subagent's message: the id of the `task` call that launched it (empty: a session's
+  /// own).
+  std::string parent_tool_use_id;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, message_event& x) {
-  return f(caf::meta::type_name("message_event"), x.session_id, x.msg);
+  return f(caf::meta::type_name("message_event"), x.session_id, x.msg, x.parent_tool_use_id);
 }
 
 /// Something the user should know that is not part of the conversation.

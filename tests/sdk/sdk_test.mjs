@@ -285,6 +285,30 @@ const cases = {
     } finally { world.close(); }
   },
 
+  async 'a subagent streams under its task call'() {
+    const world = new World([
+      { tool_calls: [{ name: 'task', input: { prompt: 'look around', description: 'look around' } }] },
+      { text: 'The child looked around.' },
+      { text: 'The parent is done.' },
+    ]);
+    try {
+      const { messages, error } = await collect(query({
+        prompt: 'delegate', options: await world.options({ permissionMode: 'bypassPermissions' }),
+      }));
+      check(error === null, 'no error', String(error));
+      const launch = messages.find((m) => m.type === 'assistant' && m.parent_tool_use_id === null &&
+        m.message.content.some((b) => b.type === 'tool_use' && b.name === 'Task'));
+      check(launch, 'the parent launches the subagent with the Task tool', messages);
+      const callId = launch.message.content.find((b) => b.type === 'tool_use').id;
+      const child = messages.filter((m) => m.parent_tool_use_id === callId);
+      check(child.some((m) => m.type === 'assistant' && m.message.content[0].text === 'The child looked around.'),
+            "the subagent's reply carries the task call's id", messages);
+      check(child.every((m) => m.session_id === launch.session_id), "under the parent's session id", child);
+      check(messages.filter((m) => m.type === 'result').length === 1, "the subagent's end is no result of the parent's", messages);
+      check(messages.at(-1).result === 'The parent is done.', 'the parent finishes', messages.at(-1));
+    } finally { world.close(); }
+  },
+
   async 'maxTurns reached'() {
     const world = new World([
       { tool_calls: [{ name: 'shell', input: { command: 'echo 1' } }] },
