@@ -48,6 +48,12 @@ std::optional<std::string> line_reader::next(std::string* error) {
   };
   for (;;) {
     auto newline = buffer_.find('\n');
+    if (newline != std::string::npos && newline > max_line_) {
+      buffer_.erase(0, newline + 1);
+      if (error)
+        *error = "a line of more than " + std::to_string(max_line_) + " bytes was skipped";
+      continue;
+    }
     if (newline != std::string::npos) {
       auto line = buffer_.substr(0, newline);
       buffer_.erase(0, newline + 1);
