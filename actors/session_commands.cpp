@@ -134,20 +134,20 @@ void rename(session_ptr self, const std::string& name) {
 
 } // namespace
 
-void switch_model(session_ptr self, const std::string& spec) {
+std::string switch_model(session_ptr self, const std::string& spec) {
   auto& st = self->state;
   if (spec.empty()) {
     answer(self, "model: " + st.current_model.name);
-    return;
+    return {};
   }
   if (!st.config().switch_model) {
     publish_notice(self, "model", "this session cannot switch models");
-    return;
+    return "this session cannot switch models";
   }
   auto next = st.config().switch_model(self->system(), spec);
   if (!next) {
     publish_notice(self, "model", "cannot switch to " + spec + ": " + next.error());
-    return;
+    return "cannot switch to " + spec + ": " + next.error();
   }
   // At a turn boundary the step is idle: a new step takes the new model, the old pair goes.
   for (auto old : {caf::actor_cast<caf::actor>(st.step), caf::actor_cast<caf::actor>(st.model)}) {
@@ -171,6 +171,7 @@ void switch_model(session_ptr self, const std::string& spec) {
   note.content = "The model is now " + st.current_model.name + ".";
   append_message(self, note); // the system note is the answer; the next status has the model
   save_info(self);
+  return {};
 }
 
 bool run_command(session_ptr self, const message& input) {

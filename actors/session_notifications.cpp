@@ -225,7 +225,8 @@ caf::result<control_reply> run_control(session_ptr self, control_command command
     if (arg.empty())
       return control_error("no model named");
     if (st.phase == session_phase::idle) {
-      switch_model(self, arg);
+      if (auto failed = switch_model(self, arg); !failed.empty())
+        return control_error(failed);
       return control_ok(st.current_model.name);
     }
     st.pending_model = arg; // a step may be running on the current one: after the turn

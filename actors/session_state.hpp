@@ -196,7 +196,8 @@ session_ended_event summarise(const session_state& st, terminal_reason reason, s
                               model_error_kind kind);
 
 /// Switches to another model: at once (a turn boundary), the step and model client replaced.
-void switch_model(session_ptr self, const std::string& spec);
+/// Returns why it could not (also published as a notice); empty when it did.
+std::string switch_model(session_ptr self, const std::string& spec);
 
 // Shared by the loop (session_turns.cpp) and the subagent and notification handling
 // (session_agents.cpp).

@@ -267,6 +267,9 @@ const cases = {
         results += 1;
         if (results === 1) {
           modeAnswer = await q.setPermissionMode('plan');
+          let refused = null;
+          try { await q.setModel('nosuchprovider/model'); } catch (e) { refused = e; }
+          check(refused && /nosuchprovider/.test(String(refused)), 'a model that cannot be used is refused with the reason', String(refused));
           await q.setModel('anthropic/claude-haiku-4-5');
           input.push('now plan');
         } else {
