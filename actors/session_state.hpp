@@ -229,6 +229,11 @@ bool take_interrupt_request(session_ptr self);
 /// the user (interactive) or the run's end.
 void stop_turn_interrupted(session_ptr self, bool declined);
 
+/// Switches to the model `spec` names (config().switch_model) between steps: a new model client
+/// and step, the window's budget, and a system note in the log (`note`, else "The model is now
+/// …"). Returns why it could not, empty when it did.
+std::string change_model(session_ptr self, const std::string& spec, const std::string& note);
+
 /// Runs a slash command. Returns false for ordinary text. A command that starts a compaction
 /// leaves the session compacting; the loop resumes when it is done.
 bool run_command(session_ptr self, const message& input);

@@ -158,7 +158,9 @@ void end_turn_for_good(session_ptr self, std::optional<terminal_reason> end) {
 }
 
 void after_final_turn(session_ptr self, std::optional<terminal_reason> end) {
-  if (end)
+  if (end && *end == terminal_reason::max_budget)
+    end_session(self, *end, self->state.turn.end_cause); // the result's error says the cap
+  else if (end)
     end_session(self, *end);
   else
     next_turn(self);
