@@ -63,6 +63,12 @@ struct session_config {
   context_budget budget;
   /// Steps per turn; 0 means no cap.
   int32_t max_steps = 0;
+  /// No step starts once this run's cost (its subagents' included) reaches this many US
+  /// dollars: the session ends max_budget. 0: no cap.
+  double max_cost_usd = 0;
+  /// The model (a spec for switch_model) a failed step goes on with once, when the model failed
+  /// overloaded or rate-limited after its retries; empty: none.
+  std::string fallback_model;
   /// Most read-only calls of one reply that run at once (1: every call in turn).
   size_t max_parallel_tools = 10;
   /// Decides every tool call; null: every call runs.

@@ -132,23 +132,30 @@ void rename(session_ptr self, const std::string& name) {
   answer(self, "the session is now named \"" + st.info.name + "\"");
 }
 
-} // namespace
-
-std::string switch_model(session_ptr self, const std::string& spec) {
+void switch_model(session_ptr self, const std::string& spec) {
   auto& st = self->state;
   if (spec.empty()) {
     answer(self, "model: " + st.current_model.name);
-    return {};
+    return;
   }
   if (!st.config().switch_model) {
     publish_notice(self, "model", "this session cannot switch models");
+    return;
+  }
+  // The system note is the answer; the next status has the model.
+  if (auto problem = change_model(self, spec, {}); !problem.empty())
+    publish_notice(self, "model", "cannot switch to " + spec + ": " + problem);
+}
+
+} // namespace
+
+std::string change_model(session_ptr self, const std::string& spec, const std::string& note_text) {
+  auto& st = self->state;
+  if (!st.config().switch_model)
     return "this session cannot switch models";
-  }
   auto next = st.config().switch_model(self->system(), spec);
-  if (!next) {
-    publish_notice(self, "model", "cannot switch to " + spec + ": " + next.error());
-    return "cannot switch to " + spec + ": " + next.error();
-  }
+  if (!next)
+    return next.error();
   // At a turn boundary the step is idle: a new step takes the new model, the old pair goes.
   for (auto old : {caf::actor_cast<caf::actor>(st.step), caf::actor_cast<caf::actor>(st.model)}) {
     self->unlink_from(old);
@@ -168,8 +175,8 @@ std::string switch_model(session_ptr self, const std::string& spec) {
   message note;
   note.role = role::system;
   note.origin = message_origin::model;
-  note.content = "The model is now " + st.current_model.name + ".";
-  append_message(self, note); // the system note is the answer; the next status has the model
+  note.content = note_text.empty() ? "The model is now " + st.current_model.name + "." : note_text;
+  append_message(self, note);
   save_info(self);
   return {};
 }

@@ -217,7 +217,7 @@ caf::result<control_reply> run_control(session_ptr self, control_command command
     auto mode = parse_permission_mode(arg);
     if (!mode)
       return control_error("unknown permission mode '" + arg +
-                           "': use default, accept-edits, plan or bypass");
+                           "': use default, accept-edits, plan, bypass or dont-ask");
     st.mode_override = *mode; // the next step judges its calls by it
     return control_ok(to_string(*mode));
   }
@@ -225,8 +225,8 @@ caf::result<control_reply> run_control(session_ptr self, control_command command
     if (arg.empty())
       return control_error("no model named");
     if (st.phase == session_phase::idle) {
-      if (auto failed = switch_model(self, arg); !failed.empty())
-        return control_error(failed);
+      if (auto failed = change_model(self, arg, {}); !failed.empty())
+        return control_error("cannot switch to " + arg + ": " + failed);
       return control_ok(st.current_model.name);
     }
     st.pending_model = arg; // a step may be running on the current one: after the turn

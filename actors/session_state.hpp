@@ -195,9 +195,6 @@ void report_turn_end(session_ptr self);
 session_ended_event summarise(const session_state& st, terminal_reason reason, std::string error,
                               model_error_kind kind);
 
-/// Switches to another model: at once (a turn boundary), the step and model client replaced.
-/// Returns why it could not (also published as a notice); empty when it did.
-std::string switch_model(session_ptr self, const std::string& spec);
 
 // Shared by the loop (session_turns.cpp) and the subagent and notification handling
 // (session_agents.cpp).
@@ -266,6 +263,11 @@ bool take_interrupt_request(session_ptr self);
 /// The turn stops (interrupted, or a declined call): a note, TURN_POST, then control back to
 /// the user (interactive) or the run's end.
 void stop_turn_interrupted(session_ptr self, bool declined);
+
+/// Switches to the model `spec` names (config().switch_model) between steps: a new model client
+/// and step, the window's budget, and a system note in the log (`note`, else "The model is now
+/// …"). Returns why it could not, empty when it did.
+std::string change_model(session_ptr self, const std::string& spec, const std::string& note);
 
 /// Runs a slash command. Returns false for ordinary text. A command that starts a compaction
 /// leaves the session compacting; the loop resumes when it is done.

@@ -65,9 +65,35 @@ void fail_turn(session_ptr self, std::string error, model_error_kind kind) {
   next_turn(self);
 }
 
-void on_step_failed(session_ptr self, const step_outcome& outcome) {
+// The step failed because the model is overloaded or rate-limited (its retries spent): with a
+// fallback model not yet in use, the same step again on it. False when there is none.
+bool step_again_on_fallback(session_ptr self, const step_outcome& outcome) {
+  auto& st = self->state;
+  const auto& fallback = st.config().fallback_model;
+  if (fallback.empty() || st.current_model.name == fallback ||
+      (outcome.error != model_error_kind::server &&
+       outcome.error != model_error_kind::rate_limited))
+    return false;
+  auto failed = st.current_model.name;
+  auto problem = change_model(self, fallback,
+                              "The model " + failed + " failed (" + outcome.error_message +
+                                "); the fallback model " + fallback + " goes on from here.");
+  if (!problem.empty()) {
+    spdlog::warn("session {}: cannot switch to the fallback model {}: {}",
+                 st.config().session_id, fallback, problem);
+    return false;
+  }
+  publish_notice(self, "model_fallback",
+                 failed + " failed (" + outcome.error_message + "); going on with " + fallback);
+  send_step(self, false);
+  return true;
+}
+
+void on_step_failed(session_ptr self, const step_outcome& outcome, bool interrupted) {
   auto& st = self->state;
   st.state.transition = transition_reason::model_error;
+  if (!interrupted && step_again_on_fallback(self, outcome))
+    return;
   if (outcome.error != model_error_kind::prompt_too_long) {
     fail_turn(self, outcome.error_message, outcome.error);
     return;
@@ -120,7 +146,7 @@ void on_step_done(session_ptr self, step_outcome& outcome) {
   bool requested = take_interrupt_request(self);
   bool interrupted = outcome.status == step_status::interrupted || requested;
   if (outcome.status == step_status::failed) {
-    on_step_failed(self, outcome);
+    on_step_failed(self, outcome, requested);
     return;
   }
   if (interrupted) {
@@ -238,6 +264,13 @@ void ask_for_name(session_ptr self, const std::string& reply) {
 
 void run_next_step(session_ptr self) {
   auto& st = self->state;
+  if (st.config().max_cost_usd > 0 && st.run_cost_usd >= st.config().max_cost_usd) {
+    st.turn.end_cause = "reached --max-budget-usd " + format_cost(st.config().max_cost_usd, true) +
+                        ": this run has cost " + format_cost(st.run_cost_usd, true);
+    save_state(self);
+    end_turn_for_good(self, terminal_reason::max_budget);
+    return;
+  }
   if (st.config().max_steps > 0 && st.state.step_count >= st.config().max_steps) {
     st.state.transition = transition_reason::max_steps;
     message cap;

@@ -164,7 +164,9 @@ void end_turn_for_good(session_ptr self, std::optional<terminal_reason> end) {
 }
 
 void after_final_turn(session_ptr self, std::optional<terminal_reason> end) {
-  if (end)
+  if (end && *end == terminal_reason::max_budget)
+    end_session(self, *end, self->state.turn.end_cause); // the result's error says the cap
+  else if (end)
     end_session(self, *end);
   else
     next_turn(self);
@@ -233,8 +235,11 @@ void go_idle(session_ptr self) {
 void next_turn(session_ptr self) {
   auto& st = self->state;
   report_turn_end(self);
-  if (!st.pending_model.empty() && st.phase != session_phase::ended)
-    switch_model(self, std::exchange(st.pending_model, std::string{}));
+  if (!st.pending_model.empty() && st.phase != session_phase::ended) {
+    auto spec = std::exchange(st.pending_model, std::string{});
+    if (auto problem = change_model(self, spec, {}); !problem.empty())
+      publish_notice(self, "model", "cannot switch to " + spec + ": " + problem);
+  }
   bool urgent = std::exchange(st.turn.urgent_pending, false);
   st.idle_serial = 0;
   // Notifications that arrived during the turn start the next one, all of them at once — after

@@ -79,10 +79,15 @@ void deny(step_ptr self, const std::string& reason,
 void run_batch(step_ptr self, size_t size);
 void start_calls(step_ptr self, size_t size);
 
-// Puts an "ask" to the person at the terminal; headless, it is a denial.
+// Puts an "ask" to the person at the terminal; headless, or in dont-ask mode, it is a denial.
 void ask(step_ptr self, const std::string& reason) {
   auto& st = self->state;
   const auto& call = st.outcome.reply.tool_calls[st.next_call];
+  if (st.permissions->mode == permission_mode::dont_ask) {
+    deny(self, reason + "; permission mode dont-ask refuses what no rule allows, so " +
+                 st.permissions->allow_hint(*st.config.registry->find(call.name), call.input));
+    return;
+  }
   if (!st.config.asker) {
     deny(self, reason + "; this run cannot ask anyone, so " +
                  st.permissions->allow_hint(*st.config.registry->find(call.name), call.input));

@@ -1,11 +1,16 @@
 #include "orchestrator/cli.hpp"
 
+#include <unistd.h>
+
 #include <csignal>
 #include <cstdio>
+#include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
 #include "orchestrator/chat_command.hpp"
+#include "orchestrator/claude_flags.hpp"
 #include "orchestrator/demo_command.hpp"
 #include "orchestrator/environment.hpp"
 #include "orchestrator/fleet_command.hpp"
@@ -17,11 +22,29 @@
 
 namespace troupe {
 
+namespace {
+
+// Says once, before the run starts, which Claude Code flags changed nothing.
+void report_ignored(const std::vector<std::string>& ignored) {
+  if (ignored.empty())
+    return;
+  std::string names;
+  for (auto& name : ignored)
+    names += (names.empty() ? "" : ", ") + name;
+  std::fprintf(stderr, "troupe: ignored (Claude Code options troupe has no counterpart for): %s\n",
+               names.c_str());
+}
+
+} // namespace
+
 int run_cli(int argc, char** argv) {
-  CLI::App app{"troupe: an asynchronous multi-agent runtime for LLM coding agents", "troupe"};
+  CLI::App app{"troupe: an asynchronous multi-agent runtime for LLM coding agents (troupe "
+               "PROMPT and troupe -p PROMPT are troupe run; troupe alone is troupe chat on a "
+               "terminal)",
+               "troupe"};
   app.require_subcommand(1);
   app.fallthrough(); // --log-file/--log-level may also follow the subcommand
-  app.set_version_flag("--version", std::string{"troupe "} + troupe_version);
+  app.set_version_flag("--version,-v", std::string{"troupe "} + troupe_version);
   std::string log_file;
   std::string log_level = env_or("TROUPE_LOG");
   app.add_option("--log-file", log_file, "write diagnostics to this file instead of stderr");
@@ -78,8 +101,28 @@ int run_cli(int argc, char** argv) {
   demo->add_option("--output-format", demo_format, "text or stream-json")
     ->check(CLI::IsMember({"text", "stream-json"}));
 
+  // Claude Code's spelling becomes troupe's: `troupe -p PROMPT` and `troupe PROMPT` are
+  // `troupe run`, list flags take several words, ignored flags go (reported before the run).
+  std::vector<std::string> subcommands;
+  for (auto* command : app.get_subcommands([](CLI::App*) { return true; }))
+    subcommands.push_back(command->get_name());
+  auto takes_value = [&app](const std::string& subcommand, const std::string& option) {
+    const CLI::Option* found = nullptr;
+    for (auto* command :
+         app.get_subcommands([&](CLI::App* c) { return c->get_name() == subcommand; }))
+      found = command->get_option_no_throw(option);
+    if (!found)
+      found = app.get_option_no_throw(option);
+    return found != nullptr && found->get_type_size_max() > 0;
+  };
+  auto rewritten = rewrite_claude_argv(std::vector<std::string>(argv + 1, argv + argc), subcommands,
+                                       isatty(STDIN_FILENO) != 0, takes_value);
+  if (!rewritten)
+    return fail(rewritten.error());
   try {
-    app.parse(argc, argv);
+    // CLI11 takes the words last first.
+    std::vector<std::string> reversed(rewritten->args.rbegin(), rewritten->args.rend());
+    app.parse(reversed);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
@@ -117,6 +160,7 @@ int run_cli(int argc, char** argv) {
     auto settings = resolve_run(chat_flags, true);
     if (!settings)
       return fail(settings.error());
+    report_ignored(rewritten->ignored);
     return execute_chat(std::move(*settings));
   }
   if (*notify) {
@@ -142,6 +186,7 @@ int run_cli(int argc, char** argv) {
   auto settings = resolve_run(flags, false);
   if (!settings)
     return fail(settings.error());
+  report_ignored(rewritten->ignored);
   return execute_run(std::move(*settings), stdout);
 }
 

@@ -81,7 +81,31 @@ const char* no_model_help =
 
 } // namespace
 
-expected<model_choice> resolve_model_spec(const std::string& model, const run_flags& flags) {
+expected<std::string> qualified_model_spec(const std::string& model) {
+  if (model.rfind("scripted:", 0) == 0 || model.find('/') != std::string::npos)
+    return model;
+  auto starts = [&](std::string_view prefix) { return model.rfind(prefix, 0) == 0; };
+  if (model == "sonnet")
+    return std::string{"anthropic/"} + sonnet_model;
+  if (model == "opus")
+    return std::string{"anthropic/"} + opus_model;
+  if (model == "haiku")
+    return std::string{"anthropic/"} + haiku_model;
+  if (starts("claude-"))
+    return "anthropic/" + model;
+  if (starts("gpt-") || starts("chatgpt-") || starts("o1") || starts("o3") || starts("o4"))
+    return "openai/" + model;
+  return failure{"unknown model '" + model +
+                 "': use openai/MODEL, anthropic/MODEL, ollama/MODEL or scripted:PATH; without a "
+                 "provider, claude-*, sonnet, opus and haiku are Anthropic's and gpt-*, "
+                 "chatgpt-*, o1*, o3* and o4* OpenAI's"};
+}
+
+expected<model_choice> resolve_model_spec(const std::string& given, const run_flags& flags) {
+  auto qualified = qualified_model_spec(given);
+  if (!qualified)
+    return failure{qualified.error()};
+  const auto& model = *qualified;
   model_choice choice;
   constexpr std::string_view scripted = "scripted:";
   if (model.rfind(scripted, 0) == 0) {
@@ -165,6 +189,11 @@ expected<bool> resolve_model(const run_flags& flags, run_settings& settings) {
     else
       return failure{no_model_help};
   }
+  // Recorded with its provider, so that a resume finds the same one.
+  auto qualified = qualified_model_spec(model);
+  if (!qualified)
+    return failure{qualified.error()};
+  model = *qualified;
   // A script is found again on resume from anywhere: given, it is anchored where troupe was
   // started; recorded relative (sessions from before), in the session's workspace.
   std::error_code ec;
@@ -181,6 +210,24 @@ expected<bool> resolve_model(const run_flags& flags, run_settings& settings) {
   settings.resolve_model = [flags](const std::string& spec) {
     return resolve_model_spec(spec, flags);
   };
+  return true;
+}
+
+expected<bool> resolve_fallback_model(const run_flags& flags, run_settings& settings) {
+  if (flags.fallback_model.empty())
+    return true;
+  auto qualified = qualified_model_spec(flags.fallback_model);
+  if (!qualified)
+    return failure{"--fallback-model: " + qualified.error()};
+  std::error_code ec;
+  auto spec = anchored_model_spec(*qualified, std::filesystem::current_path(ec));
+  if (spec == settings.model_name)
+    return failure{"--fallback-model " + flags.fallback_model + " is the run's own model (" +
+                   settings.model_name + "): name another"};
+  // Checked now (its key, its script), not when the main model first fails.
+  if (auto choice = resolve_model_spec(spec, flags); !choice)
+    return failure{"--fallback-model: " + choice.error()};
+  settings.fallback_model = spec;
   return true;
 }
 

@@ -91,6 +91,8 @@ const char* result_subtype(terminal_reason r) {
       return "success";
     case terminal_reason::max_turns:
       return "error_max_turns";
+    case terminal_reason::max_budget:
+      return "error_max_budget_usd";
     default:
       return "error_during_execution";
   }

@@ -1,5 +1,6 @@
 #pragma once
-// How the CLI renders a session's events: readable text, or Claude Code-style stream-json.
+// How the CLI renders a session's events: readable text, or Claude Code-style json (the result
+// line alone) and stream-json.
 
 #include <string>
 #include <string_view>
@@ -10,7 +11,11 @@
 
 namespace troupe {
 
-enum class output_format { text, stream_json };
+enum class output_format {
+  text,        ///< readable text as it happens
+  json,        ///< one JSON object at the end: stream-json's result line
+  stream_json, ///< one JSON object per event and line
+};
 
 /// ANSI colours for the text format; all empty when colour is off.
 struct text_style {

@@ -60,7 +60,11 @@ template <class Event>
 void print(self_ptr self, const Event& event) {
   auto& st = self->state;
   std::string text;
-  if (st.options.format == output_format::stream_json) {
+  // json: the result line and nothing else, the same object stream-json ends with.
+  if constexpr (!std::is_same_v<Event, session_ended_event>)
+    if (st.options.format == output_format::json)
+      return;
+  if (st.options.format != output_format::text) {
     auto line = stream_json_of(st, event);
     if (line.is_null())
       return;

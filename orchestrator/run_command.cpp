@@ -238,20 +238,20 @@ std::shared_ptr<const tool_registry> offered_registry(const permission_policy& p
   return registry;
 }
 
-// The system prompt for a registry and format, with `extra` instructions after it; one per
-// combination in a fleet.
+// The system prompt for a registry and format: `instructions` (troupe's own, or
+// --system-prompt's), then `extra` ones after it; one per combination in a fleet.
 shared_value<std::string> system_prompt_for(const std::shared_ptr<const tool_registry>& registry,
-                                            tool_format format, const std::string& extra,
-                                            agent_commons* commons) {
+                                            tool_format format, const std::string& instructions,
+                                            const std::string& extra, agent_commons* commons) {
   auto make = [&] {
-    auto prompt = build_system_prompt(*registry, format);
+    auto prompt = build_system_prompt(*registry, format, instructions);
     if (extra == subagent_note)
       return prompt + extra;
     return extra.empty() ? prompt : prompt + "\n\n" + extra;
   };
   // A task's own text makes a prompt of its own, dropped with the task: only the shared ones
   // are kept.
-  if (!commons || (!extra.empty() && extra != subagent_note))
+  if (!commons || (!extra.empty() && extra != subagent_note) || instructions != default_instructions)
     return make();
   auto key = std::to_string(reinterpret_cast<uintptr_t>(registry.get())) + "/" +
              std::to_string(static_cast<int>(format)) + "/" + extra;
@@ -260,6 +260,15 @@ shared_value<std::string> system_prompt_for(const std::shared_ptr<const tool_reg
   shared_value<std::string> prompt{make()};
   commons->prompts.emplace(key, prompt);
   return prompt;
+}
+
+// The main agent's system prompt: --system-prompt's instructions or troupe's, then
+// --append-system-prompt's (or a fleet task's "system").
+shared_value<std::string> main_system_prompt(const run_settings& settings,
+                                             const std::shared_ptr<const tool_registry>& registry,
+                                             tool_format format, agent_commons* commons) {
+  return system_prompt_for(registry, format, settings.instructions.value_or(default_instructions),
+                           settings.extra_system, commons);
 }
 
 } // namespace
@@ -297,13 +306,14 @@ expected<launched_agent> launch_agent(caf::actor_system& sys, run_settings& sett
   session.session_id = settings.session_id;
   session.session_dir = paths.dir();
   session.model_name = settings.model_name;
-  session.system_prompt = system_prompt_for(registry, settings.format, settings.extra_system,
-                                            commons);
+  session.system_prompt = main_system_prompt(settings, registry, settings.format, commons);
   session.format = settings.format;
   session.cwd = settings.cwd;
   session.registry = registry;
   session.budget = settings.budget;
   session.max_steps = settings.max_steps;
+  session.max_cost_usd = settings.max_cost_usd;
+  session.fallback_model = settings.fallback_model;
   session.max_parallel_tools = settings.max_parallel_tools;
   session.history = std::move(settings.history);
   session.resumed_state = settings.resumed_state;
@@ -357,7 +367,7 @@ expected<launched_agent> launch_agent(caf::actor_system& sys, run_settings& sett
   setup->disk = session.disk;
   for (auto format : {tool_format::tool, tool_format::markdown, tool_format::xml})
     setup->child_prompts.at(static_cast<size_t>(format)) =
-      system_prompt_for(registry, format, subagent_note, commons);
+      system_prompt_for(registry, format, default_instructions, subagent_note, commons);
   {
     run_settings shared = settings;
     shared.history.clear();
@@ -394,7 +404,7 @@ expected<launched_agent> launch_agent(caf::actor_system& sys, run_settings& sett
     model_switch next;
     next.model_name = spec;
     next.format = choice->format;
-    next.system_prompt = build_system_prompt(*registry, choice->format);
+    next.system_prompt = main_system_prompt(run, registry, choice->format, nullptr);
     next.budget = *budget;
     if (choice->http_model) {
       if (auto started = ensure_engine(system, *shared); !started)
@@ -454,8 +464,38 @@ void warn_without_subreaper(const process_reaper& reaper) {
                  std::strerror(reaper.subreaper_error()));
 }
 
+namespace {
+
+// --no-session-persistence: the session's directory goes once every actor is done with it
+// (declared before the actor system, so destroyed after it). A run killed before leaves it
+// marked in session.json ("persist": false) for `troupe ls` to remove.
+class unkept_session {
+public:
+  explicit unkept_session(std::filesystem::path dir) : dir_(std::move(dir)) {}
+  unkept_session(const unkept_session&) = delete;
+  unkept_session& operator=(const unkept_session&) = delete;
+  ~unkept_session() {
+    if (dir_.empty())
+      return;
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+    if (ec)
+      spdlog::warn("cannot remove the session's directory {} (--no-session-persistence): {}",
+                   dir_.string(), ec.message());
+  }
+
+private:
+  std::filesystem::path dir_;
+};
+
+} // namespace
+
 int execute_run(run_settings settings, std::FILE* out) {
   block_termination_signals();
+  unkept_session unkept{settings.info.persist ? std::filesystem::path{}
+                        : settings.session_dir.empty()
+                          ? session_paths::top_level(settings.troupe_home, settings.session_id).dir()
+                          : settings.session_dir};
   if (settings.http_model)
     http_engine::warm_up(settings.libcurl);
   // Outlives the actor system: once every session has ended, what their tools left goes too.

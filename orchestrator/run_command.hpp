@@ -117,7 +117,8 @@ struct run_settings {
   model_resolver resolve_model;
   /// The context budget of another model (the table, settings files, flags), for /model.
   std::function<expected<context_budget>(const std::string& model)> resolve_budget;
-  /// More system instructions after troupe's own (a fleet task's "system").
+  /// More system instructions after troupe's own (a fleet task's "system",
+  /// --append-system-prompt): the main agent's, not its subagents'.
   std::string extra_system;
   /// A stream-json client drives the session (--input-format stream-json): stdin is read as it
   /// arrives, a result goes out per turn, and the session ends when stdin does.
@@ -126,6 +127,13 @@ struct run_settings {
   bool ask_client = false;
   /// Calls the client's hook callbacks (its initialize request's hooks).
   hook_callback_actor hook_callbacks;
+  /// Instructions in place of troupe's own (--system-prompt); the tool-format instructions of
+  /// the text formats stay. Subagents keep troupe's.
+  std::optional<std::string> instructions;
+  /// The model a step switches to when the main one fails overloaded (--fallback-model).
+  std::string fallback_model;
+  /// The run ends (max_budget) once its cost reaches this many US dollars; 0: no cap.
+  double max_cost_usd = 0;
   /// Set for a fleet's task: the parts shared with the other tasks. The task's session then has
   /// no control endpoint of its own (a descriptor and a socket per task would not scale; troupe
   /// notify queues for it durably), no namer (named from its prompt), and nobody is warned per

@@ -21,6 +21,7 @@
 #include "store/session_fork.hpp"
 #include "store/session_lock.hpp"
 #include "context/context_window.hpp"
+#include "orchestrator/claude_flags.hpp"
 #include "orchestrator/environment.hpp"
 #include "orchestrator/hook_settings.hpp"
 #include "orchestrator/model_flags.hpp"
@@ -162,8 +163,9 @@ expected<bool> resolve_session(const run_flags& flags, run_settings& settings) {
 } // namespace
 
 expected<bool> resolve_basics(const run_flags& flags, run_settings& settings) {
-  settings.render.format =
-    flags.output_format == "stream-json" ? output_format::stream_json : output_format::text;
+  settings.render.format = flags.output_format == "stream-json" ? output_format::stream_json
+                           : flags.output_format == "json"      ? output_format::json
+                                                                : output_format::text;
   settings.render.include_partial_messages = flags.include_partial_messages;
   settings.stream_input = flags.input_format == "stream-json";
   if (settings.stream_input && settings.render.format != output_format::stream_json)
@@ -177,8 +179,13 @@ expected<bool> resolve_basics(const run_flags& flags, run_settings& settings) {
   auto entrypoint = env_or("CLAUDE_CODE_ENTRYPOINT");
   settings.render.claude_names = settings.stream_input || entrypoint.rfind("sdk", 0) == 0;
 
-  auto max_steps = count_setting(flags.max_steps, "--max-steps", "TROUPE_MAX_STEPS", 0, 1,
-                                 1000000, "steps");
+  if (!flags.max_turns.empty() && !flags.max_steps.empty())
+    return failure{"--max-turns and --max-steps are the same cap (Claude Code's name and "
+                   "troupe's): give one"};
+  auto max_steps = flags.max_turns.empty()
+                     ? count_setting(flags.max_steps, "--max-steps", "TROUPE_MAX_STEPS", 0, 1,
+                                     1000000, "steps")
+                     : parse_count(flags.max_turns, "--max-turns", 1, 1000000, "steps");
   auto parallel = count_setting("", "", "TROUPE_MAX_TOOL_CONCURRENCY", 10, 1, 10, "calls");
   auto tool_output = count_setting(flags.max_tool_output, "--max-tool-output",
                                    "TROUPE_MAX_TOOL_OUTPUT",
@@ -211,6 +218,10 @@ expected<bool> resolve_basics(const run_flags& flags, run_settings& settings) {
 expected<bool> resolve_agent(const run_flags& flags, bool interactive, run_settings& settings) {
   if (auto model = resolve_model(flags, settings); !model)
     return failure{model.error()};
+  if (auto fallback = resolve_fallback_model(flags, settings); !fallback)
+    return failure{fallback.error()};
+  if (auto claude = resolve_claude_code_flags(flags, settings); !claude)
+    return failure{claude.error()};
   if (settings.http_model)
     http_engine::warm_up(settings.libcurl); // libcurl loads while the rest is checked and the run starts
 
@@ -250,7 +261,9 @@ expected<bool> resolve_agent(const run_flags& flags, bool interactive, run_setti
     return failure{sandbox.error()};
   settings.sandbox = std::move(*sandbox);
   settings.permissions = std::move(*permissions);
-  settings.ask_on_terminal = isatty(STDIN_FILENO) != 0 && isatty(STDERR_FILENO) != 0;
+  // dont-ask refuses what would be asked (the step does, whoever could answer): nobody is.
+  settings.ask_on_terminal = isatty(STDIN_FILENO) != 0 && isatty(STDERR_FILENO) != 0 &&
+                             settings.permissions.mode != permission_mode::dont_ask;
   return true;
 }
 
@@ -380,8 +393,10 @@ void add_agent_flags(CLI::App& command, run_flags& flags, bool headless) {
                   "most steps per turn (default: $TROUPE_MAX_STEPS, else no cap)");
   command.add_option("--cwd", flags.cwd, "workspace directory (default: the current one)");
   if (headless) {
-    command.add_option("--output-format", flags.output_format, "text or stream-json")
-      ->check(CLI::IsMember({"text", "stream-json"}));
+    command
+      .add_option("--output-format", flags.output_format,
+                  "text, json (the result line alone, at the end) or stream-json")
+      ->check(CLI::IsMember({"text", "json", "stream-json"}));
     command
       .add_option("--input-format", flags.input_format,
                   "text (the prompt from the arguments or stdin) or stream-json (stdin is read "
@@ -458,8 +473,10 @@ void add_agent_flags(CLI::App& command, run_flags& flags, bool headless) {
                       "allow a tool or Tool(pattern), e.g. 'shell(git *)'", "RULE");
   add_repeated_option(command, "--deny", flags.deny,
                       "deny a tool or Tool(pattern); a bare tool is removed", "RULE");
-  command.add_option("--settings", flags.settings_file, "a settings JSON file read after the others")
-    ->type_name("FILE");
+  command
+    .add_option("--settings", flags.settings_file,
+                "a settings JSON file, or a JSON object, read after the others")
+    ->type_name("FILE|JSON");
   add_sandbox_flags(command, flags);
   command.add_option("--context-window", flags.context_window,
                   "the model's context window in tokens (default: the built-in table, "
@@ -477,9 +494,10 @@ void add_agent_flags(CLI::App& command, run_flags& flags, bool headless) {
     ->each([&flags](const std::string&) { flags.resume_given = true; });
   command.add_flag("--continue,-c", flags.continue_last,
                    "continue the newest session of the workspace");
-  command.add_flag("--fork", flags.fork,
+  command.add_flag("--fork,--fork-session", flags.fork,
                    "with --resume or --continue: continue a copy of the session under a new "
                    "id, leaving the original as it is");
+  add_claude_code_flags(command, flags, headless);
 }
 
 } // namespace troupe

@@ -62,6 +62,43 @@ struct run_flags {
   bool resume_given = false;
   bool continue_last = false;
   bool fork = false;
+
+  // Claude Code's spelling (see claude_flags.hpp and README "Claude Code compatibility").
+  /// -p/--print: a headless run (troupe run), the prompt the positional words or stdin.
+  bool print = false;
+  /// --max-turns: Claude Code's name for --max-steps.
+  std::string max_turns;
+  /// --allowed-tools/--allowedTools and --disallowed-tools/--disallowedTools, one list per use
+  /// (split by split_tool_list): allow and deny rules.
+  std::vector<std::string> allowed_tools;
+  std::vector<std::string> disallowed_tools;
+  /// --tools: the built-in tools offered ("default", "" for none, or a list).
+  std::vector<std::string> tools;
+  bool tools_given = false;
+  /// --system-prompt[-file] replaces troupe's own instructions; --append-system-prompt[-file]
+  /// adds after them (the main agent only).
+  std::string system_prompt;
+  bool system_prompt_given = false;
+  std::string system_prompt_file;
+  std::string append_system_prompt;
+  std::string append_system_prompt_file;
+  /// --dangerously-skip-permissions: bypass; --allow-dangerously-skip-permissions: accepted.
+  bool skip_permissions = false;
+  bool allow_skip_permissions = false;
+  /// --fallback-model: the model a step switches to when the main one is overloaded.
+  std::string fallback_model;
+  /// --setting-sources as typed; given or not.
+  std::string setting_sources;
+  bool setting_sources_given = false;
+  /// --no-session-persistence: the session's directory goes when the run ends.
+  bool no_session_persistence = false;
+  /// --max-budget-usd: the run ends once its cost reaches this many US dollars.
+  std::string max_budget_usd;
+  /// --mcp-config (file or JSON, repeatable) and --strict-mcp-config: kept for the session.
+  std::vector<std::string> mcp_configs;
+  bool strict_mcp_config = false;
+  /// --await-initialize: the stream-json client sends an initialize request first.
+  bool await_initialize = false;
 };
 
 /// Adds a flag given once per value (`--allow A --allow B`), never taking the next word as a

@@ -1,51 +1,122 @@
 #include "orchestrator/run_settings_files.hpp"
 
+#include <algorithm>
+
 #include <spdlog/spdlog.h>
 
+#include "orchestrator/claude_flags.hpp"
 #include "orchestrator/environment.hpp"
 #include "orchestrator/hook_settings.hpp"
+#include "tools/registry.hpp"
 
 namespace troupe {
 
-expected<std::vector<std::filesystem::path>> settings_files(const run_flags& flags,
-                                                            const std::filesystem::path& workspace) {
-  std::vector<std::filesystem::path> files = {config_home() / "troupe/settings.json",
-                                              workspace / ".troupe/settings.json"};
-  if (!flags.settings_file.empty()) {
-    std::error_code ec;
-    if (!std::filesystem::exists(flags.settings_file, ec))
-      return failure{"--settings " + flags.settings_file + ": no such file"};
-    if (!std::filesystem::is_regular_file(flags.settings_file, ec))
-      return failure{"--settings " + flags.settings_file + ": not a regular file"};
-    files.emplace_back(flags.settings_file);
-  }
-  return files;
+std::string settings_source::where() const {
+  return path.empty() ? std::string{"--settings JSON"} : "settings file " + path.string();
 }
 
 namespace {
 
-struct settings_file {
-  std::filesystem::path path;
-  nlohmann::json json;
-};
-
-// The settings files, read, in the order they apply.
-expected<std::vector<settings_file>> read_settings(const run_flags& flags,
-                                                   const std::filesystem::path& workspace) {
-  auto files = settings_files(flags, workspace);
-  if (!files)
-    return failure{files.error()};
-  std::vector<settings_file> read;
-  for (auto& file : *files) {
-    auto json = read_settings_file(file);
-    if (!json)
-      return failure{json.error()};
-    read.push_back({file, std::move(*json)});
+// Claude Code's hooks as troupe can run them: the events troupe has, commands. The rest is set
+// aside; what could have guarded a call (another hook type) with a warning.
+nlohmann::json runnable_claude_hooks(const nlohmann::json& hooks, const std::string& where) {
+  if (!hooks.is_object())
+    return hooks; // parse_hook_settings says what is wrong
+  auto kept = nlohmann::json::object();
+  for (auto& [event, groups] : hooks.items()) {
+    if (!parse_hook_event(event)) {
+      spdlog::info("{}: hooks.{} is not an event troupe has; skipped", where, event);
+      continue;
+    }
+    if (!groups.is_array()) {
+      kept[event] = groups;
+      continue;
+    }
+    auto kept_groups = nlohmann::json::array();
+    for (auto group : groups) {
+      if (group.is_object() && group.contains("hooks") && group["hooks"].is_array()) {
+        auto commands = nlohmann::json::array();
+        for (auto& hook : group["hooks"]) {
+          if (hook.is_object() && hook.contains("type") && hook["type"] != "command") {
+            spdlog::warn("{}: a hook of type {} in hooks.{} is not supported (only \"command\"); "
+                         "skipped",
+                         where, hook["type"].dump(), event);
+            continue;
+          }
+          commands.push_back(hook);
+        }
+        group["hooks"] = std::move(commands);
+      }
+      kept_groups.push_back(std::move(group));
+    }
+    kept[event] = std::move(kept_groups);
   }
-  return read;
+  return kept;
 }
 
 } // namespace
+
+expected<std::vector<settings_source>> read_settings(const run_flags& flags,
+                                                     const std::filesystem::path& workspace) {
+  setting_sources sources;
+  if (flags.setting_sources_given) {
+    auto parsed = parse_setting_sources(flags.setting_sources);
+    if (!parsed)
+      return failure{parsed.error()};
+    sources = *parsed;
+  }
+  struct candidate {
+    std::filesystem::path path;
+    bool claude;
+  };
+  std::vector<candidate> files;
+  if (sources.user)
+    files.push_back({config_home() / "troupe/settings.json", false});
+  if (sources.project) {
+    files.push_back({workspace / ".claude/settings.json", true});
+    files.push_back({workspace / ".troupe/settings.json", false});
+  }
+  if (sources.local) {
+    files.push_back({workspace / ".claude/settings.local.json", true});
+    files.push_back({workspace / ".troupe/settings.local.json", false});
+  }
+  std::vector<settings_source> read;
+  for (auto& file : files) {
+    auto json = read_settings_file(file.path);
+    if (!json)
+      return failure{json.error()};
+    settings_source source{file.path, std::move(*json), file.claude};
+    if (source.claude) {
+      // Only what means the same in troupe: permissions and hooks (resolve_hooks keeps those
+      // troupe can run).
+      auto kept = nlohmann::json::object();
+      for (auto* key : {"permissions", "hooks"})
+        if (auto value = source.json.find(key); value != source.json.end())
+          kept[key] = *value;
+      source.json = std::move(kept);
+    }
+    read.push_back(std::move(source));
+  }
+  if (!flags.settings_file.empty()) {
+    if (is_inline_json(flags.settings_file)) {
+      auto json = json_object_argument(flags.settings_file, "--settings");
+      if (!json)
+        return failure{json.error()};
+      read.push_back({{}, std::move(*json), false});
+    } else {
+      std::error_code ec;
+      if (!std::filesystem::exists(flags.settings_file, ec))
+        return failure{"--settings " + flags.settings_file + ": no such file"};
+      if (!std::filesystem::is_regular_file(flags.settings_file, ec))
+        return failure{"--settings " + flags.settings_file + ": not a regular file"};
+      auto json = read_settings_file(flags.settings_file);
+      if (!json)
+        return failure{json.error()};
+      read.push_back({flags.settings_file, std::move(*json), false});
+    }
+  }
+  return read;
+}
 
 expected<context_budget> resolve_budget(const run_flags& flags, const std::string& model,
                                         const std::filesystem::path& workspace) {
@@ -62,12 +133,12 @@ expected<context_budget> resolve_budget(const run_flags& flags, const std::strin
   };
   const limit limits[] = {{"contextWindow", &budget.limits.context_window, 1000, 100000000},
                           {"maxOutputTokens", &budget.limits.max_output_tokens, 16, 10000000}};
-  for (auto& [file, json] : *files) {
+  for (auto& file : *files) {
     for (auto& l : limits)
-      if (auto value = json.find(l.key); value != json.end()) {
+      if (auto value = file.json.find(l.key); value != file.json.end()) {
         if (!value->is_number_integer() || value->get<long>() < l.low ||
             value->get<long>() > l.high)
-          return failure{"settings file " + file.string() + ": \"" + l.key +
+          return failure{file.where() + ": \"" + l.key +
                          "\" must be a whole number of tokens from " + std::to_string(l.low) +
                          " to " + std::to_string(l.high)};
         *l.into = value->get<int64_t>();
@@ -94,8 +165,13 @@ expected<std::vector<hook_command>> resolve_hooks(const run_flags& flags,
   if (!files)
     return failure{files.error()};
   std::vector<hook_command> all;
-  for (auto& [file, json] : *files) {
-    auto commands = parse_hook_settings(json, file);
+  for (auto& file : *files) {
+    if (file.claude)
+      if (auto hooks = file.json.find("hooks"); hooks != file.json.end())
+        *hooks = runnable_claude_hooks(*hooks, file.where());
+    auto commands = parse_hook_settings(file.json, file.path.empty()
+                                                     ? std::filesystem::path{"(--settings JSON)"}
+                                                     : file.path);
     if (!commands)
       return failure{commands.error()};
     all.insert(all.end(), commands->begin(), commands->end());
@@ -131,11 +207,11 @@ expected<sandbox_settings> resolve_sandbox(const run_flags& flags,
   auto files = read_settings(flags, workspace);
   if (!files)
     return failure{files.error()};
-  for (auto& [file, json] : *files) {
-    auto value = json.find("sandbox");
-    if (value == json.end())
+  for (auto& file : *files) {
+    auto value = file.json.find("sandbox");
+    if (value == file.json.end())
       continue;
-    auto where = "settings file " + file.string();
+    auto where = file.where();
     auto object = value->is_object() ? *value : nlohmann::json{{"mode", *value}};
     for (auto& [key, item] : object.items())
       if (key != "mode" && key != "network" && key != "addDirs")
@@ -193,7 +269,8 @@ expected<sandbox_settings> resolve_sandbox(const run_flags& flags,
   sandbox.temp_base = std::filesystem::temp_directory_path(ec);
   if (ec)
     sandbox.temp_base = "/tmp";
-  if (!flags.settings_file.empty())
+  // A --settings file is kept as it is; a JSON object given inline has no file to keep.
+  if (!flags.settings_file.empty() && !is_inline_json(flags.settings_file))
     sandbox.keep_read_only.push_back(std::filesystem::absolute(flags.settings_file, ec));
   sandbox.bwrap = sandbox_program();
   if (auto support = probe_sandbox(sandbox.bwrap); !support.works)
@@ -211,26 +288,58 @@ expected<permission_policy> resolve_permissions(const run_flags& flags,
     auto mode = parse_permission_mode(flags.permission_mode);
     if (!mode)
       return failure{"invalid --permission-mode '" + flags.permission_mode +
-                     "': expected default, accept-edits, plan or bypass"};
+                     "': expected default, accept-edits (acceptEdits), plan, bypass "
+                     "(bypassPermissions) or dont-ask (dontAsk)"};
     policy.mode = *mode;
   }
-  auto files = settings_files(flags, workspace);
+  if (flags.skip_permissions) {
+    if (!flags.permission_mode.empty() && policy.mode != permission_mode::bypass)
+      return failure{"--dangerously-skip-permissions is permission mode bypass, but "
+                     "--permission-mode says " + flags.permission_mode + ": give one"};
+    policy.mode = permission_mode::bypass;
+  }
+  auto files = read_settings(flags, workspace);
   if (!files)
     return failure{files.error()};
   for (auto& file : *files) {
-    auto rules = load_permission_rules(file);
+    auto rules = parse_permission_settings(file.json, file.where());
     if (!rules)
       return failure{rules.error()};
     policy.rules.add(*rules);
   }
+  // troupe's --allow/--deny take one rule each; Claude Code's lists several.
+  auto add_rules = [](const std::string& text,
+                      std::vector<permission_rule>& into) -> expected<bool> {
+    auto rules = parse_permission_rules(text);
+    if (!rules)
+      return failure{rules.error()};
+    into.insert(into.end(), rules->begin(), rules->end());
+    return true;
+  };
   for (auto [texts, into] : {std::pair{&flags.allow, &policy.rules.allow},
                              std::pair{&flags.deny, &policy.rules.deny}})
-    for (auto& text : *texts) {
-      auto rules = parse_permission_rules(text);
-      if (!rules)
-        return failure{rules.error()};
-      into->insert(into->end(), rules->begin(), rules->end());
-    }
+    for (auto& text : *texts)
+      if (auto added = add_rules(text, *into); !added)
+        return failure{added.error()};
+  for (auto [lists, into] : {std::pair{&flags.allowed_tools, &policy.rules.allow},
+                             std::pair{&flags.disallowed_tools, &policy.rules.deny}})
+    for (auto& list : *lists)
+      for (auto& text : split_tool_list(list))
+        if (auto added = add_rules(text, *into); !added)
+          return failure{added.error()};
+  if (flags.tools_given) {
+    // --tools: what is not named is not offered, as a bare deny rule would have it.
+    auto registry = make_builtin_registry();
+    std::vector<std::string> builtin;
+    for (auto& tool : registry.tools())
+      builtin.push_back(tool.name);
+    auto offered = offered_tool_names(flags.tools, builtin);
+    if (!offered)
+      return failure{offered.error()};
+    for (auto& name : builtin)
+      if (std::find(offered->begin(), offered->end(), name) == offered->end())
+        policy.rules.deny.push_back({name, std::nullopt, name});
+  }
   policy.context.cwd = workspace;
   policy.context.home = home_dir();
   return policy;

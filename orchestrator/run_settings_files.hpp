@@ -15,10 +15,25 @@
 
 namespace troupe {
 
-/// The settings files in the order they apply: the user's, the project's, then --settings
-/// (which must exist).
-expected<std::vector<std::filesystem::path>> settings_files(const run_flags& flags,
-                                                            const std::filesystem::path& workspace);
+/// One source of settings, read, in the order they apply.
+struct settings_source {
+  /// The file; empty for a JSON object given as --settings.
+  std::filesystem::path path;
+  nlohmann::json json;
+  /// Claude Code's (.claude/settings.json, .claude/settings.local.json): only its permissions
+  /// and the hooks troupe can run are read; its "sandbox" is Claude Code's, not troupe's.
+  bool claude = false;
+  /// "settings file PATH" or "--settings JSON", for messages.
+  std::string where() const;
+};
+
+/// The settings files in the order they apply, as --setting-sources chooses (all by default):
+/// the user's (troupe's config directory), the project's (.claude/settings.json, then
+/// .troupe/settings.json), the local ones (.claude/settings.local.json, then
+/// .troupe/settings.local.json), then --settings (a file, which must exist, or a JSON object).
+/// A file that does not exist is an empty object.
+expected<std::vector<settings_source>> read_settings(const run_flags& flags,
+                                                     const std::filesystem::path& workspace);
 
 /// The context window and output size: the model's row of the built-in table, then the settings
 /// files ("contextWindow", "maxOutputTokens"), then the environment, then the flags.

@@ -268,12 +268,8 @@ nlohmann::json control_failure(const std::string& request_id, const std::string&
 }
 
 std::optional<std::string> troupe_mode_name(const std::string& mode) {
-  if (mode == "default" || mode == "plan" || mode == "bypass" || mode == "accept-edits")
-    return mode;
-  if (mode == "acceptEdits")
-    return std::string{"accept-edits"};
-  if (mode == "bypassPermissions")
-    return std::string{"bypass"};
+  if (auto known = parse_permission_mode(mode))
+    return std::string{to_string(*known)};
   return std::nullopt;
 }
 
@@ -282,6 +278,8 @@ std::string claude_mode_name(const std::string& mode) {
     return "acceptEdits";
   if (mode == "bypass")
     return "bypassPermissions";
+  if (mode == "dont-ask")
+    return "dontAsk";
   return mode;
 }
 
@@ -344,7 +342,7 @@ void on_control_request(client_ptr self, const client_line& line) {
     auto mode = troupe_mode_name(string_field(body, "mode"));
     if (!mode) {
       send_line(self, control_failure(id, "unknown permission mode '" + string_field(body, "mode") +
-                                            "': use default, acceptEdits, bypassPermissions or plan"));
+                                            "': use default, acceptEdits, bypassPermissions, plan or dontAsk"));
       return;
     }
     ask_session(self, id, control_command::permission_mode, *mode, [](const control_reply& r) {
@@ -556,6 +554,9 @@ expected<client_run> open_client(caf::actor_system& sys, run_settings& settings,
         return failure{init.error()};
       settings.hook_commands.insert(settings.hook_commands.end(), init->hooks.begin(),
                                     init->hooks.end());
+      // The SDK sends [""] when it was given no system prompt: troupe's own instructions stay.
+      if (!init->system_prompt.empty())
+        settings.instructions = init->system_prompt;
       if (!init->append_system_prompt.empty())
         settings.extra_system += (settings.extra_system.empty() ? "" : "\n\n") +
                                  init->append_system_prompt;

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "protocol/bounded_json.hpp"
+
 namespace troupe {
 
 void to_json(nlohmann::json& j, const session_info& x) {
@@ -20,6 +22,14 @@ void to_json(nlohmann::json& j, const session_info& x) {
        {"cost_known", x.cost_known},
        {"first_prompt", x.first_prompt},
        {"forked_from", x.forked_from}};
+  // Written only when set: the session.json of an ordinary session stays as it was.
+  if (!x.persist)
+    j["persist"] = false;
+  if (!x.mcp_config.empty())
+    if (auto config = parse_json_bounded(x.mcp_config); config)
+      j["mcp_config"] = std::move(*config);
+  if (x.strict_mcp_config)
+    j["strict_mcp_config"] = true;
 }
 
 // Lenient: a field that is missing keeps its default, so older files still read.
@@ -41,6 +51,10 @@ void from_json(const nlohmann::json& j, session_info& x) {
   x.cost_known = j.value("cost_known", true);
   x.first_prompt = j.value("first_prompt", std::string{});
   x.forked_from = j.value("forked_from", std::string{});
+  x.persist = j.value("persist", true);
+  if (auto config = j.find("mcp_config"); config != j.end() && config->is_object())
+    x.mcp_config = config->dump();
+  x.strict_mcp_config = j.value("strict_mcp_config", false);
 }
 
 } // namespace troupe

@@ -36,6 +36,13 @@ struct session_info {
   std::string first_prompt;
   /// The session this one was forked from (`--fork`), if any.
   std::string forked_from;
+  /// False for a run with --no-session-persistence: its directory goes when it ends, and one a
+  /// killed run left behind is never listed and is removed once nothing runs it.
+  bool persist = true;
+  /// --mcp-config's servers, merged ({"mcpServers": {…}} as JSON text; empty: none given), and
+  /// --strict-mcp-config. Kept for MCP support to come.
+  std::string mcp_config;
+  bool strict_mcp_config = false;
 };
 
 void to_json(nlohmann::json& j, const session_info& x);

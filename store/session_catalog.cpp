@@ -148,8 +148,18 @@ expected<std::vector<stored_session>> session_catalog::list() const {
     // Another user's session is listed as unreadable, not skipped nor taken for unknown.
     std::error_code file_ec;
     session_paths session{it->path()};
-    if (std::filesystem::exists(session.transcript(), file_ec) || denied(file_ec))
-      out.push_back(read_session(session));
+    if (!std::filesystem::exists(session.transcript(), file_ec) && !denied(file_ec))
+      continue;
+    auto found = read_session(session);
+    if (!found.info.persist) {
+      // --no-session-persistence: never listed; what a killed run left goes once nothing runs it.
+      if (!found.live) {
+        std::error_code removed;
+        std::filesystem::remove_all(session.dir(), removed);
+      }
+      continue;
+    }
+    out.push_back(std::move(found));
   }
   // Another user's sessions folder is not an empty one.
   if (out.empty() && ec == std::errc::permission_denied)
@@ -207,8 +217,15 @@ expected<session_paths> session_catalog::fleet_task_session(const std::string& s
 expected<stored_session> session_catalog::find(const std::string& id_or_name) const {
   if (is_valid_session_id(id_or_name)) {
     auto session = existing(id_or_name);
-    if (session)
-      return read_session(*session);
+    if (session) {
+      auto found = read_session(*session);
+      // One that is not kept is found by its id only while it runs (troupe notify from its
+      // own tools), never to be resumed.
+      if (!found.info.persist && !found.live)
+        return failure{"unknown session '" + id_or_name +
+                       "': it ran with --no-session-persistence and was not kept"};
+      return found;
+    }
     if (session.error().rfind("permission denied", 0) == 0)
       return failure{session.error()};
   }

@@ -90,7 +90,9 @@ public:
   session_paths session(const std::string& id) const { return session_paths{root_ / id}; }
 
   /// Every top-level session, the most recently active first. An error only when the sessions
-  /// folder itself cannot be read for want of permission (a missing one holds none).
+  /// folder itself cannot be read for want of permission (a missing one holds none). A session
+  /// that is not kept (--no-session-persistence) is left out, and removed when nothing runs it
+  /// (a run that was killed left it behind).
   expected<std::vector<stored_session>> list() const;
 
   /// An id that names an existing session (a transcript, or a control file of one starting):
@@ -99,7 +101,8 @@ public:
   expected<session_paths> existing(const std::string& session_id) const;
 
   /// The session with this id, else the one with this name. A name that several sessions
-  /// carry is an error listing their ids. An unknown one's error starts "unknown session".
+  /// carry is an error listing their ids. An unknown one's error starts "unknown session", as
+  /// does one that was not kept (--no-session-persistence; found by its id only while it runs).
   expected<stored_session> find(const std::string& id_or_name) const;
 
   /// The subagent with this id, below any session.

@@ -152,6 +152,8 @@ std::optional<permission_mode> parse_permission_mode(std::string_view text) {
     return permission_mode::plan;
   if (text == "bypass" || text == "bypassPermissions")
     return permission_mode::bypass;
+  if (text == "dont-ask" || text == "dontAsk")
+    return permission_mode::dont_ask;
   return std::nullopt;
 }
 
@@ -163,6 +165,8 @@ const char* to_string(permission_mode mode) {
       return "plan";
     case permission_mode::bypass:
       return "bypass";
+    case permission_mode::dont_ask:
+      return "dont-ask";
     default:
       return "default";
   }
@@ -227,35 +231,38 @@ expected<nlohmann::json> read_settings_file(const std::filesystem::path& file) {
   return std::move(*json);
 }
 
-expected<permission_rules> load_permission_rules(const std::filesystem::path& file) {
+expected<permission_rules> parse_permission_settings(const nlohmann::json& json,
+                                                     const std::string& where) {
   permission_rules rules;
-  auto settings = read_settings_file(file);
-  if (!settings)
-    return failure{settings.error()};
-  const auto& json = *settings;
   auto permissions = json.find("permissions");
   if (permissions == json.end())
     return rules;
   if (!permissions->is_object())
-    return failure{"settings file " + file.string() + ": \"permissions\" must be an object"};
+    return failure{where + ": \"permissions\" must be an object"};
   for (auto [key, into] : {std::pair{"allow", &rules.allow}, std::pair{"ask", &rules.ask},
                            std::pair{"deny", &rules.deny}}) {
     auto list = permissions->find(key);
     if (list == permissions->end())
       continue;
     if (!list->is_array())
-      return failure{"settings file " + file.string() + ": permissions." + key +
-                     " must be an array of rules"};
+      return failure{where + ": permissions." + key + " must be an array of rules"};
     for (auto& item : *list) {
       auto parsed = item.is_string()
                       ? parse_permission_rules(item.get<std::string>())
                       : expected<std::vector<permission_rule>>{failure{"a rule must be a string"}};
       if (!parsed)
-        return failure{"settings file " + file.string() + ": " + parsed.error()};
+        return failure{where + ": " + parsed.error()};
       into->insert(into->end(), parsed->begin(), parsed->end());
     }
   }
   return rules;
+}
+
+expected<permission_rules> load_permission_rules(const std::filesystem::path& file) {
+  auto settings = read_settings_file(file);
+  if (!settings)
+    return failure{settings.error()};
+  return parse_permission_settings(*settings, "settings file " + file.string());
 }
 
 permission_decision permission_policy::can_use_tool(const tool_spec& spec,

@@ -22,9 +22,12 @@ enum class permission_mode : uint8_t {
   accept_edits, ///< writes inside the workspace run too; shell is asked for
   plan,         ///< read-only tools only; everything else is refused
   bypass,       ///< everything runs (deny rules still hold)
+  dont_ask,     ///< `dont-ask` (Claude Code's dontAsk): as `default`, but what would be asked
+                ///< is refused, whoever could be asked
 };
 
-/// Parses `default`, `accept-edits`, `plan` or `bypass`.
+/// Parses `default`, `accept-edits`, `plan`, `bypass` or `dont-ask`, and Claude Code's
+/// `acceptEdits`, `bypassPermissions` and `dontAsk`.
 std::optional<permission_mode> parse_permission_mode(std::string_view text);
 const char* to_string(permission_mode mode);
 
@@ -57,6 +60,11 @@ struct permission_rules {
 /// Reads a settings file: a JSON object. A missing file is an empty object; an unreadable one,
 /// or one that is not a JSON object, is an error naming the file.
 expected<nlohmann::json> read_settings_file(const std::filesystem::path& file);
+
+/// Reads `permissions.allow|ask|deny` of a settings object; `where` names it in errors
+/// ("settings file PATH").
+expected<permission_rules> parse_permission_settings(const nlohmann::json& settings,
+                                                     const std::string& where);
 
 /// Reads `permissions.allow|ask|deny` from a settings JSON file. A missing file is no rules;
 /// an unreadable or malformed one is an error naming the file.

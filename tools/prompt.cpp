@@ -4,11 +4,16 @@
 
 namespace troupe {
 
-std::string build_system_prompt(const tool_registry& registry, tool_format format) {
-  std::string prompt =
-    "You are troupe, a coding agent working in the user's workspace. Work step by step: "
-    "use a tool, read its result, decide the next step. When the task is done, answer "
-    "without calling any tool and the turn ends.\n";
+const char* const default_instructions =
+  "You are troupe, a coding agent working in the user's workspace. Work step by step: "
+  "use a tool, read its result, decide the next step. When the task is done, answer "
+  "without calling any tool and the turn ends.";
+
+std::string build_system_prompt(const tool_registry& registry, tool_format format,
+                                const std::string& instructions) {
+  std::string prompt = instructions;
+  if (!prompt.empty() && prompt.back() != '\n')
+    prompt += '\n';
   if (format == tool_format::tool)
     return prompt;
   if (format == tool_format::xml)

@@ -97,8 +97,10 @@ sandbox_policy::sandbox_policy(const sandbox_settings& settings,
     } else {
       new_repositories_.push_back(git); // a `git init` during the session: judged as it goes
     }
-    // Made only in the workspace: an --add-dir is not a project of troupe's.
+    // Made only in the workspace: an --add-dir is not a project of troupe's. Claude Code's
+    // project settings are troupe's too (permissions, hooks): a model must not rewrite either.
     read_only_.push_back({root / ".troupe", "the project's troupe settings", root == workspace_});
+    read_only_.push_back({root / ".claude", "the project's Claude Code settings", root == workspace_});
   }
   for (auto& path : settings.keep_read_only) {
     auto real = real_or_given(path);
@@ -368,7 +370,7 @@ std::string sandbox_policy::note_for(std::string_view output) const {
     note += "[troupe sandbox (" + std::string{to_string(mode_)} +
             "): the write was refused; writable: " +
             (mode_ == sandbox_mode::workspace_write ? walls() : "only a private /tmp") +
-            (read_only_.empty() ? "" : "; .git/hooks, .git/config and .troupe stay read-only") +
+            (read_only_.empty() ? "" : "; .git/hooks, .git/config, .troupe and .claude stay read-only") +
             "]";
   // EPERM alone is too common (chmod, kill) to be the network's: only beside a socket.
   static constexpr std::string_view network_signs[] = {

@@ -5,7 +5,7 @@
 //
 // Inside, the file system is read-only except the writable roots (workspace-write: the
 // workspace and --add-dir directories; read-only: none) and a private /tmp. The workspace's
-// .git/hooks, .git/config and .troupe stay read-only, and so do troupe's home and settings
+// .git/hooks, .git/config, .troupe and .claude stay read-only, and so do troupe's home and settings
 // wherever they are. Without --sandbox-network there is no network: a network namespace of its
 // own, and a seccomp filter that refuses socket(2) with EPERM (socketpair stays).
 

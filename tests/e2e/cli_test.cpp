@@ -198,7 +198,8 @@ TEST_CASE("bad input gets a one-line error and exit 2") {
     {{"--model", good, "--max-steps", "0", "x"}, "invalid --max-steps '0'"},
     {{"--model", good, "--output-format", "xml", "x"}, "--output-format"},
     {{"--model", good, "--session-id", "../escape", "x"}, "invalid --session-id"},
-    {{"--model", "gpt-9", "x"}, "unknown model 'gpt-9'"},
+    {{"--model", "llama3", "x"}, "unknown model 'llama3'"},
+    {{"--model", "gpt-9", "x"}, "openai/gpt-9 needs an API key"},
     {{"x"}, "no model configured"},
     {{"--model", good, "--log-level", "loud", "x"}, "invalid log level 'loud'"},
     // spdlog creates missing directories, so the log goes "under" a regular file.

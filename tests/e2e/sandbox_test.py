@@ -97,6 +97,7 @@ def case_shell_writes(box):
                               "echo t > /tmp/private && cat /tmp/private"}),
         ("shell", {"command": "echo evil > .git/hooks/pre-commit; echo '[x]' >> .git/config; "
                               "mkdir -p .troupe && echo '{}' > .troupe/settings.json; "
+                              "mkdir -p .claude && echo '{}' > .claude/settings.local.json; "
                               "mv .git .git-old"}),
         ("shell", {"command": "echo '{\"hooks\": {}}' > my-settings.json"}),
     ]
@@ -124,6 +125,8 @@ def case_shell_writes(box):
     check(read(os.path.join(box.work, ".git", "config")) == "[core]\n", "git config unchanged")
     check(not os.path.exists(os.path.join(box.work, ".troupe", "settings.json")),
           "no project settings planted")
+    check(not os.path.exists(os.path.join(box.work, ".claude", "settings.local.json")),
+          "no Claude Code settings planted (troupe reads them as the project's)")
     check(os.path.isdir(os.path.join(box.work, ".git")) and
           not os.path.exists(os.path.join(box.work, ".git-old")), ".git not renamed away")
     check("busy" in out[4], f"the rename was refused: {out[4]!r}")

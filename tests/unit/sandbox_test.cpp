@@ -67,6 +67,9 @@ TEST_CASE("workspace-write allows writes under the roots and /tmp, and keeps the
   CHECK(policy.write_refusal(ws / "w/.git/objects/x").empty()); // git still works
   CHECK(policy.write_refusal(ws / "w/.troupe/settings.json").find("project's troupe settings") !=
         std::string::npos);
+  // Claude Code's project settings are read as the project's too: as safe from the model.
+  CHECK(policy.write_refusal(ws / "w/.claude/settings.local.json")
+          .find("project's Claude Code settings") != std::string::npos);
   CHECK(policy.write_refusal(ws / "w/home-inside/sessions/x").find("troupe's own files") !=
         std::string::npos);
   // A sibling whose name only starts like a root is not under it.
@@ -129,9 +132,11 @@ TEST_CASE("a wrapped command binds /tmp first, the roots over it, and the protec
   std::vector<std::string> expected = {"--ro-bind /", "--bind " + temp->string(),
                                        "--bind " + ws.string(), "--bind " + (ws / ".git").string(),
                                        "--ro-bind " + (ws / ".git/hooks").string(),
-                                       "--ro-bind " + (ws / ".troupe").string()};
+                                       "--ro-bind " + (ws / ".troupe").string(),
+                                       "--ro-bind " + (ws / ".claude").string()};
   CHECK(order == expected);
   CHECK(fs::is_directory(ws / ".troupe")); // made so that it can be kept read-only
+  CHECK(fs::is_directory(ws / ".claude"));
   CHECK(std::find(argv.begin(), argv.end(), "--unshare-net") != argv.end());
   // Root keeps no capability to remount what is bound read-only.
   CHECK(std::find(argv.begin(), argv.end(), "--unshare-user") != argv.end());

@@ -91,6 +91,8 @@ TEST_CASE("permission modes in both spellings") {
   CHECK_FALSE(troupe_mode_name("yolo"));
   CHECK(claude_mode_name("accept-edits") == "acceptEdits");
   CHECK(claude_mode_name("default") == "default");
+  CHECK(troupe_mode_name("dontAsk") == std::optional<std::string>{"dont-ask"});
+  CHECK(claude_mode_name("dont-ask") == "dontAsk");
 }
 
 TEST_CASE("a client reads Claude Code's tool names, and errors as an array") {
