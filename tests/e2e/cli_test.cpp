@@ -2,6 +2,8 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include "support/cli_fixture.hpp"
 
 using namespace troupe::test;
@@ -442,4 +444,40 @@ TEST_CASE("log lines on stderr show what a model said in printable form") {
   CHECK(r.exit_code == 1);
   CHECK(r.err.find('\033') == std::string::npos);
   CHECK(r.err.find("bad ^[]0;PWNED^G thing") != std::string::npos);
+}
+
+TEST_CASE("a refused call is shown as refused, in the run's output and in troupe show") {
+  cli_fixture f;
+  auto model = f.script({shell_reply("touch made.txt"), {{"text", "blocked"}}});
+  auto r = f.run_unpermitted({"--model", model, "--session-id", "refused", "go"});
+  CHECK(r.exit_code == 4);
+  CHECK(r.out.find("← shell refused\n  │ Permission denied: shell needs approval") !=
+        std::string::npos);
+  CHECK(r.out.find("exit -1") == std::string::npos);
+  auto log = read_jsonl(session_dir(f, "refused") / "transcript.jsonl");
+  REQUIRE(log.size() >= 3);
+  CHECK(log[2]["refused"] == "permission");
+  auto shown = run_troupe({"show", "refused"}, f.options());
+  CHECK(shown.out.find("← shell refused\n") != std::string::npos);
+  CHECK(shown.out.find("exit -1") == std::string::npos);
+
+  // Plan mode's refusal, in stream-json: a field on the tool_result line.
+  auto plan = f.run_unpermitted({"--model",
+                                 f.script({{{"text", "```write notes.txt\nx\n```"}},
+                                           {{"text", "The plan: 1. write notes.txt"}}}),
+                                 "--permission-mode", "plan", "--output-format", "stream-json",
+                                 "go"});
+  CHECK(plan.exit_code == 0);
+  auto lines = json_lines(plan.out);
+  auto result = std::find_if(lines.begin(), lines.end(), [](const json& l) {
+    return l.contains("exit_code");
+  });
+  REQUIRE(result != lines.end());
+  CHECK((*result)["refused"] == "plan_mode");
+  CHECK((*result)["message"]["content"][0]["is_error"] == true);
+
+  // A command that ran and failed is no refusal.
+  auto ran = f.run({"--model", f.script({shell_reply("exit 3"), {{"text", "it failed"}}}), "go"});
+  CHECK(ran.out.find("← shell (exit 3) [error]") != std::string::npos);
+  CHECK(ran.out.find("refused") == std::string::npos);
 }
