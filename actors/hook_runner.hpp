@@ -26,6 +26,9 @@ struct hook_runner_config {
   std::string shell_program = "/bin/bash";
   /// Variables the commands get over troupe's own (the session's TROUPE_SESSION_ID, …).
   child_environment environment;
+  /// A front end shows the session's hook events to a person, a failed hook among them: the
+  /// failure is then logged at info, not warn, so it is read once.
+  bool failures_shown = false;
 };
 
 /// Spawns the runner of one session; it reports each command's start and end to `session`.

@@ -318,6 +318,7 @@ expected<launched_agent> launch_agent(caf::actor_system& sys, run_settings& sett
   session.sync_transcript_at_end = commons == nullptr;
   session.hook_commands = settings.hook_commands;
   session.hook_shell = settings.shell_program;
+  session.events_shown = commons == nullptr; // a fleet's tasks are counted, not shown
   // Tool processes can reach this session: `troupe notify "$TROUPE_SESSION_ID" …`.
   session.process_environment = session_environment(settings.session_id, settings);
 

@@ -2,6 +2,11 @@
 
 #include <doctest/doctest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <algorithm>
 
 #include "support/cli_fixture.hpp"
@@ -440,10 +445,92 @@ TEST_CASE("bypass runs everything and says so on stderr") {
 TEST_CASE("log lines on stderr show what a model said in printable form") {
   cli_fixture f;
   auto model = f.script({{{"error", {{"status", 400}, {"message", "bad \033]0;PWNED\007 thing"}}}}});
-  auto r = f.run({"--model", model, "hi"});
+  auto r = f.run({"--model", model, "--log-level", "info", "hi"});
   CHECK(r.exit_code == 1);
   CHECK(r.err.find('\033') == std::string::npos);
   CHECK(r.err.find("bad ^[]0;PWNED^G thing") != std::string::npos);
+}
+
+namespace {
+
+// A port on 127.0.0.1 that nothing listens on (bound, then closed again).
+int closed_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
+  socklen_t size = sizeof address;
+  REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &size) == 0);
+  ::close(fd);
+  return ntohs(address.sin_port);
+}
+
+size_t occurrences(const std::string& text, const std::string& part) {
+  size_t n = 0;
+  for (auto at = text.find(part); at != std::string::npos; at = text.find(part, at + 1))
+    ++n;
+  return n;
+}
+
+} // namespace
+
+TEST_CASE("a failed run's error is printed once, at the end of its output, not also on stderr") {
+  cli_fixture f;
+  auto model = f.script({shell_reply("true")});
+  auto r = f.run({"--model", model, "go"});
+  CHECK(r.exit_code == 1);
+  CHECK(occurrences(r.out, "no reply left") == 1);
+  CHECK(r.out.find("\nerror: the scripted model has no reply left") != std::string::npos);
+  CHECK(r.err == "");
+  // The log still has it, a level down.
+  auto logged = f.run({"--model", f.script({shell_reply("true")}), "--log-level", "info", "go"});
+  CHECK(logged.err.find("ended with an error: the scripted model has no reply left") !=
+        std::string::npos);
+  CHECK(occurrences(logged.out, "no reply left") == 1);
+
+  // A provider nobody answers: the same.
+  auto opts = f.options();
+  opts.env["OPENAI_API_KEY"] = "test-key";
+  opts.env["OPENAI_BASE_URL"] = "http://127.0.0.1:" + std::to_string(closed_port()) + "/v1";
+  auto in_work = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {"run", "--cwd", (f.dir / "work").string(), "--model",
+                               "openai/gpt-4.1", "--max-retries", "0"});
+    return run_troupe(args, opts);
+  };
+  auto http = in_work({"hi"});
+  CHECK(http.exit_code == 1);
+  CHECK(occurrences(http.out, "Couldn't connect") + occurrences(http.out, "onnection refused") ==
+        1);
+  CHECK(http.err == "");
+  // stream-json: the error is the result line's, and stdout holds nothing but JSON lines.
+  auto json_run = in_work({"--output-format", "stream-json", "hi"});
+  CHECK(json_run.exit_code == 1);
+  REQUIRE(!json_run.out.empty());
+  CHECK(json_lines(json_run.out).back()["error"].get<std::string>().find("127.0.0.1") !=
+        std::string::npos);
+  CHECK(json_run.err == "");
+}
+
+TEST_CASE("a subagent's failure is its result in the parent's output, not a log line") {
+  cli_fixture f;
+  write_script(f.dir / "work/child.jsonl", {shell_reply("true")});
+  auto launch = json{{"prompt", "do it"}, {"description", "failing child"},
+                     {"model", "scripted:child.jsonl"}};
+  auto parent = f.script({{{"text", ""}, {"tool_calls", json::array({{{"name", "task"},
+                                                                      {"input", launch}}})}},
+                          {{"text", "the child failed"}}});
+  auto r = f.run({"--model", parent, "go"});
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("[the agent ended error: the scripted model has no reply left") !=
+        std::string::npos);
+  CHECK(occurrences(r.out, "no reply left") == 1);
+  CHECK(r.err == "");
+  auto json_run = f.run({"--model", parent, "--output-format", "stream-json", "go"});
+  CHECK(json_run.exit_code == 0);
+  CHECK(json_lines(json_run.out).back()["type"] == "result");
+  CHECK(json_run.err == "");
 }
 
 TEST_CASE("a refused call is shown as refused, in the run's output and in troupe show") {

@@ -149,6 +149,23 @@ TEST_CASE("PreToolUse: exit 2 or a block decision refuses the call, and the mode
   CHECK(r.out.find("exit -1") == std::string::npos);
 }
 
+TEST_CASE("a failing hook is told once: in the run's output, the log a level down") {
+  cli_fixture f;
+  auto hooks = one_hook("PreToolUse", "echo 'the guard broke' >&2; exit 1");
+  auto script = [&] {
+    return f.script({native("shell", {{"command", "echo ran"}}), {{"text", "ok"}}});
+  };
+  auto r = f.run({"--model", script(), "--tool-format", "tool", "--settings", settings(f, hooks),
+                  "go"});
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("⚙ PreToolUse hook failed (exit 1)") != std::string::npos);
+  CHECK(r.out.find("the guard broke") != std::string::npos);
+  CHECK(r.err == "");
+  auto logged = f.run({"--model", script(), "--tool-format", "tool", "--settings",
+                       settings(f, hooks), "--log-level", "info", "go"});
+  CHECK(logged.err.find("the guard broke") != std::string::npos);
+}
+
 TEST_CASE("Stop: a block continues the turn with the reason, once") {
   cli_fixture f;
   // This hook always blocks: stop_hook_active is what keeps the loop bounded.
