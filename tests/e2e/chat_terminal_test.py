@@ -391,6 +391,41 @@ class ChatInATerminal(unittest.TestCase):
         return []
 
 
+class ListInATerminal(unittest.TestCase):
+    def test_ls_cuts_only_the_name_to_the_terminal_width(self):
+        work = tempfile.mkdtemp(prefix="troupe-tmux-ls-")
+        self.addCleanup(shutil.rmtree, work, True)
+        home = os.path.join(work, "home")
+        script = os.path.join(work, "replies.jsonl")
+        with open(script, "w") as f:
+            f.write(json.dumps({"text": "ok"}) + "\n")
+        env = {**os.environ, "TROUPE_HOME": home}
+        name = "a name far too long for a narrow terminal to hold on one line of the table"
+        for args in (["--session-id", "narrow", "hi"], ["--resume", "narrow", "/rename " + name]):
+            done = subprocess.run([TROUPE, "run", "--model", "scripted:" + script, "--cwd", work,
+                                   *args], capture_output=True, text=True, env=env)
+            self.assertEqual(done.returncode, 0, done.stderr)
+        socket = os.path.join(work, "tmux.sock")
+        tmux = ["tmux", "-S", socket, "-f", "/dev/null"]
+        self.addCleanup(subprocess.run, [*tmux, "kill-server"], capture_output=True)
+        subprocess.run([*tmux, "new-session", "-d", "-x", "70", "-y", "10",
+                        f"env TROUPE_HOME={home} LANG=C.UTF-8 {TROUPE} ls; echo DONE; sleep 600"],
+                       check=True)
+        deadline = time.time() + 10
+        screen = ""
+        while time.time() < deadline and "DONE" not in screen:
+            screen = subprocess.run([*tmux, "capture-pane", "-t", "0", "-p"],
+                                    capture_output=True, text=True).stdout
+            time.sleep(0.05)
+        lines = [l.rstrip() for l in screen.split("\n") if l.strip()]
+        self.assertTrue(lines[0].startswith("ID"), screen)
+        row = next(l for l in lines if l.startswith("narrow"))
+        self.assertEqual(len(row), 70, screen)          # the whole width, and no more
+        self.assertTrue(row.endswith("…"), screen)
+        self.assertIn("a name far too long", row)
+        self.assertIn("completed", row)                 # the other columns are whole
+
+
 if __name__ == "__main__":
     if len(sys.argv) < 2:
         sys.exit("usage: chat_terminal_test.py TROUPE_BINARY")
