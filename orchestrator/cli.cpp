@@ -74,9 +74,12 @@ int run_cli(int argc, char** argv) {
   auto* sandbox = add_sandbox_command(app, sandbox_options);
 
   std::string demo_format = "text";
+  bool demo_keep = false;
   auto* demo = app.add_subcommand("demo", "run an offline agent on a bundled script");
   demo->add_option("--output-format", demo_format, "text or stream-json")
     ->check(CLI::IsMember({"text", "stream-json"}));
+  demo->add_flag("--keep", demo_keep,
+                 "keep the demo's temporary directory (its workspace and session) and say where");
 
   try {
     app.parse(argc, argv);
@@ -100,7 +103,7 @@ int run_cli(int argc, char** argv) {
   std::signal(SIGXFSZ, SIG_IGN);
 
   if (*demo)
-    return run_demo(demo_format);
+    return run_demo(demo_format, demo_keep);
   if (*sandbox)
     return run_sandbox(sandbox_options);
   if (*fleet.status)

@@ -441,7 +441,7 @@ void warn_without_subreaper(const process_reaper& reaper) {
                  std::strerror(reaper.subreaper_error()));
 }
 
-int execute_run(run_settings settings, std::FILE* out) {
+int execute_run(run_settings settings, std::FILE* out, std::function<void()> before_forced_exit) {
   block_termination_signals();
   if (settings.http_model)
     http_engine::warm_up(settings.libcurl);
@@ -500,7 +500,7 @@ int execute_run(run_settings settings, std::FILE* out) {
   // Scans stop early when their call is cancelled; the exit does not wait for one that cannot
   // be cut (an interrupt from another process ends a run as a signal does).
   exit_if_still_running_after(signals_seen.load() > 0 ? shutdown_after_signal : shutdown_after_end,
-                              code, out);
+                              code, out, std::move(before_forced_exit));
   return code;
 }
 

@@ -269,13 +269,20 @@ TEST_CASE("a corrupt transcript line stops the run before anything is written") 
 }
 
 TEST_CASE("troupe demo runs the bundled agent team offline") {
-  auto r = run_troupe({"demo"});
+  temp_dir tmp;
+  process_options opts;
+  opts.env["TMPDIR"] = tmp.path().string();
+  auto r = run_troupe({"demo", "--keep"}, opts);
   CHECK(r.exit_code == 0);
   CHECK(r.out.find("8 b.txt\n") != std::string::npos);
   CHECK(r.out.find("● completed") != std::string::npos);
   CHECK(r.out.find("delivered to the running session") != std::string::npos);
-  auto transcript_line = r.out.substr(r.out.rfind("transcript: ") + 12);
+  // Kept: the last line says where, and the transcript is there to read.
+  auto kept = r.out.rfind("troupe demo: kept " + tmp.path().string() + "/troupe-demo-");
+  REQUIRE(kept != std::string::npos);
+  auto transcript_line = r.out.substr(r.out.rfind("(transcript: ") + 13);
   transcript_line.pop_back();
+  transcript_line.pop_back(); // ")\n"
   // Three notifications (two background subagents, one external notify), each in a turn or a
   // step of its own; the foreground subagent's answer is a tool result.
   size_t notifications = 0;
@@ -289,8 +296,48 @@ TEST_CASE("troupe demo runs the bundled agent team offline") {
   auto agents = std::filesystem::path{transcript_line}.parent_path() / "agents";
   CHECK(std::distance(std::filesystem::directory_iterator(agents),
                       std::filesystem::directory_iterator()) == 3);
-  std::filesystem::remove_all(
-    std::filesystem::path{transcript_line}.parent_path().parent_path().parent_path().parent_path());
+}
+
+namespace {
+
+// The demo directories left under `tmp`.
+std::vector<std::string> demo_directories(const std::filesystem::path& tmp) {
+  std::vector<std::string> out;
+  for (auto& entry : std::filesystem::directory_iterator(tmp))
+    if (entry.path().filename().string().rfind("troupe-demo-", 0) == 0)
+      out.push_back(entry.path().string());
+  return out;
+}
+
+} // namespace
+
+TEST_CASE("troupe demo removes its temporary directory, an interrupted demo's too") {
+  temp_dir tmp;
+  process_options opts;
+  opts.env["TMPDIR"] = tmp.path().string();
+  auto r = run_troupe({"demo"}, opts);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("● completed") != std::string::npos);
+  CHECK(r.out.find("troupe demo: removed " + tmp.path().string() + "/troupe-demo-") !=
+        std::string::npos);
+  CHECK(demo_directories(tmp.path()).empty());
+
+  // Ctrl+C while the team works: the run ends interrupted, and the directory goes all the same.
+  opts.interrupt_on_output = "● session";
+  opts.timeout = std::chrono::seconds{20};
+  auto interrupted = run_troupe({"demo"}, opts);
+  CHECK(interrupted.exit_code == 130);
+  CHECK(demo_directories(tmp.path()).empty());
+
+  // stream-json: stdout stays JSON; a kept directory is named on stderr.
+  process_options quiet;
+  quiet.env["TMPDIR"] = tmp.path().string();
+  auto json_run = run_troupe({"demo", "--output-format", "stream-json", "--keep"}, quiet);
+  CHECK(json_run.exit_code == 0);
+  CHECK(json_lines(json_run.out).back()["type"] == "result");
+  REQUIRE(demo_directories(tmp.path()).size() == 1);
+  CHECK(json_run.err.find("troupe demo: kept " + demo_directories(tmp.path())[0]) !=
+        std::string::npos);
 }
 
 TEST_CASE("the example script runs through troupe run as well") {
