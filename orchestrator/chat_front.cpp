@@ -106,7 +106,7 @@ public:
         timeout = wait_ms(ask_due_);
       else if (idle_clock)
         timeout = wait_ms(last_activity_ + idle_timeout_);
-      if (working_since_ && (timeout < 0 || timeout > working_frame.count()))
+      if (show_working_ && working_since_ && (timeout < 0 || timeout > working_frame.count()))
         timeout = static_cast<int>(working_frame.count());
       int n = ::poll(fds, read_stdin ? 2 : 1, timeout);
       if (n < 0 && errno != EINTR)
