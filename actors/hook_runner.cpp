@@ -211,8 +211,9 @@ hook_runner_actor::behavior_type hook_runner(self_ptr self, hook_runner_config c
         e.stderr_text = r.err.substr(0, reported_cap);
         e.duration_ms = r.duration_ms;
         if (e.outcome == "error" || e.outcome == "timeout")
-          spdlog::warn("{} hook `{}` {} (exit {}): {}", to_string(e.event), e.command, e.outcome,
-                       e.exit_code, trimmed(e.stderr_text));
+          spdlog::log(st.config.failures_shown ? spdlog::level::info : spdlog::level::warn,
+                      "{} hook `{}` {} (exit {}): {}", to_string(e.event), e.command, e.outcome,
+                      e.exit_code, trimmed(e.stderr_text));
         self->send(st.session, std::move(e));
       }
       pending.promise.deliver(std::move(outcome));

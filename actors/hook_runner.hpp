@@ -28,6 +28,9 @@ struct hook_runner_config {
   child_environment environment;
   /// Calls the client's hook callbacks (commands with a callback_id).
   hook_callback_actor callbacks;
+  /// A front end shows the session's hook events to a person, a failed hook among them: the
+  /// failure is then logged at info, not warn, so it is read once.
+  bool failures_shown = false;
 };
 
 /// Spawns the runner of one session; it reports each command's start and end to `session`.

@@ -29,6 +29,7 @@ session_actor::behavior_type session_behavior(session_ptr self, session_config c
     hooks.shell_program = config.hook_shell;
     hooks.environment = config.process_environment;
     hooks.callbacks = config.hook_callbacks;
+    hooks.failures_shown = config.events_shown;
     st.hooks = spawn_hook_runner(self->system(), std::move(hooks), self);
     self->link_to(st.hooks);
     for (auto& hook : config.hook_commands)

@@ -111,6 +111,9 @@ struct session_config {
   subagent_factory spawn_subagent;
   /// Switches the model for /model; unset: /model says it cannot.
   model_switcher switch_model;
+  /// A front end shows this session's events to a person (`run`, `chat`; not a subagent, not
+  /// a fleet's task): what they show (a failed hook) is logged below warn, so it is read once.
+  bool events_shown = false;
   /// External hook commands (settings "hooks"); bash (`hook_shell`) runs them in `cwd`.
   std::vector<hook_command> hook_commands;
   std::string hook_shell = "/bin/bash";

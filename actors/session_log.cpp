@@ -157,8 +157,11 @@ void end_session(session_ptr self, terminal_reason reason, std::string error,
   report_turn_end(self);
   auto ended = summarise(st, reason, std::move(error), kind);
   ended.turn_reported = turn_open;
+  // Info, not error: the error is the user's to read where the session's end is told — the
+  // text output's end summary, stream-json's result, a subagent's result or notification in
+  // its parent's output, a fleet's result line — not a second time among the log lines.
   if (reason == terminal_reason::error)
-    spdlog::error("session {} ended with an error: {}", st.config().session_id, ended.error_message);
+    spdlog::info("session {} ended with an error: {}", st.config().session_id, ended.error_message);
   // Published once nothing is waited for any more: a front end that sees it tears down (the
   // HTTP engine included), so what is still on its way must have arrived.
   st.ended_event = std::move(ended);

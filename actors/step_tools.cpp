@@ -68,12 +68,23 @@ void answer_without_running(step_ptr self, tool_result result) {
   run_next_call(self);
 }
 
+// The result of a call that was refused, marked with who refused it: front ends show it as
+// refused, not as a command that ran and failed.
+tool_result refused_result(std::string text, refusal by) {
+  auto result = error_result(std::move(text));
+  result.refused = by;
+  return result;
+}
+
 void deny(step_ptr self, const std::string& reason,
           denial_cause cause = denial_cause::refused) {
   auto& st = self->state;
   const auto& call = st.outcome.reply.tool_calls[st.next_call];
   st.outcome.denials.push_back({call.name, call.id, call.input, reason, cause});
-  answer_without_running(self, error_result("Permission denied: " + reason + "."));
+  answer_without_running(self,
+                         refused_result("Permission denied: " + reason + ".",
+                                        cause == denial_cause::plan_mode ? refusal::plan_mode
+                                                                         : refusal::permission));
 }
 
 void run_batch(step_ptr self, size_t size);
@@ -155,7 +166,8 @@ void ask(step_ptr self, const std::string& reason) {
           s.outcome.denials.push_back({asked.name, asked.id, asked.input, "declined by the user"});
           s.outcome.declined = true;
           s.interrupted = true;
-          answer_without_running(self, error_result("The user declined to run this call."));
+          answer_without_running(
+            self, refused_result("The user declined to run this call.", refusal::user));
         }
       },
       [=](caf::error&) {
@@ -245,7 +257,8 @@ void start_calls(step_ptr self, size_t size) {
     }
     const auto& current = s.outcome.reply.tool_calls[s.next_call];
     if (hook.blocked) {
-      answer_without_running(self, error_result("Blocked by a PreToolUse hook: " + hook.reason));
+      answer_without_running(
+        self, refused_result("Blocked by a PreToolUse hook: " + hook.reason, refusal::hook));
       return;
     }
     if (!hook.additional_context.empty())

@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <map>
 
 #include <caf/actor_system.hpp>
@@ -120,8 +122,12 @@ int chat_until_end(run_settings settings) {
   auto style = text_style::make(options.colour);
   caf::anon_send(agent, subscribe_atom::value, renderer);
   caf::anon_send(agent, start_atom::value);
+  // The working line redraws itself in place: only where stdout is a terminal that can.
+  const char* term = std::getenv("TERM");
+  bool show_working =
+    ::isatty(STDOUT_FILENO) != 0 && (term == nullptr || std::strcmp(term, "dumb") != 0);
   int code = run_chat_front({agent, asker, box, terminal, style, settings.troupe_home / "history",
-                             idle_timeout, first_prompt});
+                             idle_timeout, first_prompt, show_working});
   launched->stop_engine();
   // The session has ended: a tool's scan that cannot be cut does not keep the chat open.
   exit_if_still_running_after(chat_shutdown_grace, code, stdout);

@@ -1,11 +1,14 @@
 #include "orchestrator/chat_front.hpp"
 
 #include <poll.h>
+#include <sys/ioctl.h>
 
+#include <cctype>
 #include <cinttypes>
 #include <csignal>
 #include <cstdio>
 #include <optional>
+#include <string_view>
 
 #include <caf/send.hpp>
 
@@ -44,16 +47,48 @@ std::string status_line(const session_status_event& s) {
   return line;
 }
 
+// How long nothing must have been printed before the working line shows, and how often it is
+// redrawn: text streaming in is never interleaved with it.
+constexpr std::chrono::milliseconds working_quiet{300};
+constexpr std::chrono::milliseconds working_frame{100};
+
+// "1m 05s", "12s".
+std::string elapsed_text(std::chrono::steady_clock::duration d) {
+  auto seconds = std::chrono::duration_cast<std::chrono::seconds>(d).count();
+  if (seconds < 60)
+    return std::to_string(seconds) + "s";
+  char text[32];
+  std::snprintf(text, sizeof text, "%lldm %02llds", static_cast<long long>(seconds / 60),
+                static_cast<long long>(seconds % 60));
+  return text;
+}
+
+// True when `text` holds nothing but colour codes (`ESC [ … m`), which move no cursor.
+bool only_colour_codes(std::string_view text) {
+  size_t i = 0;
+  while (i < text.size()) {
+    if (text[i] != '\033' || i + 1 >= text.size() || text[i + 1] != '[')
+      return false;
+    i += 2;
+    while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == ';'))
+      ++i;
+    if (i >= text.size() || text[i] != 'm')
+      return false;
+    ++i;
+  }
+  return true;
+}
+
 // The main thread's loop: it owns the terminal, shows the prompt when the session waits for
 // input and hands every line typed to the session.
 class chat_front {
 public:
   chat_front(session_actor session, deferred_asker_actor asker, std::shared_ptr<chat_mailbox> box,
              bool terminal, text_style style, const std::filesystem::path& history,
-             std::chrono::milliseconds idle_timeout, std::string first_prompt)
+             std::chrono::milliseconds idle_timeout, std::string first_prompt, bool show_working)
       : session_(std::move(session)), asker_(std::move(asker)), box_(std::move(box)),
         terminal_(terminal), style_(std::move(style)), idle_timeout_(idle_timeout),
-        first_prompt_(std::move(first_prompt)) {
+        first_prompt_(std::move(first_prompt)), show_working_(show_working) {
     // The terminal stays as it is until the first prompt: libedit learns its special keys
     // (Ctrl+D as end of input among them) from a terminal it first finds in cooked mode.
     if (terminal_)
@@ -71,6 +106,8 @@ public:
         timeout = wait_ms(ask_due_);
       else if (idle_clock)
         timeout = wait_ms(last_activity_ + idle_timeout_);
+      if (show_working_ && working_since_ && (timeout < 0 || timeout > working_frame.count()))
+        timeout = static_cast<int>(working_frame.count());
       int n = ::poll(fds, read_stdin ? 2 : 1, timeout);
       if (n < 0 && errno != EINTR)
         break;
@@ -95,7 +132,9 @@ public:
               " s: the chat ends)" + style_.reset + "\n");
         submit("/exit");
       }
+      update_working();
     }
+    clear_working();
     box_->close();
     if (pending_ask_)
       reply(pending_ask_->ask_id, permission_answer::no);
@@ -115,7 +154,58 @@ private:
   }
 
   void write(const std::string& text) {
+    if (text.empty())
+      return;
+    clear_working();
     std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
+    // Where the cursor is: colour codes after the last line break take no room.
+    auto end = text.rfind('\n');
+    if (!only_colour_codes(std::string_view{text}.substr(end == std::string::npos ? 0 : end + 1)))
+      at_line_start_ = false;
+    else if (end != std::string::npos)
+      at_line_start_ = true;
+    last_output_ = std::chrono::steady_clock::now();
+  }
+
+  // The working line: shown under the output while the agent works, nothing is being printed
+  // and no prompt or question is up; redrawn in place, and taken away before anything else is
+  // written. Never drawn after text that has not finished its line (it would split it).
+  void update_working() {
+    auto now = std::chrono::steady_clock::now();
+    bool wanted = show_working_ && working_since_ && !waiting_ && !ended_ && !pending_answer_ &&
+                  !pending_ask_ && !(editor_ && editor_->prompting()) && at_line_start_ &&
+                  now - last_output_ >= working_quiet;
+    if (!wanted) {
+      clear_working();
+      return;
+    }
+    if (working_shown_ && now < next_frame_)
+      return;
+    static const char* const frames[] = {"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"};
+    std::string line = std::string{frames[frame_++ % 10]} + " working " +
+                       elapsed_text(now - *working_since_) + " · Ctrl+C to interrupt";
+    // One line, whatever the terminal's width: a wrapped line could not be taken back.
+    winsize size{};
+    if (::ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col > 1) {
+      size_t columns = 0, end = 0;
+      for (; end < line.size(); ++end)
+        if ((static_cast<unsigned char>(line[end]) & 0xC0) != 0x80 && ++columns == size.ws_col)
+          break;
+      line.resize(end);
+    }
+    auto drawn = "\r\033[K" + style_.dim + line + style_.reset;
+    std::fwrite(drawn.data(), 1, drawn.size(), stdout);
+    std::fflush(stdout);
+    working_shown_ = true;
+    next_frame_ = now + working_frame;
+  }
+
+  void clear_working() {
+    if (!working_shown_)
+      return;
+    working_shown_ = false;
+    std::fputs("\r\033[K", stdout);
     std::fflush(stdout);
   }
 
@@ -143,6 +233,8 @@ private:
       on_status(item.status);
       break;
     case chat_item::kind::ended:
+      clear_working();
+      working_since_.reset();
       if (editor_)
         editor_->stop();
       exit_code_ = exit_code_for(item.ended.reason);
@@ -171,6 +263,8 @@ private:
       withdraw_question();
     last_status_ = s;
     if (s.busy) {
+      if (!working_since_)
+        working_since_ = std::chrono::steady_clock::now();
       waiting_ = false;
       if (editor_ && editor_->prompting() && !pending_answer_) {
         editor_->stop(); // a notification started a turn: what was typed waits
@@ -180,6 +274,8 @@ private:
     }
     if (waiting_)
       return; // a name or model change while the prompt is up
+    clear_working(); // before the prompt, which libedit draws where the cursor is
+    working_since_.reset();
     waiting_ = true;
     empty_interrupts_ = 0;
     if (exit_when_idle_) {
@@ -272,6 +368,7 @@ private:
 
   void submit(const std::string& text) {
     waiting_ = false;
+    working_since_ = std::chrono::steady_clock::now();
     caf::anon_send(session_, submit_atom::value, make_input(text));
   }
 
@@ -327,6 +424,7 @@ private:
     pending_answer_ = id;
     if (editor_->prompting())
       editor_->stop();
+    clear_working();
     // What was typed before the question is kept for later, never taken as its answer.
     line_before_question_ = editor_->take_kept();
     typed_ahead_ += editor_->take_typed_ahead();
@@ -488,6 +586,17 @@ private:
   bool exit_when_idle_ = false;
   /// The first prompt from the command line, shown once the session's header is out.
   std::string first_prompt_;
+  /// The working line may be shown (a terminal that redraws lines).
+  bool show_working_ = false;
+  /// Since when the agent works (input sent, or a turn it started itself); unset while it
+  /// waits for input.
+  std::optional<std::chrono::steady_clock::time_point> working_since_;
+  bool working_shown_ = false;
+  size_t frame_ = 0;
+  std::chrono::steady_clock::time_point next_frame_;
+  /// The last text written ended its line: the cursor is at the start of an empty one.
+  bool at_line_start_ = true;
+  std::chrono::steady_clock::time_point last_output_ = std::chrono::steady_clock::now();
 };
 
 } // namespace
@@ -495,7 +604,7 @@ private:
 int run_chat_front(chat_front_config config) {
   chat_front front{std::move(config.session), std::move(config.asker),       std::move(config.box),
                    config.terminal,           std::move(config.style),       config.history,
-                   config.idle_timeout,       std::move(config.first_prompt)};
+                   config.idle_timeout,       std::move(config.first_prompt), config.show_working};
   return front.run();
 }
 

@@ -80,6 +80,10 @@ struct chat_front_config {
   std::chrono::milliseconds idle_timeout{0};
   /// Sent as if typed once the session first waits for input.
   std::string first_prompt;
+  /// While the agent works and nothing is being printed, a line under the output says so (a
+  /// spinner, the time, how to interrupt). Only for a terminal that can redraw a line: stdout
+  /// a terminal, TERM not dumb.
+  bool show_working = false;
 };
 
 /// Runs the front end until the session ends; returns the exit code of its terminal state.

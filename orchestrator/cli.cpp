@@ -97,9 +97,12 @@ int run_cli(int argc, char** argv) {
   auto* sandbox = add_sandbox_command(app, sandbox_options);
 
   std::string demo_format = "text";
+  bool demo_keep = false;
   auto* demo = app.add_subcommand("demo", "run an offline agent on a bundled script");
   demo->add_option("--output-format", demo_format, "text or stream-json")
     ->check(CLI::IsMember({"text", "stream-json"}));
+  demo->add_flag("--keep", demo_keep,
+                 "keep the demo's temporary directory (its workspace and session) and say where");
 
   // Claude Code's spelling becomes troupe's: `troupe -p PROMPT` and `troupe PROMPT` are
   // `troupe run`, list flags take several words, ignored flags go (reported before the run).
@@ -143,7 +146,7 @@ int run_cli(int argc, char** argv) {
   std::signal(SIGXFSZ, SIG_IGN);
 
   if (*demo)
-    return run_demo(demo_format);
+    return run_demo(demo_format, demo_keep);
   if (*sandbox)
     return run_sandbox(sandbox_options);
   if (*fleet.status)

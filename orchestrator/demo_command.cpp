@@ -2,8 +2,13 @@
 
 #include <stdlib.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
+#include <functional>
+#include <memory>
+#include <mutex>
 #include <string_view>
 
 #include "store/ids.hpp"
@@ -12,6 +17,7 @@
 #include "orchestrator/run_command.hpp"
 #include "orchestrator/model_flags.hpp"
 #include "orchestrator/run_flags.hpp"
+#include "orchestrator/signals.hpp"
 #include "tools/tool_spec.hpp"
 
 namespace troupe {
@@ -21,12 +27,67 @@ std::string_view embedded_writer_script();
 std::string_view embedded_surveyor_script();
 std::string_view embedded_scripter_script();
 
-int run_demo(const std::string& format) {
-  char workspace_template[] = "/tmp/troupe-demo-XXXXXX";
-  if (mkdtemp(workspace_template) == nullptr)
-    return fail("cannot create a temporary directory for the demo");
+namespace {
+
+// The demo's temporary directory: removed once, by whichever comes first — the demo's end (a
+// failed set-up and an interrupted run included) or an exit forced while a tool still runs —
+// unless it is to be kept.
+class demo_directory {
+public:
+  demo_directory(std::filesystem::path root, bool keep)
+    : removal_(std::make_shared<removal>(std::move(root), keep)) {}
+  demo_directory(const demo_directory&) = delete;
+  demo_directory& operator=(const demo_directory&) = delete;
+  ~demo_directory() { remover()(); }
+
+  const std::filesystem::path& root() const { return removal_->root; }
+
+  /// Removes the directory (once; nothing when it is kept), from any thread.
+  std::function<void()> remover() const {
+    return [r = removal_] {
+      if (!r->keep)
+        std::call_once(r->once, [&] {
+          std::error_code ec;
+          std::filesystem::remove_all(r->root, ec);
+        });
+    };
+  }
+
+private:
+  struct removal {
+    removal(std::filesystem::path r, bool k) : root(std::move(r)), keep(k) {}
+    std::filesystem::path root;
+    bool keep;
+    std::once_flag once;
+  };
+  std::shared_ptr<removal> removal_;
+};
+
+// A fresh directory under $TMPDIR (else /tmp), or why there is none.
+expected<std::filesystem::path> make_temporary_directory() {
+  std::error_code ec;
+  auto base = std::filesystem::temp_directory_path(ec);
+  if (ec)
+    base = "/tmp";
+  auto pattern = (base / "troupe-demo-XXXXXX").string();
+  if (mkdtemp(pattern.data()) == nullptr)
+    return failure{"cannot create a temporary directory for the demo in " + base.string() + ": " +
+                   std::strerror(errno)};
+  return std::filesystem::path{pattern};
+}
+
+} // namespace
+
+int run_demo(const std::string& format, bool keep) {
+  // Ctrl+C from here on is the run's to handle (it interrupts the run, and the directory goes
+  // at the end); unblocked, one between making the directory and the run would leave it.
+  block_termination_signals();
+  auto made = make_temporary_directory();
+  if (!made)
+    return fail(made.error());
+  demo_directory directory{*made, keep};
   // The session's files live beside the workspace, so the agent starts in an empty directory.
-  std::filesystem::path root{workspace_template};
+  const auto& root = directory.root();
   auto workspace = root / "workspace";
   std::error_code ec;
   if (!std::filesystem::create_directory(workspace, ec))
@@ -69,9 +130,15 @@ int run_demo(const std::string& format) {
                 workspace.c_str());
   auto transcript =
     session_paths::top_level(settings.troupe_home, settings.session_id).transcript();
-  int code = execute_run(std::move(settings), stdout);
-  if (format != "stream-json")
-    std::printf("transcript: %s\n", transcript.c_str());
+  bool text = settings.render.format == output_format::text;
+  int code = execute_run(std::move(settings), stdout, directory.remover());
+  // stream-json keeps stdout to its JSON lines: the note goes to stderr there.
+  auto* note = text ? stdout : stderr;
+  if (keep)
+    std::fprintf(note, "troupe demo: kept %s (transcript: %s)\n", root.c_str(),
+                 transcript.c_str());
+  else if (text)
+    std::printf("troupe demo: removed %s (troupe demo --keep keeps it)\n", root.c_str());
   return code;
 }
 

@@ -38,6 +38,22 @@ std::string indent(const std::string& text, const std::string& prefix) {
   return out;
 }
 
+// How a refused call's result is headed in the text format.
+const char* refusal_text(refusal r) {
+  switch (r) {
+    case refusal::permission:
+      return "refused";
+    case refusal::plan_mode:
+      return "refused (plan mode)";
+    case refusal::user:
+      return "declined";
+    case refusal::hook:
+      return "blocked by a hook";
+    default:
+      return "not run";
+  }
+}
+
 } // namespace
 
 std::string printable(std::string_view text) {
@@ -120,8 +136,8 @@ nlohmann::json to_stream_json(const message_event& e) {
               {"uuid", m.id},
               {"parent_tool_use_id", parent_of(e)},
               {"session_id", e.session_id}};
-    case role::tool:
-      return {{"type", "user"},
+    case role::tool: {
+      nlohmann::json line = {{"type", "user"},
               {"message",
                {{"role", "user"},
                 {"content", nlohmann::json::array({{{"type", "tool_result"},
@@ -133,6 +149,11 @@ nlohmann::json to_stream_json(const message_event& e) {
               {"uuid", m.id},
               {"parent_tool_use_id", parent_of(e)},
               {"session_id", e.session_id}};
+      // A call answered without running says who refused it ("permission", "user", …).
+      if (m.refused != refusal::none)
+        line["refused"] = to_string(m.refused);
+      return line;
+    }
     case role::user:
       return {{"type", "user"},
               {"message", {{"id", m.id}, {"role", "user"}, {"content", m.content}}},
@@ -288,6 +309,10 @@ std::string to_text(const message_event& e, bool streamed, const text_style& sty
       return out;
     }
     case role::tool: {
+      // A call that never ran says who refused it, apart from a command that ran and failed.
+      if (m.refused != refusal::none)
+        return style.yellow + "← " + printable(m.tool_name) + " " + refusal_text(m.refused) +
+               style.reset + "\n" + style.dim + indent(content, "  │ ") + style.reset;
       std::string head = "← " + printable(m.tool_name);
       if (m.tool_name == "shell")
         head += " (exit " + std::to_string(m.exit_code) + ")";

@@ -338,6 +338,7 @@ expected<launched_agent> launch_agent(caf::actor_system& sys, run_settings& sett
   session.sync_transcript_at_end = commons == nullptr;
   session.hook_commands = settings.hook_commands;
   session.hook_shell = settings.shell_program;
+  session.events_shown = commons == nullptr; // a fleet's tasks are counted, not shown
   // Tool processes can reach this session: `troupe notify "$TROUPE_SESSION_ID" …`.
   session.process_environment = session_environment(settings.session_id, settings);
 
@@ -490,7 +491,7 @@ private:
 
 } // namespace
 
-int execute_run(run_settings settings, std::FILE* out) {
+int execute_run(run_settings settings, std::FILE* out, std::function<void()> before_forced_exit) {
   block_termination_signals();
   unkept_session unkept{settings.info.persist ? std::filesystem::path{}
                         : settings.session_dir.empty()
@@ -588,7 +589,7 @@ int execute_run(run_settings settings, std::FILE* out) {
   // Scans stop early when their call is cancelled; the exit does not wait for one that cannot
   // be cut (an interrupt from another process ends a run as a signal does).
   exit_if_still_running_after(signals_seen.load() > 0 ? shutdown_after_signal : shutdown_after_end,
-                              code, out);
+                              code, out, std::move(before_forced_exit));
   return code;
 }
 

@@ -174,8 +174,11 @@ void warn_without_subreaper(const process_reaper& reaper);
 
 /// Runs one agent to its terminal state, printing its events to `out`. SIGINT interrupts the
 /// run (a second one stops it at once). Returns the exit code of the terminal state.
-
-int execute_run(run_settings settings, std::FILE* out);
+/// `before_forced_exit` runs if the process has to end before execute_run returns (a tool that
+/// cannot be stopped holds the actor system up): the caller's clean-up that would otherwise
+/// never come.
+int execute_run(run_settings settings, std::FILE* out,
+                std::function<void()> before_forced_exit = {});
 
 /// Logs what loading a session to run it again repaired in its transcript, and why its
 /// counters restart (a state.json that cannot be read).

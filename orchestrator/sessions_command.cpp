@@ -1,7 +1,14 @@
 #include "orchestrator/sessions_command.hpp"
 
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
 #include <cstdio>
 #include <ctime>
+#include <optional>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -35,16 +42,38 @@ std::string cost_text(const session_info& info) {
   return format_cost(info.cost_usd, info.cost_known);
 }
 
-std::string cut(std::string text, size_t width) {
+std::string one_line(std::string text) {
   for (auto& c : text)
     if (c == '\n' || c == '\t')
       c = ' ';
-  if (text.size() <= width)
+  return text;
+}
+
+// Columns a text takes on a terminal: one per UTF-8 character (the names shown are words).
+size_t columns(const std::string& text) {
+  size_t n = 0;
+  for (unsigned char c : text)
+    n += (c & 0xC0) != 0x80 ? 1 : 0;
+  return n;
+}
+
+// The text in at most `width` columns, "…" marking a cut.
+std::string cut(const std::string& text, size_t width) {
+  if (columns(text) <= width || width == 0)
     return text;
-  auto end = width - 1;
-  while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80)
-    --end; // never split a UTF-8 character
+  size_t end = 0;
+  for (size_t kept = 0; end < text.size(); ++end)
+    if ((static_cast<unsigned char>(text[end]) & 0xC0) != 0x80 && ++kept == width)
+      break; // `end` starts the last character that fits: "…" takes its place
   return text.substr(0, end) + "…";
+}
+
+// The width of the terminal `fd` is, or nothing when it is none.
+std::optional<size_t> terminal_width(int fd) {
+  winsize size{};
+  if (::isatty(fd) == 0 || ::ioctl(fd, TIOCGWINSZ, &size) != 0 || size.ws_col == 0)
+    return std::nullopt;
+  return size.ws_col;
 }
 
 } // namespace
@@ -86,28 +115,41 @@ int run_ls(bool json, bool all) {
     std::printf("no sessions yet in %s\n", catalog.root().c_str());
     return 0;
   }
-  // STATE fits the longest state, permission_blocked.
-  std::printf("%-24s %-32s %-17s %-18s %5s %9s\n", "ID", "NAME", "LAST ACTIVITY", "STATE",
-              "TURNS", "COST");
-  // printf pads by bytes: text is padded by characters so the columns stay aligned.
-  auto padded = [](const std::string& text, size_t width) {
-    size_t chars = 0;
-    for (unsigned char c : text)
-      chars += (c & 0xC0) != 0x80 ? 1 : 0;
-    return text + std::string(width - std::min(chars, width), ' ');
-  };
+  // One row of text per line; each column is as wide as its widest value, header included.
+  std::vector<std::array<std::string, 6>> rows{
+    {"ID", "LAST ACTIVITY", "STATE", "TURNS", "COST", "NAME"}};
   each([&](const stored_session& s, const std::string&, int depth) {
     auto name = !s.unreadable.empty()  ? std::string{"(permission denied)"}
-                : s.info.name.empty() ? "(" + cut(s.info.first_prompt, 30) + ")"
+                : s.info.name.empty() ? "(" + s.info.first_prompt + ")"
                                       : s.info.name;
     // A subagent sits below its parent: "└ " indented by its depth.
     auto id = depth == 0 ? s.info.id : std::string(2 * (depth - 1), ' ') + "└ " + s.info.id;
     bool known = s.unreadable.empty();
-    std::printf("%s %s %-17s %-18s %5s %9s\n", padded(id, 24).c_str(),
-                padded(cut(printable(name), 32), 32).c_str(), when(s.last_activity_ms).c_str(),
-                s.state_text().c_str(), known ? std::to_string(s.info.turns).c_str() : "-",
-                known ? cost_text(s.info).c_str() : "-");
+    rows.push_back({id, when(s.last_activity_ms), s.state_text(),
+                    known ? std::to_string(s.info.turns) : "-", known ? cost_text(s.info) : "-",
+                    one_line(printable(name))});
   });
+  std::array<size_t, 6> widths{};
+  for (auto& row : rows)
+    for (size_t i = 0; i + 1 < row.size(); ++i)
+      widths[i] = std::max(widths[i], columns(row[i]));
+  // On a terminal the name, the free text, is cut to what is left of its width.
+  std::optional<size_t> name_width;
+  if (auto width = terminal_width(STDOUT_FILENO)) {
+    size_t before = 0;
+    for (size_t i = 0; i + 1 < widths.size(); ++i)
+      before += widths[i] + 2;
+    name_width = *width > before + 8 ? *width - before : 8;
+  }
+  for (auto& row : rows) {
+    std::string line;
+    for (size_t i = 0; i + 1 < row.size(); ++i)
+      line += row[i] + std::string(widths[i] - columns(row[i]) + 2, ' ');
+    line += name_width ? cut(row.back(), *name_width) : row.back();
+    while (!line.empty() && line.back() == ' ')
+      line.pop_back();
+    std::printf("%s\n", line.c_str());
+  }
   return 0;
 }
 

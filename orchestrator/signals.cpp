@@ -46,12 +46,15 @@ signal_forwarder::~signal_forwarder() {
   thread_.join();
 }
 
-void exit_if_still_running_after(std::chrono::milliseconds grace, int code, std::FILE* out) {
-  std::thread([grace, code, out] {
+void exit_if_still_running_after(std::chrono::milliseconds grace, int code, std::FILE* out,
+                                 std::function<void()> before_exit) {
+  std::thread([grace, code, out, before_exit = std::move(before_exit)] {
     std::this_thread::sleep_for(grace);
     std::fflush(out);
     std::fprintf(stderr, "troupe: a tool was still running; exiting without waiting for it\n");
     stop_all_descendants();
+    if (before_exit)
+      before_exit();
     std::_Exit(code);
   }).detach();
 }

@@ -43,6 +43,22 @@ constexpr detail::enum_names<message_origin, 20> origin_names{{
   {message_origin::other, "other"},
 }};
 
+constexpr detail::enum_names<refusal, 6> refusal_names{{
+  {refusal::none, ""},
+  {refusal::permission, "permission"},
+  {refusal::plan_mode, "plan_mode"},
+  {refusal::user, "user"},
+  {refusal::hook, "hook"},
+  {refusal::other, "other"},
+}};
+
+// Refusals are left out when there is none: transcripts written before the field load as
+// "ran", and a spelling from a newer version loads as `other` rather than failing the line.
+void read_refusal(const nlohmann::json& j, refusal& out) {
+  if (auto i = j.find("refused"); i != j.end() && i->is_string())
+    out = refusal_from_string(i->get_ref<const std::string&>());
+}
+
 template <class T>
 void read_optional(const nlohmann::json& j, const char* key, T& out) {
   if (auto i = j.find(key); i != j.end() && !i->is_null())
@@ -59,6 +75,12 @@ message_origin origin_from_string(std::string_view spelling) {
   return detail::enum_from_name(origin_names, spelling).value_or(message_origin::other);
 }
 
+const char* to_string(refusal r) { return detail::enum_to_name(refusal_names, r); }
+
+refusal refusal_from_string(std::string_view spelling) {
+  return detail::enum_from_name(refusal_names, spelling).value_or(refusal::other);
+}
+
 message make_tool_message(const tool_call& call, const tool_result& result) {
   message m;
   m.role = role::tool;
@@ -68,6 +90,7 @@ message make_tool_message(const tool_call& call, const tool_result& result) {
   m.is_error = result.is_error;
   m.exit_code = result.exit_code;
   m.truncated = result.truncated;
+  m.refused = result.refused;
   return m;
 }
 
@@ -92,6 +115,8 @@ void to_json(nlohmann::json& j, const tool_result& x) {
        {"is_error", x.is_error},
        {"exit_code", x.exit_code},
        {"truncated", x.truncated}};
+  if (x.refused != refusal::none)
+    j["refused"] = to_string(x.refused);
 }
 
 void from_json(const nlohmann::json& j, tool_result& x) {
@@ -100,6 +125,7 @@ void from_json(const nlohmann::json& j, tool_result& x) {
   read_optional(j, "is_error", x.is_error);
   read_optional(j, "exit_code", x.exit_code);
   read_optional(j, "truncated", x.truncated);
+  read_refusal(j, x.refused);
 }
 
 // Empty fields are left out so transcript lines stay short; from_json restores the defaults.
@@ -116,6 +142,8 @@ void to_json(nlohmann::json& j, const message& x) {
     j["is_error"] = x.is_error;
     j["exit_code"] = x.exit_code;
     j["truncated"] = x.truncated;
+    if (x.refused != refusal::none)
+      j["refused"] = to_string(x.refused);
   }
   if (x.origin != message_origin::none)
     j["origin"] = to_string(x.origin);
@@ -135,6 +163,7 @@ void from_json(const nlohmann::json& j, message& x) {
   read_optional(j, "is_error", x.is_error);
   read_optional(j, "exit_code", x.exit_code);
   read_optional(j, "truncated", x.truncated);
+  read_refusal(j, x.refused);
   if (auto i = j.find("origin"); i != j.end() && i->is_string())
     x.origin = origin_from_string(i->get_ref<const std::string&>());
   read_optional(j, "timestamp_ms", x.timestamp_ms);

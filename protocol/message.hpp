@@ -51,6 +51,24 @@ const char* to_string(message_origin o);
 /// transcript line from another version still loads.
 message_origin origin_from_string(std::string_view spelling);
 
+/// Why a tool call was answered without running, if it was. Each has one spelling in transcripts
+/// and stream-json (to_string).
+enum class refusal : uint8_t {
+  none,       ///< "" (left out): the call ran, or was meant to (its result says how it went)
+  permission, ///< "permission": a permission rule, the mode's default, a headless ask, nobody
+              ///< answering
+  plan_mode,  ///< "plan_mode": plan mode runs read-only calls only
+  user,       ///< "user": the user declined it when asked
+  hook,       ///< "hook": a PreToolUse hook blocked it
+  other,      ///< "other": a spelling this version does not know (a newer transcript)
+};
+
+/// Returns the spelling of a refusal ("" for none, "permission", "plan_mode", "user", "hook").
+const char* to_string(refusal r);
+
+/// Returns the refusal spelled so, or refusal::other for a spelling not known here.
+refusal refusal_from_string(std::string_view spelling);
+
 /// How a tool call was expressed by the model.
 enum class call_format : uint8_t {
   native,   ///< the provider's function calling
@@ -87,16 +105,19 @@ struct tool_result {
   int32_t exit_code = 0;
   /// True when output was cut to fit the output cap.
   bool truncated = false;
+  /// Who refused the call, when it was answered without running (output says why).
+  refusal refused = refusal::none;
 
   friend bool operator==(const tool_result& a, const tool_result& b) {
     return a.output == b.output && a.is_error == b.is_error && a.exit_code == b.exit_code &&
-           a.truncated == b.truncated;
+           a.truncated == b.truncated && a.refused == b.refused;
   }
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, tool_result& x) {
-  return f(caf::meta::type_name("tool_result"), x.output, x.is_error, x.exit_code, x.truncated);
+  return f(caf::meta::type_name("tool_result"), x.output, x.is_error, x.exit_code, x.truncated,
+           x.refused);
 }
 
 /// One entry of the conversation log. Tool messages carry their result inline.
@@ -112,6 +133,8 @@ struct message {
   bool is_error = false;
   int32_t exit_code = 0;
   bool truncated = false;
+  /// For role::tool: who refused the call, when it never ran (content says why).
+  refusal refused = refusal::none;
   message_origin origin = message_origin::none;
   int64_t timestamp_ms = 0;
   /// Structured facts of a system entry (a compact boundary's trigger and token counts);
@@ -122,7 +145,8 @@ struct message {
     return a.id == b.id && a.role == b.role && a.content == b.content &&
            a.tool_calls == b.tool_calls && a.tool_call_id == b.tool_call_id &&
            a.tool_name == b.tool_name && a.is_error == b.is_error &&
-           a.exit_code == b.exit_code && a.truncated == b.truncated && a.origin == b.origin &&
+           a.exit_code == b.exit_code && a.truncated == b.truncated && a.refused == b.refused &&
+           a.origin == b.origin &&
            a.timestamp_ms == b.timestamp_ms && a.meta == b.meta;
   }
 };
@@ -130,7 +154,7 @@ struct message {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, message& x) {
   return f(caf::meta::type_name("message"), x.id, x.role, x.content, x.tool_calls,
-           x.tool_call_id, x.tool_name, x.is_error, x.exit_code, x.truncated, x.origin,
+           x.tool_call_id, x.tool_name, x.is_error, x.exit_code, x.truncated, x.refused, x.origin,
            x.timestamp_ms, x.meta);
 }
 

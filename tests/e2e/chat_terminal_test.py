@@ -333,12 +333,97 @@ class ChatInATerminal(unittest.TestCase):
         prompt_ready(c)
         c.wait_for("EXIT=0", limit=10)
 
+    def test_a_slow_step_shows_that_the_agent_works_and_the_line_goes_with_it(self):
+        c = self.chat([{"text": "Running it.\n\n```shell\nsleep 2; echo slept\n```"},
+                       {"text": "It slept.", "delay_ms": 1500}],
+                      args=["--allow", "shell"])
+        prompt_ready(c)
+        c.type("sleep a while")
+        c.keys("Enter")
+        c.wait_for("Running it.")
+        c.wait_for("working 1s · Ctrl+C to interrupt")   # the shell call, ticking
+        c.wait_for("← shell (exit 0)")
+        c.wait_for("s · Ctrl+C to interrupt")            # the slow reply after it: the turn's time
+        c.wait_for("It slept.")
+        prompt_ready(c, 2)
+        screen = c.screen()
+        self.assertNotIn("working", screen)              # taken away, never left in the output
+        lines = [l.rstrip() for l in screen.split("\n")]
+        # The output it sat under is whole: the result and the reply on their own lines.
+        self.assertIn("  │ slept", lines)
+        self.assertIn("It slept.", lines)
+        self.assertTrue(c.last_line().startswith("›"), screen)
+
+    def test_no_working_line_on_a_dumb_terminal(self):
+        c = self.chat([{"text": "slow", "delay_ms": 1500}], env={"TERM": "dumb"})
+        prompt_ready(c)
+        c.type("hi")
+        c.keys("Enter")
+        deadline = time.time() + 10
+        seen = ""
+        while time.time() < deadline and "slow" not in seen:
+            seen = c.screen()
+            self.assertNotIn("working", seen)
+            time.sleep(0.05)
+        c.wait_for("slow")
+
+    def test_no_working_line_when_stdout_is_a_pipe(self):
+        work = tempfile.mkdtemp(prefix="troupe-pipe-")
+        self.addCleanup(shutil.rmtree, work, True)
+        script = os.path.join(work, "replies.jsonl")
+        with open(script, "w") as f:
+            f.write(json.dumps({"text": "slow and piped", "delay_ms": 1500}) + "\n")
+        env = {**os.environ, "TROUPE_HOME": os.path.join(work, "home"), "TERM": "xterm-256color"}
+        done = subprocess.run([TROUPE, "chat", "--model", "scripted:" + script, "--cwd", work],
+                              input="hello\n", capture_output=True, text=True, env=env,
+                              timeout=30)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertIn("slow and piped", done.stdout)
+        self.assertNotIn("working", done.stdout)
+        self.assertNotIn("\r", done.stdout)
+        self.assertNotIn("\x1b[K", done.stdout)
+
     def transcript(self, chat):
         sessions = os.path.join(chat.home, "sessions")
         for name in os.listdir(sessions):
             with open(os.path.join(sessions, name, "transcript.jsonl")) as f:
                 return [json.loads(line) for line in f if line.strip()]
         return []
+
+
+class ListInATerminal(unittest.TestCase):
+    def test_ls_cuts_only_the_name_to_the_terminal_width(self):
+        work = tempfile.mkdtemp(prefix="troupe-tmux-ls-")
+        self.addCleanup(shutil.rmtree, work, True)
+        home = os.path.join(work, "home")
+        script = os.path.join(work, "replies.jsonl")
+        with open(script, "w") as f:
+            f.write(json.dumps({"text": "ok"}) + "\n")
+        env = {**os.environ, "TROUPE_HOME": home}
+        name = "a name far too long for a narrow terminal to hold on one line of the table"
+        for args in (["--session-id", "narrow", "hi"], ["--resume", "narrow", "/rename " + name]):
+            done = subprocess.run([TROUPE, "run", "--model", "scripted:" + script, "--cwd", work,
+                                   *args], capture_output=True, text=True, env=env)
+            self.assertEqual(done.returncode, 0, done.stderr)
+        socket = os.path.join(work, "tmux.sock")
+        tmux = ["tmux", "-S", socket, "-f", "/dev/null"]
+        self.addCleanup(subprocess.run, [*tmux, "kill-server"], capture_output=True)
+        subprocess.run([*tmux, "new-session", "-d", "-x", "70", "-y", "10",
+                        f"env TROUPE_HOME={home} LANG=C.UTF-8 {TROUPE} ls; echo DONE; sleep 600"],
+                       check=True)
+        deadline = time.time() + 10
+        screen = ""
+        while time.time() < deadline and "DONE" not in screen:
+            screen = subprocess.run([*tmux, "capture-pane", "-t", "0", "-p"],
+                                    capture_output=True, text=True).stdout
+            time.sleep(0.05)
+        lines = [l.rstrip() for l in screen.split("\n") if l.strip()]
+        self.assertTrue(lines[0].startswith("ID"), screen)
+        row = next(l for l in lines if l.startswith("narrow"))
+        self.assertEqual(len(row), 70, screen)          # the whole width, and no more
+        self.assertTrue(row.endswith("…"), screen)
+        self.assertIn("a name far too long", row)
+        self.assertIn("completed", row)                 # the other columns are whole
 
 
 if __name__ == "__main__":

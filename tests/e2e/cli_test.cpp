@@ -2,6 +2,13 @@
 
 #include <doctest/doctest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+
 #include "support/cli_fixture.hpp"
 
 using namespace troupe::test;
@@ -263,13 +270,20 @@ TEST_CASE("a corrupt transcript line stops the run before anything is written") 
 }
 
 TEST_CASE("troupe demo runs the bundled agent team offline") {
-  auto r = run_troupe({"demo"});
+  temp_dir tmp;
+  process_options opts;
+  opts.env["TMPDIR"] = tmp.path().string();
+  auto r = run_troupe({"demo", "--keep"}, opts);
   CHECK(r.exit_code == 0);
   CHECK(r.out.find("8 b.txt\n") != std::string::npos);
   CHECK(r.out.find("● completed") != std::string::npos);
   CHECK(r.out.find("delivered to the running session") != std::string::npos);
-  auto transcript_line = r.out.substr(r.out.rfind("transcript: ") + 12);
+  // Kept: the last line says where, and the transcript is there to read.
+  auto kept = r.out.rfind("troupe demo: kept " + tmp.path().string() + "/troupe-demo-");
+  REQUIRE(kept != std::string::npos);
+  auto transcript_line = r.out.substr(r.out.rfind("(transcript: ") + 13);
   transcript_line.pop_back();
+  transcript_line.pop_back(); // ")\n"
   // Three notifications (two background subagents, one external notify), each in a turn or a
   // step of its own; the foreground subagent's answer is a tool result.
   size_t notifications = 0;
@@ -283,8 +297,48 @@ TEST_CASE("troupe demo runs the bundled agent team offline") {
   auto agents = std::filesystem::path{transcript_line}.parent_path() / "agents";
   CHECK(std::distance(std::filesystem::directory_iterator(agents),
                       std::filesystem::directory_iterator()) == 3);
-  std::filesystem::remove_all(
-    std::filesystem::path{transcript_line}.parent_path().parent_path().parent_path().parent_path());
+}
+
+namespace {
+
+// The demo directories left under `tmp`.
+std::vector<std::string> demo_directories(const std::filesystem::path& tmp) {
+  std::vector<std::string> out;
+  for (auto& entry : std::filesystem::directory_iterator(tmp))
+    if (entry.path().filename().string().rfind("troupe-demo-", 0) == 0)
+      out.push_back(entry.path().string());
+  return out;
+}
+
+} // namespace
+
+TEST_CASE("troupe demo removes its temporary directory, an interrupted demo's too") {
+  temp_dir tmp;
+  process_options opts;
+  opts.env["TMPDIR"] = tmp.path().string();
+  auto r = run_troupe({"demo"}, opts);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("● completed") != std::string::npos);
+  CHECK(r.out.find("troupe demo: removed " + tmp.path().string() + "/troupe-demo-") !=
+        std::string::npos);
+  CHECK(demo_directories(tmp.path()).empty());
+
+  // Ctrl+C while the team works: the run ends interrupted, and the directory goes all the same.
+  opts.interrupt_on_output = "● session";
+  opts.timeout = std::chrono::seconds{20};
+  auto interrupted = run_troupe({"demo"}, opts);
+  CHECK(interrupted.exit_code == 130);
+  CHECK(demo_directories(tmp.path()).empty());
+
+  // stream-json: stdout stays JSON; a kept directory is named on stderr.
+  process_options quiet;
+  quiet.env["TMPDIR"] = tmp.path().string();
+  auto json_run = run_troupe({"demo", "--output-format", "stream-json", "--keep"}, quiet);
+  CHECK(json_run.exit_code == 0);
+  CHECK(json_lines(json_run.out).back()["type"] == "result");
+  REQUIRE(demo_directories(tmp.path()).size() == 1);
+  CHECK(json_run.err.find("troupe demo: kept " + demo_directories(tmp.path())[0]) !=
+        std::string::npos);
 }
 
 TEST_CASE("the example script runs through troupe run as well") {
@@ -439,8 +493,126 @@ TEST_CASE("bypass runs everything and says so on stderr") {
 TEST_CASE("log lines on stderr show what a model said in printable form") {
   cli_fixture f;
   auto model = f.script({{{"error", {{"status", 400}, {"message", "bad \033]0;PWNED\007 thing"}}}}});
-  auto r = f.run({"--model", model, "hi"});
+  auto r = f.run({"--model", model, "--log-level", "info", "hi"});
   CHECK(r.exit_code == 1);
   CHECK(r.err.find('\033') == std::string::npos);
   CHECK(r.err.find("bad ^[]0;PWNED^G thing") != std::string::npos);
+}
+
+namespace {
+
+// A port on 127.0.0.1 that nothing listens on (bound, then closed again).
+int closed_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
+  socklen_t size = sizeof address;
+  REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &size) == 0);
+  ::close(fd);
+  return ntohs(address.sin_port);
+}
+
+size_t occurrences(const std::string& text, const std::string& part) {
+  size_t n = 0;
+  for (auto at = text.find(part); at != std::string::npos; at = text.find(part, at + 1))
+    ++n;
+  return n;
+}
+
+} // namespace
+
+TEST_CASE("a failed run's error is printed once, at the end of its output, not also on stderr") {
+  cli_fixture f;
+  auto model = f.script({shell_reply("true")});
+  auto r = f.run({"--model", model, "go"});
+  CHECK(r.exit_code == 1);
+  CHECK(occurrences(r.out, "no reply left") == 1);
+  CHECK(r.out.find("\nerror: the scripted model has no reply left") != std::string::npos);
+  CHECK(r.err == "");
+  // The log still has it, a level down.
+  auto logged = f.run({"--model", f.script({shell_reply("true")}), "--log-level", "info", "go"});
+  CHECK(logged.err.find("ended with an error: the scripted model has no reply left") !=
+        std::string::npos);
+  CHECK(occurrences(logged.out, "no reply left") == 1);
+
+  // A provider nobody answers: the same.
+  auto opts = f.options();
+  opts.env["OPENAI_API_KEY"] = "test-key";
+  opts.env["OPENAI_BASE_URL"] = "http://127.0.0.1:" + std::to_string(closed_port()) + "/v1";
+  auto in_work = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {"run", "--cwd", (f.dir / "work").string(), "--model",
+                               "openai/gpt-4.1", "--max-retries", "0"});
+    return run_troupe(args, opts);
+  };
+  auto http = in_work({"hi"});
+  CHECK(http.exit_code == 1);
+  CHECK(occurrences(http.out, "Couldn't connect") + occurrences(http.out, "onnection refused") ==
+        1);
+  CHECK(http.err == "");
+  // stream-json: the error is the result line's, and stdout holds nothing but JSON lines.
+  auto json_run = in_work({"--output-format", "stream-json", "hi"});
+  CHECK(json_run.exit_code == 1);
+  REQUIRE(!json_run.out.empty());
+  CHECK(json_lines(json_run.out).back()["error"].get<std::string>().find("127.0.0.1") !=
+        std::string::npos);
+  CHECK(json_run.err == "");
+}
+
+TEST_CASE("a subagent's failure is its result in the parent's output, not a log line") {
+  cli_fixture f;
+  write_script(f.dir / "work/child.jsonl", {shell_reply("true")});
+  auto launch = json{{"prompt", "do it"}, {"description", "failing child"},
+                     {"model", "scripted:child.jsonl"}};
+  auto parent = f.script({{{"text", ""}, {"tool_calls", json::array({{{"name", "task"},
+                                                                      {"input", launch}}})}},
+                          {{"text", "the child failed"}}});
+  auto r = f.run({"--model", parent, "go"});
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("[the agent ended error: the scripted model has no reply left") !=
+        std::string::npos);
+  CHECK(occurrences(r.out, "no reply left") == 1);
+  CHECK(r.err == "");
+  auto json_run = f.run({"--model", parent, "--output-format", "stream-json", "go"});
+  CHECK(json_run.exit_code == 0);
+  CHECK(json_lines(json_run.out).back()["type"] == "result");
+  CHECK(json_run.err == "");
+}
+
+TEST_CASE("a refused call is shown as refused, in the run's output and in troupe show") {
+  cli_fixture f;
+  auto model = f.script({shell_reply("touch made.txt"), {{"text", "blocked"}}});
+  auto r = f.run_unpermitted({"--model", model, "--session-id", "refused", "go"});
+  CHECK(r.exit_code == 4);
+  CHECK(r.out.find("← shell refused\n  │ Permission denied: shell needs approval") !=
+        std::string::npos);
+  CHECK(r.out.find("exit -1") == std::string::npos);
+  auto log = read_jsonl(session_dir(f, "refused") / "transcript.jsonl");
+  REQUIRE(log.size() >= 3);
+  CHECK(log[2]["refused"] == "permission");
+  auto shown = run_troupe({"show", "refused"}, f.options());
+  CHECK(shown.out.find("← shell refused\n") != std::string::npos);
+  CHECK(shown.out.find("exit -1") == std::string::npos);
+
+  // Plan mode's refusal, in stream-json: a field on the tool_result line.
+  auto plan = f.run_unpermitted({"--model",
+                                 f.script({{{"text", "```write notes.txt\nx\n```"}},
+                                           {{"text", "The plan: 1. write notes.txt"}}}),
+                                 "--permission-mode", "plan", "--output-format", "stream-json",
+                                 "go"});
+  CHECK(plan.exit_code == 0);
+  auto lines = json_lines(plan.out);
+  auto result = std::find_if(lines.begin(), lines.end(), [](const json& l) {
+    return l.contains("exit_code");
+  });
+  REQUIRE(result != lines.end());
+  CHECK((*result)["refused"] == "plan_mode");
+  CHECK((*result)["message"]["content"][0]["is_error"] == true);
+
+  // A command that ran and failed is no refusal.
+  auto ran = f.run({"--model", f.script({shell_reply("exit 3"), {{"text", "it failed"}}}), "go"});
+  CHECK(ran.out.find("← shell (exit 3) [error]") != std::string::npos);
+  CHECK(ran.out.find("refused") == std::string::npos);
 }

@@ -138,9 +138,32 @@ TEST_CASE("PreToolUse: exit 2 or a block decision refuses the call, and the mode
   REQUIRE(log.size() == 8);
   CHECK(log[2]["is_error"] == true);
   CHECK(log[2]["content"] == "Blocked by a PreToolUse hook: no rm -rf");
+  CHECK(log[2]["refused"] == "hook");
   CHECK(log[4]["content"] == "Blocked by a PreToolUse hook: docs are frozen");
   CHECK(!std::filesystem::exists(f.dir / "work/a.md"));
   CHECK(log[6]["content"] == "fine\n");
+  CHECK(!log[6].contains("refused"));
+  // Shown as blocked, not as a command that ran and failed.
+  CHECK(r.out.find("← shell blocked by a hook\n  │ Blocked by a PreToolUse hook: no rm -rf") !=
+        std::string::npos);
+  CHECK(r.out.find("exit -1") == std::string::npos);
+}
+
+TEST_CASE("a failing hook is told once: in the run's output, the log a level down") {
+  cli_fixture f;
+  auto hooks = one_hook("PreToolUse", "echo 'the guard broke' >&2; exit 1");
+  auto script = [&] {
+    return f.script({native("shell", {{"command", "echo ran"}}), {{"text", "ok"}}});
+  };
+  auto r = f.run({"--model", script(), "--tool-format", "tool", "--settings", settings(f, hooks),
+                  "go"});
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("⚙ PreToolUse hook failed (exit 1)") != std::string::npos);
+  CHECK(r.out.find("the guard broke") != std::string::npos);
+  CHECK(r.err == "");
+  auto logged = f.run({"--model", script(), "--tool-format", "tool", "--settings",
+                       settings(f, hooks), "--log-level", "info", "go"});
+  CHECK(logged.err.find("the guard broke") != std::string::npos);
 }
 
 TEST_CASE("Stop: a block continues the turn with the reason, once") {

@@ -7,6 +7,7 @@
 
 #include <fstream>
 #include <future>
+#include <map>
 #include <thread>
 
 #include "support/cli_fixture.hpp"
@@ -58,6 +59,61 @@ TEST_CASE("troupe ls lists sessions newest first with name, state, turns and cos
   CHECK(listed[0]["state"] == "completed");
   CHECK(listed[0]["cwd"] == std::filesystem::canonical(f.dir / "work").string());
   CHECK(listed[1]["name"] == "fix the flaky parser test");
+}
+
+TEST_CASE("troupe ls sizes each column to its widest value, the name last and whole in a pipe") {
+  cli_fixture f;
+  auto shell = [](const std::string& command) {
+    return json{{"text", "```shell\n" + command + "\n```"}};
+  };
+  REQUIRE(f.run({"--model", f.script({text_line("one")}), "--session-id", "done", "hi"})
+            .exit_code == 0);
+  REQUIRE(f.run({"--model", f.script({shell("true")}), "--session-id", "failed", "go"})
+            .exit_code == 1);
+  REQUIRE(f.run({"--model", f.script({shell("true"), text_line("x")}), "--max-steps", "1",
+                 "--session-id", "capped", "go"})
+            .exit_code == 3);
+  REQUIRE(f.run_unpermitted({"--model", f.script({shell("touch x"), text_line("blocked")}),
+                             "--session-id", "a-much-longer-session-id", "go"})
+            .exit_code == 4);
+  std::string long_name = "please look at every one of the flaky parser tests and fix them all "
+                          "without touching the lexer";
+  REQUIRE(f.run({"--model", f.script({text_line("unused")}), "--resume", "done",
+                 "/rename " + long_name})
+            .exit_code == 0);
+  auto table = run_troupe({"ls"}, f.options());
+  REQUIRE(table.exit_code == 0);
+  auto lines = split_lines(table.out);
+  REQUIRE(lines.size() == 5);
+  const std::vector<std::string> headers{"ID", "LAST ACTIVITY", "STATE", "TURNS", "COST", "NAME"};
+  std::vector<size_t> starts;
+  for (auto& h : headers)
+    starts.push_back(lines[0].find(h));
+  CHECK(starts[0] == 0);
+  // Every value starts under its header, after at least two spaces; no column is wider than
+  // its widest value needs.
+  std::map<std::string, std::string> states;
+  for (size_t row = 1; row < lines.size(); ++row) {
+    const auto& line = lines[row];
+    CAPTURE(line);
+    for (size_t c = 1; c < starts.size(); ++c) {
+      REQUIRE(line.size() > starts[c]);
+      CHECK(line[starts[c]] != ' ');
+      CHECK(line.substr(starts[c] - 2, 2) == "  ");
+    }
+    auto state = line.substr(starts[2], line.find(' ', starts[2]) - starts[2]);
+    states[line.substr(0, line.find(' '))] = state;
+  }
+  CHECK(states == std::map<std::string, std::string>{{"done", "completed"},
+                                                     {"failed", "error"},
+                                                     {"capped", "max_turns"},
+                                                     {"a-much-longer-session-id",
+                                                      "permission_blocked"}});
+  CHECK(starts[1] == std::string{"a-much-longer-session-id"}.size() + 2);
+  CHECK(starts[3] - starts[2] == std::string{"permission_blocked"}.size() + 2);
+  CHECK(starts[4] - starts[3] == std::string{"TURNS"}.size() + 2);
+  // Not a terminal: the name is whole.
+  CHECK(table.out.find("  " + long_name + "\n") != std::string::npos);
 }
 
 TEST_CASE("troupe show renders a transcript, by id or by name") {

@@ -115,3 +115,44 @@ TEST_CASE("a model request shares its system prompt and tools, and serialises th
   CHECK(&copy.system_prompt.get() != &first.system_prompt.get()); // a remote node's own copy
   CHECK(shared_value<std::string>{}->empty());
 }
+
+TEST_CASE("a refused call's result says who refused it, and old transcripts load as ran") {
+  tool_call call{"c", "shell", {{"command", "rm -rf /"}}, call_format::native};
+  for (auto r = uint8_t(refusal::none); r <= uint8_t(refusal::other); ++r) {
+    auto by = refusal(r);
+    CAPTURE(to_string(by));
+    CHECK(refusal_from_string(to_string(by)) == by);
+    tool_result result{"Permission denied: no.", true, -1, false, by};
+    CHECK(json(result).get<tool_result>() == result);
+    auto m = make_tool_message(call, result);
+    CHECK(m.refused == by);
+    CHECK(json(m).get<message>() == m);
+    // Left out when nothing refused the call: the lines of a call that ran stay as they were.
+    CHECK(json(m).contains("refused") == (by != refusal::none));
+    CHECK(json(result).contains("refused") == (by != refusal::none));
+  }
+  CHECK(json(tool_result{"", true, -1, false, refusal::plan_mode})["refused"] == "plan_mode");
+  // A line written before the field, and one from a version that knows another refuser.
+  json old = {{"role", "tool"},       {"content", "Permission denied: x."},
+              {"tool_call_id", "c"},  {"tool_name", "shell"},
+              {"is_error", true},     {"exit_code", -1}};
+  CHECK(old.get<message>().refused == refusal::none);
+  old["refused"] = "the_moon";
+  CHECK(old.get<message>().refused == refusal::other);
+  CHECK(old.get<message>().content == "Permission denied: x.");
+}
+
+TEST_CASE("a refusal survives CAF's binary serialisation") {
+  troupe::test::actor_system_fixture actors;
+  auto m = make_tool_message({"c", "shell", {}, call_format::native},
+                             tool_result{"Blocked by a PreToolUse hook: no", true, -1, false,
+                                         refusal::hook});
+  std::vector<char> buffer;
+  caf::binary_serializer sink{actors.sys(), buffer};
+  REQUIRE(!sink(m));
+  message copy;
+  caf::binary_deserializer source{actors.sys(), buffer};
+  REQUIRE(!source(copy));
+  CHECK(copy == m);
+  CHECK(copy.refused == refusal::hook);
+}

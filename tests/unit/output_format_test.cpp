@@ -77,3 +77,34 @@ TEST_CASE("text shown on a terminal carries no escape sequence of a model's or a
   delta.text = "\033[1A";
   CHECK(to_text(delta) == "^[[1A");
 }
+
+TEST_CASE("a refused call is shown as refused, not as a command that ran and failed") {
+  tool_call call{"c1", "shell", {{"command", "rm -rf build"}}, call_format::native};
+  struct row {
+    refusal by;
+    std::string text;
+    std::string head;
+  };
+  for (auto& r : std::vector<row>{
+         {refusal::permission, "Permission denied: rm needs approval.", "← shell refused\n"},
+         {refusal::plan_mode, "Permission denied: plan mode.", "← shell refused (plan mode)\n"},
+         {refusal::user, "The user declined to run this call.", "← shell declined\n"},
+         {refusal::hook, "Blocked by a PreToolUse hook: no rm", "← shell blocked by a hook\n"},
+         {refusal::other, "Not today.", "← shell not run\n"}}) {
+    CAPTURE(r.head);
+    auto m = make_tool_message(call, tool_result{r.text, true, -1, false, r.by});
+    auto shown = to_text(message_event{"s", m});
+    CHECK(shown == r.head + "  │ " + r.text + "\n");
+    CHECK(to_stream_json(message_event{"s", m})["refused"] == to_string(r.by));
+    // Only a field is added to the stream-json line; the rest keeps its shape.
+    CHECK(to_stream_json(message_event{"s", m})["exit_code"] == -1);
+  }
+  // A command that ran and failed keeps its exit code, and says nothing of refusals.
+  auto failed = make_tool_message(call, tool_result{"boom", true, 2, false});
+  CHECK(to_text(message_event{"s", failed}) == "← shell (exit 2) [error]\n  │ boom\n");
+  CHECK(!to_stream_json(message_event{"s", failed}).contains("refused"));
+  // Coloured as a warning, not as an error.
+  auto refused = make_tool_message(call, tool_result{"x", true, -1, false, refusal::permission});
+  CHECK(to_text(message_event{"s", refused}, false, text_style::make(true))
+          .rfind("\033[33m← shell refused\033[0m", 0) == 0);
+}
