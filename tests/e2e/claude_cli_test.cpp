@@ -22,7 +22,9 @@ json shell_reply(const std::string& command) {
 // `env` is set over the fixture's environment.
 process_result claude(cli_fixture& f, strings args, process_options opts = {},
                       const std::map<std::string, std::string>& env = {}) {
-  args.insert(args.begin(), {"--cwd", (f.dir / "work").string()});
+  // After a subcommand named first (`troupe run …`), else first.
+  auto at = !args.empty() && (args[0] == "run" || args[0] == "chat") ? 1 : 0;
+  args.insert(args.begin() + at, {"--cwd", (f.dir / "work").string()});
   auto options = f.options(std::move(opts));
   for (auto& [name, value] : env)
     options.env[name] = value;
