@@ -140,7 +140,7 @@ TEST_CASE("--output-format json prints the stream-json result line and nothing e
   CHECK(json::parse(failed.out)["subtype"] == "error_during_execution");
 }
 
-TEST_CASE("--max-turns is the step cap: error_max_turns; bad values are refused") {
+TEST_CASE("--max-turns is the step cap (error_max_turns), and bad values are refused") {
   cli_fixture f;
   auto model = f.script({shell_reply("true"), shell_reply("true"), shell_reply("true")});
   auto r = claude(f, {"-p", "go", "--model", model, "--allowedTools", "Bash", "--max-turns", "2",
