@@ -14,6 +14,7 @@
 #include "protocol/bounded_json.hpp"
 #include "protocol/private_files.hpp"
 #include "tools/claude_code_names.hpp"
+#include "tools/tool_spec.hpp"
 
 namespace troupe {
 
@@ -189,14 +190,6 @@ expected<bool> rewrite_agent_words(const std::vector<std::string>& args, size_t 
   return true;
 }
 
-std::string trimmed(std::string_view text) {
-  auto first = text.find_first_not_of(" \t\r\n");
-  if (first == std::string_view::npos)
-    return {};
-  auto last = text.find_last_not_of(" \t\r\n");
-  return std::string{text.substr(first, last - first + 1)};
-}
-
 } // namespace
 
 std::vector<std::string> split_tool_list(std::string_view text) {
@@ -259,12 +252,12 @@ expected<rewritten_argv> rewrite_claude_argv(const std::vector<std::string>& arg
 
 expected<setting_sources> parse_setting_sources(std::string_view text) {
   setting_sources sources{false, false, false};
-  if (trimmed(text).empty())
+  if (trim(text).empty())
     return sources; // none: only --settings and the flags
   size_t start = 0;
   for (;;) {
     auto comma = text.find(',', start);
-    auto name = trimmed(text.substr(start, comma == std::string_view::npos ? text.npos
+    auto name = trim(text.substr(start, comma == std::string_view::npos ? text.npos
                                                                             : comma - start));
     if (name == "user")
       sources.user = true;

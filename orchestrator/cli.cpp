@@ -116,7 +116,7 @@ int run_cli(int argc, char** argv) {
       found = command->get_option_no_throw(option);
     if (!found)
       found = app.get_option_no_throw(option);
-    return found != nullptr && found->get_type_size_max() > 0;
+    return found != nullptr && found->get_expected_max() > 0; // a flag expects none
   };
   auto rewritten = rewrite_claude_argv(std::vector<std::string>(argv + 1, argv + argc), subcommands,
                                        isatty(STDIN_FILENO) != 0, takes_value);

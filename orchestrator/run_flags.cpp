@@ -466,7 +466,8 @@ void add_agent_flags(CLI::App& command, run_flags& flags, bool headless) {
     ->type_name("BYTES");
   command.add_option("--permission-mode", flags.permission_mode,
                   "default (ask for shell and writes), accept-edits, plan (read-only tools), "
-                  "bypass (everything)")
+                  "bypass (everything), dont-ask (refuse what would be asked); also Claude "
+                  "Code's acceptEdits, bypassPermissions, dontAsk")
     ->type_name("MODE");
   // One rule per flag, repeatable, so `--allow shell PROMPT` leaves PROMPT the prompt.
   add_repeated_option(command, "--allow", flags.allow,

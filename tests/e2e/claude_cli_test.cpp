@@ -22,7 +22,9 @@ json shell_reply(const std::string& command) {
 // `env` is set over the fixture's environment.
 process_result claude(cli_fixture& f, strings args, process_options opts = {},
                       const std::map<std::string, std::string>& env = {}) {
-  args.insert(args.begin(), {"--cwd", (f.dir / "work").string()});
+  // After a subcommand named first (`troupe run …`), else first.
+  auto at = !args.empty() && (args[0] == "run" || args[0] == "chat") ? 1 : 0;
+  args.insert(args.begin() + at, {"--cwd", (f.dir / "work").string()});
   auto options = f.options(std::move(opts));
   for (auto& [name, value] : env)
     options.env[name] = value;
@@ -138,7 +140,7 @@ TEST_CASE("--output-format json prints the stream-json result line and nothing e
   CHECK(json::parse(failed.out)["subtype"] == "error_during_execution");
 }
 
-TEST_CASE("--max-turns is the step cap: error_max_turns; bad values are refused") {
+TEST_CASE("--max-turns is the step cap (error_max_turns), and bad values are refused") {
   cli_fixture f;
   auto model = f.script({shell_reply("true"), shell_reply("true"), shell_reply("true")});
   auto r = claude(f, {"-p", "go", "--model", model, "--allowedTools", "Bash", "--max-turns", "2",

@@ -44,7 +44,7 @@ TEST_CASE("a tool list splits at commas and blanks, never inside parentheses") {
   CHECK(split_tool_list("Bash(git, Read") == strings{"Bash(git, Read"});
 }
 
-TEST_CASE("the first word picks the subcommand; anything else is a run") {
+TEST_CASE("the first word picks the subcommand, and anything else is a run") {
   CHECK(args_of({"-p", "hi"}) == strings{"run", "-p", "hi"});
   CHECK(args_of({"hi", "there"}) == strings{"run", "hi", "there"});
   CHECK(args_of({"ls", "--json"}) == strings{"ls", "--json"});
