@@ -240,6 +240,8 @@ expected<rewritten_argv> rewrite_claude_argv(const std::vector<std::string>& arg
   std::string subcommand = "run";
   if (std::find(subcommands.begin(), subcommands.end(), args[i]) != subcommands.end())
     subcommand = args[i++];
+  else
+    out.claude_form = true;
   out.args.push_back(subcommand);
   if (subcommand != "run" && subcommand != "chat") {
     out.args.insert(out.args.end(), args.begin() + static_cast<long>(i), args.end());

@@ -34,6 +34,9 @@ struct rewritten_argv {
   std::vector<std::string> args;
   /// The Claude Code flags accepted and ignored, each once, in the order first given.
   std::vector<std::string> ignored;
+  /// The command line named no subcommand (`troupe PROMPT`, `troupe -p …`): Claude Code's
+  /// form, whose exit status is Claude Code's.
+  bool claude_form = false;
 };
 
 /// True when `option` (e.g. "--model", "-m") of `subcommand` takes a value.

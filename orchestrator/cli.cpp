@@ -190,6 +190,9 @@ int run_cli(int argc, char** argv) {
   if (!settings)
     return fail(settings.error());
   report_ignored(rewritten->ignored);
+  // Claude Code's spelling (`troupe -p`, a bare prompt) exits as Claude Code does: 1 for every
+  // error result; `troupe run` keeps troupe's codes per terminal state.
+  settings->claude_exit_codes = rewritten->claude_form || flags.print;
   return execute_run(std::move(*settings), stdout);
 }
 

@@ -577,6 +577,9 @@ int execute_run(run_settings settings, std::FILE* out, std::function<void()> bef
         code = 1; // the last turn's result was an error
       else if (client && end.reason == terminal_reason::completed)
         code = 0;
+      if ((settings.claude_exit_codes || client) && code != 0 &&
+          !(end.reason == terminal_reason::interrupted && signals_seen.load() > 0))
+        code = 1;
     } else if (signals_seen.load() > 1) {
       std::fprintf(stderr, "troupe: interrupted twice, stopped without finishing the run\n");
       sys.await_actors_before_shutdown(false);

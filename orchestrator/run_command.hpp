@@ -125,6 +125,9 @@ struct run_settings {
   bool stream_input = false;
   /// --permission-prompt-tool stdio: calls that need permission are asked of that client.
   bool ask_client = false;
+  /// Exit as Claude Code does: 0 after a success, 1 after any error result (130 when a signal
+  /// stopped the run); set for Claude Code's command line and a stream-json client.
+  bool claude_exit_codes = false;
   /// Calls the client's hook callbacks (its initialize request's hooks).
   hook_callback_actor hook_callbacks;
   /// Instructions in place of troupe's own (--system-prompt); the tool-format instructions of
