@@ -90,10 +90,10 @@ class ClaudeSpellingOnATerminal(unittest.TestCase):
         asked.wait_for("Allow? [y]es / [n]o / [a]lways")
         asked.type("n")
         asked.keys("Enter")
-        asked.wait_for("EXIT=4")
+        asked.wait_for("EXIT=1")
         # dontAsk refuses at once, and says which rule would allow the call.
         refused = self.terminal(shell, ["-p", "go", "--permission-mode", "dontAsk"])
-        refused.wait_for("EXIT=4")
+        refused.wait_for("EXIT=1")
         screen = refused.screen()
         self.assertNotIn("Allow?", screen)
         self.assertIn("dont-ask", screen)
