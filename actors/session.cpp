@@ -8,6 +8,7 @@
 #include "store/ids.hpp"
 #include "actors/session_state.hpp"
 #include "actors/step.hpp"
+#include "tools/claude_code_names.hpp"
 
 namespace troupe {
 
@@ -28,6 +29,8 @@ session_actor::behavior_type session_behavior(session_ptr self, session_config c
     hooks.cwd = config.cwd;
     hooks.shell_program = config.hook_shell;
     hooks.environment = config.process_environment;
+    hooks.permission_mode =
+      claude_permission_mode(config.permissions ? to_string(config.permissions->mode) : "bypass");
     st.hooks = spawn_hook_runner(self->system(), std::move(hooks), self);
     self->link_to(st.hooks);
     for (auto& hook : config.hook_commands)

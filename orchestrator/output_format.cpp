@@ -269,8 +269,9 @@ std::string to_text(const notice_event& e, const text_style& style) {
 std::string to_text(const hook_run_event& e, const text_style& style) {
   if (!e.finished || e.outcome == "success")
     return {};
-  auto why = e.outcome == "timeout" ? std::string{"timed out"}
+  auto why = e.outcome == "timeout"   ? std::string{"timed out"}
              : e.outcome == "blocked" ? "blocked"
+             : e.outcome == "stopped" ? "stopped the session"
                                       : "failed (exit " + std::to_string(e.exit_code) + ")";
   auto detail = printable(!e.stderr_text.empty() ? e.stderr_text : e.stdout_text);
   while (!detail.empty() && (detail.back() == '\n' || detail.back() == ' '))
@@ -279,7 +280,8 @@ std::string to_text(const hook_run_event& e, const text_style& style) {
   for (auto& c : command)
     if (c == '\n')
       c = ' ';
-  return (e.outcome == "blocked" ? style.yellow : style.red) + "⚙ " + to_string(e.event) +
+  bool refused = e.outcome == "blocked" || e.outcome == "stopped";
+  return (refused ? style.yellow : style.red) + "⚙ " + to_string(e.event) +
          " hook " + why + ": " + command + style.reset +
          (detail.empty() ? "" : "\n" + indent(detail, "  │ ")) + (detail.empty() ? "\n" : "");
 }

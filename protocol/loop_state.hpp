@@ -19,6 +19,7 @@ enum class terminal_reason : uint8_t {
   permission_blocked, ///< a tool was declined and no alternative remained
   error,              ///< an unrecoverable fault: model error, exhausted script, I/O
   backgrounded,       ///< the run was moved to the background and detached
+  hook_stopped,       ///< an external hook answered "continue": false (its stopReason the error)
 };
 
 /// Returns the wire name of a terminal reason ("completed", "max_turns", …).
