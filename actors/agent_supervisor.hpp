@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "protocol/agent_type.hpp"
 #include "protocol/expected.hpp"
 #include "protocol/interfaces.hpp"
 #include "protocol/session_info.hpp"
@@ -41,6 +42,9 @@ struct subagent_launch {
   bool resume = false;
   /// Prompts sent to it (task with `resume`) before it was spawned: its next jobs, in order.
   std::vector<std::string> follow_ups;
+  /// The custom type it runs as (`subagent_type`, checked against the supervisor's types);
+  /// empty: troupe's own subagent (or, resumed, the type it ran as).
+  std::string agent_type;
 };
 
 /// Deepest subagent nesting and most subagents running at once per session, unless
@@ -73,6 +77,8 @@ struct agent_supervisor_config {
   int32_t max_depth = default_agent_depth;
   size_t max_children = default_max_agents;
   subagent_factory spawn_subagent;
+  /// The custom subagent types a launch may name; null: none.
+  std::shared_ptr<const agent_types> types;
   /// Agents of earlier runs (their session.json): listed, and resumable by id.
   std::vector<session_info> past_agents;
   /// Writes to the owner's durable queue.

@@ -45,6 +45,7 @@ session_actor::behavior_type session_behavior(session_ptr self, session_config c
     agents.max_depth = config.max_depth;
     agents.max_children = config.max_children;
     agents.spawn_subagent = config.spawn_subagent;
+    agents.types = config.subagent_types;
     agents.past_agents = config.past_agents;
     agents.disk = config.disk;
     st.agents = spawn_agent_supervisor(self->system(), std::move(agents), self);

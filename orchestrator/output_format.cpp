@@ -92,7 +92,8 @@ const char* result_subtype(terminal_reason r) {
 nlohmann::json to_stream_json(const session_started_event& e) {
   return {{"type", "system"},          {"subtype", "init"},    {"session_id", e.session_id},
           {"cwd", e.cwd},              {"model", e.model},     {"tools", e.tools},
-          {"transcript_path", e.transcript_path}, {"loaded_messages", e.loaded_messages}};
+          {"transcript_path", e.transcript_path}, {"loaded_messages", e.loaded_messages},
+          {"memory_files", e.memory_files}};
 }
 
 nlohmann::json to_stream_json(const message_event& e) {

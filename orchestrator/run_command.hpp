@@ -17,7 +17,9 @@
 #include "store/notification_queue.hpp"
 #include "actors/session.hpp"
 #include "context/token_budget.hpp"
+#include "orchestrator/project_files.hpp"
 #include "orchestrator/renderer.hpp"
+#include "protocol/agent_type.hpp"
 #include "protocol/hooks.hpp"
 #include "protocol/loop_state.hpp"
 #include "protocol/message.hpp"
@@ -117,8 +119,17 @@ struct run_settings {
   model_resolver resolve_model;
   /// The context budget of another model (the table, settings files, flags), for /model.
   std::function<expected<context_budget>(const std::string& model)> resolve_budget;
-  /// More system instructions after troupe's own (a fleet task's "system").
+  /// More system instructions after troupe's own and the project's (a fleet task's "system").
   std::string extra_system;
+  /// Which project files are read for the workspace (a fleet task's own cwd too): its
+  /// instructions unless --bare or "projectInstructions": false, its subagent types unless
+  /// --bare.
+  bool read_instructions = true;
+  bool read_agent_types = true;
+  /// The workspace's instructions (CLAUDE.md, AGENTS.md, …) for the system prompt; null: none.
+  std::shared_ptr<const project_instructions> instructions;
+  /// The workspace's custom subagent types (.claude/agents/*.md, …); null: none.
+  std::shared_ptr<const agent_types> subagent_types;
   /// Set for a fleet's task: the parts shared with the other tasks. The task's session then has
   /// no control endpoint of its own (a descriptor and a socket per task would not scale; troupe
   /// notify queues for it durably), no namer (named from its prompt), and nobody is warned per

@@ -20,6 +20,8 @@ void to_json(nlohmann::json& j, const session_info& x) {
        {"cost_known", x.cost_known},
        {"first_prompt", x.first_prompt},
        {"forked_from", x.forked_from}};
+  if (!x.agent_type.empty())
+    j["agent_type"] = x.agent_type;
 }
 
 // Lenient: a field that is missing keeps its default, so older files still read.
@@ -41,6 +43,8 @@ void from_json(const nlohmann::json& j, session_info& x) {
   x.cost_known = j.value("cost_known", true);
   x.first_prompt = j.value("first_prompt", std::string{});
   x.forked_from = j.value("forked_from", std::string{});
+  if (auto type = j.find("agent_type"); type != j.end() && type->is_string())
+    x.agent_type = type->get<std::string>();
 }
 
 } // namespace troupe

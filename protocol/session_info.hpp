@@ -36,6 +36,8 @@ struct session_info {
   std::string first_prompt;
   /// The session this one was forked from (`--fork`), if any.
   std::string forked_from;
+  /// A subagent launched with a `subagent_type`: that type's name (a resume keeps it).
+  std::string agent_type;
 };
 
 void to_json(nlohmann::json& j, const session_info& x);
