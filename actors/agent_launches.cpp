@@ -65,6 +65,28 @@ std::string one_line(std::string text) {
   return text;
 }
 
+// The type a launch names, as the factory takes it: "" for troupe's own subagent
+// (`general-purpose`, unless a file defines that name), or an error listing the known types.
+expected<std::string> launch_type(const supervisor_state& st, const std::string& name) {
+  const auto* types = st.config.types.get();
+  auto defined = [&](const std::string& wanted) {
+    return types != nullptr && std::any_of(types->begin(), types->end(), [&](const agent_type& t) {
+             return t.name == wanted;
+           });
+  };
+  if (name.empty() || (name == general_agent_type && !defined(name)))
+    return std::string{};
+  if (defined(name))
+    return name;
+  std::string known = general_agent_type;
+  if (types != nullptr)
+    for (auto& type : *types)
+      if (type.name != general_agent_type)
+        known += ", " + type.name;
+  return failure{"unknown subagent_type '" + one_line(name.substr(0, char_boundary(name, 100))) +
+                 "'; the known types: " + known};
+}
+
 std::string unused_agent_id(const supervisor_state& st) {
   for (;;) {
     auto id = "agent_" + random_hex(6);
@@ -95,6 +117,9 @@ caf::result<tool_result> launch(self_ptr self, const tool_call& call) {
     for (auto& t : *tools)
       if (!t.is_string())
         return error_result("tools must be tool names, strings; got " + t.dump());
+  auto type = launch_type(st, input.value("subagent_type", std::string{}));
+  if (!type)
+    return error_result(type.error());
   if (!resume.empty()) {
     // An id names a directory under agents/: never a path out of it.
     if (!is_valid_session_id(resume))
@@ -170,6 +195,7 @@ caf::result<tool_result> launch(self_ptr self, const tool_call& call) {
                                                !known->second.info.description.empty())
     l.description = known->second.info.description;
   l.model = input.value("model", std::string{});
+  l.agent_type = *type;
   l.max_steps = input.value("max_steps", 0);
   if (auto tools = input.find("tools"); tools != input.end() && tools->is_array())
     for (auto& t : *tools)

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "protocol/agent_type.hpp"
 #include "protocol/expected.hpp"
 #include "protocol/interfaces.hpp"
 #include "protocol/session_info.hpp"
@@ -43,6 +44,9 @@ struct subagent_launch {
   std::vector<std::string> follow_ups;
   /// The `task` call that launched (or resumed) it.
   std::string call_id;
+  /// The custom type it runs as (`subagent_type`, checked against the supervisor's types);
+  /// empty: troupe's own subagent (or, resumed, the type it ran as).
+  std::string agent_type;
 };
 
 /// Deepest subagent nesting and most subagents running at once per session, unless
@@ -75,6 +79,8 @@ struct agent_supervisor_config {
   int32_t max_depth = default_agent_depth;
   size_t max_children = default_max_agents;
   subagent_factory spawn_subagent;
+  /// The custom subagent types a launch may name; null: none.
+  std::shared_ptr<const agent_types> types;
   /// Agents of earlier runs (their session.json): listed, and resumable by id.
   std::vector<session_info> past_agents;
   /// Writes to the owner's durable queue.

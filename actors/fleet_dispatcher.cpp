@@ -317,7 +317,7 @@ std::string fleet_result_line(const fleet_task& task, const session_ended_event&
                          {"cost_usd", ended.cost_known ? nlohmann::json(ended.total_cost_usd)
                                                        : nlohmann::json(nullptr)},
                          {"duration_ms", ended.duration_ms}};
-  if (ended.reason == terminal_reason::error)
+  if (ended.reason == terminal_reason::error || ended.reason == terminal_reason::hook_stopped)
     line["error"] = ended.error_message;
   else if (ended.reason == terminal_reason::permission_blocked && !ended.permission_denials.empty())
     line["error"] = "permission denied: " + ended.permission_denials.back().tool_name;

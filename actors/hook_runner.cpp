@@ -108,6 +108,8 @@ hook_runner_actor::behavior_type hook_runner(self_ptr self, hook_runner_config c
       input["session_id"] = st.config.session_id;
       input["transcript_path"] = st.config.transcript_path.string();
       input["cwd"] = st.config.cwd.string();
+      if (!st.config.permission_mode.empty())
+        input["permission_mode"] = st.config.permission_mode;
       input["hook_event_name"] = request.event;
       input["event"] = request.event;
       auto text = input.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
@@ -200,14 +202,17 @@ hook_runner_actor::behavior_type hook_runner(self_ptr self, hook_runner_config c
       if (--pending.left > 0)
         return;
       std::vector<std::string> outcomes;
-      auto outcome = combine_hook_results(pending.request.event, pending.results, &outcomes);
+      std::vector<bool> quiet;
+      auto outcome =
+        combine_hook_results(pending.request.event, pending.results, &outcomes, &quiet);
       for (size_t i = 0; i < pending.results.size(); ++i) {
         auto e = run_event(st, pending.hook_ids[i], pending.request.event, *pending.commands[i]);
         const auto& r = pending.results[i];
         e.finished = true;
         e.exit_code = r.exit_code;
         e.outcome = outcomes[i];
-        e.stdout_text = r.out.substr(0, reported_cap);
+        // "suppressOutput": the answer is not shown (its decision still counts).
+        e.stdout_text = quiet[i] ? std::string{} : r.out.substr(0, reported_cap);
         e.stderr_text = r.err.substr(0, reported_cap);
         e.duration_ms = r.duration_ms;
         if (e.outcome == "error" || e.outcome == "timeout")
@@ -216,6 +221,8 @@ hook_runner_actor::behavior_type hook_runner(self_ptr self, hook_runner_config c
                       e.exit_code, trimmed(e.stderr_text));
         self->send(st.session, std::move(e));
       }
+      for (auto& text : outcome.system_messages)
+        self->send(st.session, notice_event{st.config.session_id, "hook_message", text});
       pending.promise.deliver(std::move(outcome));
       st.pending.erase(it);
     },
@@ -240,24 +247,34 @@ bool hook_matches(const std::string& matcher, const std::string& tool) {
 
 hook_outcome combine_hook_results(hook_event event,
                                   const std::vector<hook_process_result>& results,
-                                  std::vector<std::string>* outcomes) {
+                                  std::vector<std::string>* outcomes,
+                                  std::vector<bool>* quiet) {
   hook_outcome outcome;
   auto add = [](std::string& into, const std::string& text) {
     if (text.empty())
       return;
     into += (into.empty() ? "" : "\n") + text;
   };
+  auto fallback = "blocked by a " + std::string{to_string(event)} + " hook";
+  // The strongest decision wins (deny, then ask, then allow); its first reason is kept.
+  auto decide = [&](hook_permission permission, const std::string& why) {
+    if (permission <= outcome.permission)
+      return;
+    outcome.permission = permission;
+    outcome.permission_reason = why;
+  };
   for (auto& r : results) {
     ++outcome.ran;
     std::string what = "success";
+    bool suppressed = false;
     if (r.timed_out) {
       what = "timeout";
     } else if (r.exit_code == 2) {
       what = "blocked";
       outcome.blocked = true;
       auto why = trimmed(r.err);
-      add(outcome.reason,
-          why.empty() ? "blocked by a " + std::string{to_string(event)} + " hook" : why);
+      add(outcome.reason, why.empty() ? fallback : why);
+      decide(hook_permission::deny, why.empty() ? fallback : why);
     } else if (r.exit_code != 0) {
       what = "error";
     } else {
@@ -267,21 +284,39 @@ hook_outcome combine_hook_results(hook_event event,
       if (json.is_object()) {
         auto specific = json.find("hookSpecificOutput");
         bool has_specific = specific != json.end() && specific->is_object();
-        auto fallback = "blocked by a " + std::string{to_string(event)} + " hook";
-        // {"decision": "block"}, or Claude Code's newer PreToolUse form
-        // {"hookSpecificOutput": {"permissionDecision": "deny"}}: fields of another type than
-        // these are not an answer (logged as the hook's output, never a crash).
-        if (text_field(json, "decision") == "block") {
+        // {"decision": "block" | "approve"}, or Claude Code's newer PreToolUse form
+        // {"hookSpecificOutput": {"permissionDecision": "deny" | "ask" | "allow"}}: fields of
+        // another type than these are not an answer (logged as the hook's output, never a
+        // crash).
+        auto decision = text_field(json, "decision");
+        auto permission = has_specific ? text_field(*specific, "permissionDecision") : "";
+        if (decision == "block" || permission == "deny") {
           what = "blocked";
           outcome.blocked = true;
-          auto why = text_field(json, "reason");
+          auto why = decision == "block" ? text_field(json, "reason")
+                                         : text_field(*specific, "permissionDecisionReason");
           add(outcome.reason, why.empty() ? fallback : why);
-        } else if (has_specific && text_field(*specific, "permissionDecision") == "deny") {
-          what = "blocked";
-          outcome.blocked = true;
-          auto why = text_field(*specific, "permissionDecisionReason");
-          add(outcome.reason, why.empty() ? fallback : why);
+          decide(hook_permission::deny, why.empty() ? fallback : why);
+        } else if (permission == "ask") {
+          decide(hook_permission::ask, text_field(*specific, "permissionDecisionReason"));
+        } else if (permission == "allow") {
+          decide(hook_permission::allow, text_field(*specific, "permissionDecisionReason"));
+        } else if (decision == "approve") {
+          decide(hook_permission::allow, text_field(json, "reason"));
         }
+        if (has_specific && event == hook_event::pre_tool_use)
+          if (auto updated = specific->find("updatedInput");
+              updated != specific->end() && updated->is_object())
+            outcome.updated_input = *updated;
+        if (auto go_on = json.find("continue"); go_on != json.end() && *go_on == false) {
+          what = "stopped";
+          outcome.stop = true;
+          add(outcome.stop_reason, text_field(json, "stopReason"));
+        }
+        if (auto message = text_field(json, "systemMessage"); !message.empty())
+          outcome.system_messages.push_back(message);
+        if (auto hide = json.find("suppressOutput"); hide != json.end() && *hide == true)
+          suppressed = true;
         add(outcome.additional_context, text_field(json, "additionalContext"));
         if (has_specific)
           add(outcome.additional_context, text_field(*specific, "additionalContext"));
@@ -298,6 +333,8 @@ hook_outcome combine_hook_results(hook_event event,
     }
     if (outcomes != nullptr)
       outcomes->push_back(what);
+    if (quiet != nullptr)
+      quiet->push_back(suppressed);
   }
   return outcome;
 }

@@ -31,6 +31,9 @@ struct hook_runner_config {
   /// A front end shows the session's hook events to a person, a failed hook among them: the
   /// failure is then logged at info, not warn, so it is read once.
   bool failures_shown = false;
+  /// The session's permission mode in Claude Code's spelling ("default", "acceptEdits",
+  /// "plan", "bypassPermissions"): every input's `permission_mode`.
+  std::string permission_mode;
 };
 
 /// Spawns the runner of one session; it reports each command's start and end to `session`.
@@ -43,12 +46,17 @@ hook_runner_actor spawn_hook_runner(caf::actor_system& sys, hook_runner_config c
 bool hook_matches(const std::string& matcher, const std::string& tool);
 
 /// Combines the answers of one event's commands: exit 2 blocks with stderr as the reason; exit
-/// 0 with a JSON object on stdout may block ("decision": "block", "reason"), add context
-/// ("additionalContext", also inside "hookSpecificOutput") and queue "messages"; for
-/// SessionStart and UserPromptSubmit plain stdout is context; anything else is ignored.
-/// `outcomes` names each run's outcome: "success", "blocked", "error" or "timeout".
+/// 0 with a JSON object on stdout may block ("decision": "block", "reason"), decide a
+/// PreToolUse call's permission ("decision": "approve", or "hookSpecificOutput" with
+/// "permissionDecision" allow, ask or deny, its "permissionDecisionReason" and
+/// "updatedInput"), stop the session ("continue": false, "stopReason"), speak to the user
+/// ("systemMessage"), add context ("additionalContext", also inside "hookSpecificOutput") and
+/// queue "messages"; for SessionStart and UserPromptSubmit plain stdout is context; anything
+/// else is ignored. `outcomes` names each run's outcome: "success", "blocked", "stopped",
+/// "error" or "timeout"; `quiet` says which asked for "suppressOutput".
 hook_outcome combine_hook_results(hook_event event,
                                   const std::vector<hook_process_result>& results,
-                                  std::vector<std::string>* outcomes = nullptr);
+                                  std::vector<std::string>* outcomes = nullptr,
+                                  std::vector<bool>* quiet = nullptr);
 
 } // namespace troupe

@@ -8,6 +8,7 @@
 #include "store/ids.hpp"
 #include "actors/session_state.hpp"
 #include "actors/step.hpp"
+#include "tools/claude_code_names.hpp"
 
 namespace troupe {
 
@@ -30,6 +31,8 @@ session_actor::behavior_type session_behavior(session_ptr self, session_config c
     hooks.environment = config.process_environment;
     hooks.callbacks = config.hook_callbacks;
     hooks.failures_shown = config.events_shown;
+    hooks.permission_mode =
+      claude_permission_mode(config.permissions ? to_string(config.permissions->mode) : "bypass");
     st.hooks = spawn_hook_runner(self->system(), std::move(hooks), self);
     self->link_to(st.hooks);
     for (auto& hook : config.hook_commands)
@@ -44,6 +47,7 @@ session_actor::behavior_type session_behavior(session_ptr self, session_config c
     agents.max_depth = config.max_depth;
     agents.max_children = config.max_children;
     agents.spawn_subagent = config.spawn_subagent;
+    agents.types = config.subagent_types;
     agents.past_agents = config.past_agents;
     agents.disk = config.disk;
     st.agents = spawn_agent_supervisor(self->system(), std::move(agents), self);

@@ -109,6 +109,10 @@ struct session_config {
   std::vector<event_sink_actor> subscribers;
   /// Launches subagents for the task tool; unset: the tool answers that none are available.
   subagent_factory spawn_subagent;
+  /// The custom subagent types the task tool's `subagent_type` may name; null: none.
+  std::shared_ptr<const agent_types> subagent_types;
+  /// The instruction files read into its system prompt (the init event lists them).
+  std::vector<std::string> memory_files;
   /// Switches the model for /model; unset: /model says it cannot.
   model_switcher switch_model;
   /// A front end shows this session's events to a person (`run`, `chat`; not a subagent, not

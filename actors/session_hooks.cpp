@@ -38,21 +38,34 @@ void run_hooks(session_ptr self, hook_event event, nlohmann::json input,
   bool after_end = wait.what == hook_wait::kind::session_end;
   auto serial = ++st.turn.hook_wait_serial;
   st.turn.hooks = std::move(wait);
-  auto current = [=] {
+  auto current = [=](hook_wait& taken) {
     auto& s = self->state;
     if (s.turn.hook_wait_serial != serial)
       return false;
-    s.turn.hooks = hook_wait{};
+    taken = std::exchange(s.turn.hooks, hook_wait{});
     return s.phase != session_phase::ended || after_end;
   };
   self->request(st.hooks, caf::infinite, hook_atom::value, hook_request{event, "", std::move(input)})
     .then(
       [=](const hook_outcome& outcome) {
-        if (current())
-          then(outcome);
+        hook_wait taken;
+        if (!current(taken))
+          return;
+        if (outcome.stop && !after_end) {
+          if (taken.what == hook_wait::kind::generation_post)
+            taken.may_run_tools.deliver(false); // no tool of the reply runs
+          // A stopped prompt stays out of the context, as a blocked one does.
+          auto meta = nlohmann::json::object();
+          if (taken.what == hook_wait::kind::prompt_submit && taken.prompt)
+            meta["prompt"] = taken.prompt->content;
+          stop_for_hook(self, event, outcome.stop_reason, meta);
+          return;
+        }
+        then(outcome);
       },
       [=](caf::error& err) {
-        if (!current())
+        hook_wait taken;
+        if (!current(taken))
           return;
         publish_notice(self, "hook_error",
                        std::string{to_string(event)} + " hooks failed: " +
@@ -111,6 +124,27 @@ bool log_hook_context(session_ptr self, hook_event event, const std::string& tex
   m.content = text;
   m.meta = {{"hook_event", event}};
   return append_message(self, std::move(m));
+}
+
+void stop_for_hook(session_ptr self, hook_event event, const std::string& reason,
+                   const nlohmann::json& meta) {
+  auto& st = self->state;
+  if (st.phase == session_phase::ended)
+    return;
+  message note;
+  note.role = role::system;
+  note.origin = message_origin::hook_blocked;
+  note.content = "A " + std::string{to_string(event)} + " hook stopped the session" +
+                 (reason.empty() ? "." : ": " + reason);
+  note.meta = {{"hook_event", event}, {"continue", false}};
+  if (meta.is_object())
+    note.meta.update(meta);
+  if (!append_message(self, std::move(note)))
+    return;
+  save_state(self);
+  end_session(self, terminal_reason::hook_stopped,
+              reason.empty() ? "a " + std::string{to_string(event)} + " hook stopped the session"
+                             : reason);
 }
 
 void queue_hook_messages(session_ptr self, const hook_outcome& outcome) {

@@ -64,7 +64,7 @@ void begin_session(session_ptr self) {
   publish(self,
           session_started_event{st.config().session_id, st.config().cwd.string(), st.current_model.name,
                                 st.config().registry->names(), transcript_path.string(),
-                                static_cast<int64_t>(st.log.size())});
+                                static_cast<int64_t>(st.log.size()), st.config().memory_files});
   auto state_file = json_file::open(st.config().paths().state(), st.config().keep_state_files_open);
   auto info_file = json_file::open(st.config().paths().info(), st.config().keep_state_files_open);
   if (!writer || !state_file || !info_file) {

@@ -295,7 +295,8 @@ bool has_hooks(const session_state& st, hook_event event);
 /// Runs the event's external hooks with `input` and calls `then` with what they decided, later,
 /// from a handler; at once with an empty outcome when the event has none. While they run the
 /// session waits in `wait` (what an interrupt does instead). Once the session has ended `then`
-/// is not called, unless for SessionEnd.
+/// is not called, unless for SessionEnd. A hook that answers "continue": false stops the
+/// session instead (stop_for_hook), but at SessionEnd.
 void run_hooks(session_ptr self, hook_event event, nlohmann::json input,
                std::function<void(const hook_outcome&)> then, hook_wait wait);
 
@@ -306,6 +307,11 @@ bool interrupt_hooks(session_ptr self);
 /// Logs a hook's additional context for the model: a user message, origin "hook". Returns false
 /// once the session has ended.
 bool log_hook_context(session_ptr self, hook_event event, const std::string& text);
+
+/// A hook of `event` answered "continue": false: a system note (origin "hook_blocked", `meta`
+/// added to its own) says so and the session ends `hook_stopped`, its stopReason the error.
+void stop_for_hook(session_ptr self, hook_event event, const std::string& reason,
+                   const nlohmann::json& meta = nlohmann::json::object());
 
 /// Queues the messages hooks returned as the next inputs (origin "hook").
 void queue_hook_messages(session_ptr self, const hook_outcome& outcome);

@@ -137,6 +137,10 @@ void on_step_done(session_ptr self, step_outcome& outcome) {
       return;
   st.permission_denials.insert(st.permission_denials.end(), outcome.denials.begin(),
                                outcome.denials.end());
+  if (outcome.hook_stopped) {
+    stop_for_hook(self, outcome.stop_event, outcome.stop_reason);
+    return;
+  }
   if (!outcome.reply.tool_calls.empty())
     // Plan mode's refusals are not: the model is to present its plan, which ends the run.
     st.turn.last_tool_step_denied =

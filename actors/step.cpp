@@ -184,6 +184,8 @@ step_actor::behavior_type step_behavior(step_ptr self, step_config config, sessi
         s.permissions->mode = static_cast<permission_mode>(request.permission_mode);
       s.partial.reset();
       s.call_notes.clear();
+      s.updated_inputs.clear();
+      s.hook_stop.reset();
       s.phase = step_phase::generating;
       s.request = model_request{s.config.system_prompt, std::move(request.context), s.tools};
       generate(self, s.request);

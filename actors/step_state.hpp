@@ -52,6 +52,13 @@ struct step_state {
   uint64_t hook_serial = 0;
   /// What PreToolUse hooks added about a call, by call id: appended to its result.
   std::map<std::string, std::string> call_notes;
+  /// Inputs PreToolUse hooks rewrote ("updatedInput"), by call id: what ran, in the result's
+  /// meta (the reply on disk keeps what the model asked for).
+  std::map<std::string, nlohmann::json> updated_inputs;
+  /// A hook of `hook_stop_event` answered "continue": false, with this stopReason: no further
+  /// call runs.
+  std::optional<std::string> hook_stop;
+  hook_event hook_stop_event = hook_event::pre_tool_use;
 };
 
 using step_ptr = step_actor::stateful_pointer<step_state>;

@@ -1,27 +1,58 @@
-// The step actor's tool round: each call of the reply decided by the permission policy
-// (allowed, denied, or asked about), PreToolUse and PostToolUse hooks around it, consecutive
-// read-only calls run at once, and the results in call order whatever order they finished in.
+// The step actor's tool round: PreToolUse hooks first (they may rewrite a call, decide its
+// permission or stop the session), then each call decided by the permission policy (allowed,
+// denied, or asked about), PostToolUse hooks after it, consecutive read-only calls run at once,
+// and the results in call order whatever order they finished in.
 
 #include <memory>
 
 #include <caf/actor_system.hpp>
 
 #include "actors/step_state.hpp"
+#include "tools/claude_code_names.hpp"
 
 namespace troupe {
 
 namespace {
 
 // Every call the reply made gets a result, so the log never holds an unanswered call.
-void answer_remaining_as_interrupted(step_state& st) {
+void answer_remaining(step_state& st, const std::string& why) {
   auto& calls = st.outcome.reply.tool_calls;
   for (; st.next_call < calls.size(); ++st.next_call) {
     tool_result result;
-    result.output = "[not run: the step was interrupted before this call]";
+    result.output = "[not run: " + why + "]";
     result.is_error = true;
     result.exit_code = -1;
     st.outcome.tool_messages.push_back(make_tool_message(calls[st.next_call], result));
   }
+}
+
+// What a tool hook reads about a call, in Claude Code's names so that its scripts carry over
+// ("Bash", "file_path"); troupe's own name beside them.
+nlohmann::json tool_hook_input(const tool_call& call) {
+  return {{"tool_name", claude_tool_name(call.name)},
+          {"tool_input", claude_tool_input(call.name, call.input)},
+          {"tool_use_id", call.id},
+          {"troupe_tool_name", call.name}};
+}
+
+// A PostToolUse hook's `tool_response`: troupe's fields, and the ones Claude Code's scripts
+// read for the shell (`stdout`, `stderr`: troupe's shell gives both streams as one) and the
+// file tools (`filePath`, `success`).
+nlohmann::json tool_hook_response(const tool_call& call, const tool_result& result) {
+  nlohmann::json response = {
+    {"output", result.output}, {"is_error", result.is_error}, {"exit_code", result.exit_code}};
+  if (call.name == "shell") {
+    response["stdout"] = result.output;
+    response["stderr"] = "";
+  }
+  if (call.input.is_object())
+    if (auto path = call.input.find("path"); path != call.input.end() && path->is_string() &&
+                                             claude_tool_input(call.name, {{"path", ""}})
+                                               .contains("file_path")) {
+      response["filePath"] = *path;
+      response["success"] = !result.is_error;
+    }
+  return response;
 }
 
 // Decides, and notes on the call where its path leads as decided: the tool holds it to that.
@@ -88,10 +119,10 @@ void deny(step_ptr self, const std::string& reason,
 }
 
 void run_batch(step_ptr self, size_t size);
-void start_calls(step_ptr self, size_t size);
 
 // Puts an "ask" to the person at the terminal; headless, or in dont-ask mode, it is a denial.
-void ask(step_ptr self, const std::string& reason) {
+// A hook's question (`by_hook`) is asked whatever the rules say, so no rule is suggested.
+void ask(step_ptr self, const std::string& reason, bool by_hook = false) {
   auto& st = self->state;
   const auto& call = st.outcome.reply.tool_calls[st.next_call];
   if (st.permissions->mode == permission_mode::dont_ask) {
@@ -101,7 +132,9 @@ void ask(step_ptr self, const std::string& reason) {
   }
   if (!st.config.asker) {
     deny(self, reason + "; this run cannot ask anyone, so " +
-                 st.permissions->allow_hint(*st.config.registry->find(call.name), call.input));
+                 (by_hook ? std::string{"the call was not run"}
+                          : st.permissions->allow_hint(*st.config.registry->find(call.name),
+                                                       call.input)));
     return;
   }
   st.asking = true;
@@ -158,9 +191,9 @@ void ask(step_ptr self, const std::string& reason) {
             s.permissions->always_rules(*s.config.registry->find(asked.name), asked.input).rules;
           s.permissions->session_allow.insert(s.permissions->session_allow.end(), rules.begin(),
                                               rules.end());
-          start_calls(self, 1);
+          run_batch(self, 1);
         } else if (answer == permission_answer::yes) {
-          start_calls(self, 1);
+          run_batch(self, 1);
         } else {
           // Declined: the call is answered, and control goes back to the user.
           s.outcome.denials.push_back({asked.name, asked.id, asked.input, "declined by the user"});
@@ -195,14 +228,9 @@ void run_post_tool_hooks(step_ptr self) {
   for (size_t i = 0; i < st.batch.size(); ++i) {
     const auto& call = st.outcome.reply.tool_calls[st.next_call + i];
     const auto& result = *st.batch[i];
-    hook_request request{hook_event::post_tool_use, call.name,
-                         {{"tool_name", call.name},
-                          {"tool_input", call.input},
-                          {"tool_use_id", call.id},
-                          {"tool_response",
-                           {{"output", result.output},
-                            {"is_error", result.is_error},
-                            {"exit_code", result.exit_code}}}}};
+    auto input = tool_hook_input(call);
+    input["tool_response"] = tool_hook_response(call, result);
+    hook_request request{hook_event::post_tool_use, call.name, std::move(input)};
     auto done = [=](const hook_outcome& hook) {
       auto& s = self->state;
       if (!s.hooking || s.hook_serial != serial)
@@ -211,6 +239,10 @@ void run_post_tool_hooks(step_ptr self) {
       if (hook.blocked)
         r = with_note(r, hook_event::post_tool_use, hook.reason);
       r = with_note(r, hook_event::post_tool_use, hook.additional_context);
+      if (hook.stop && !s.hook_stop) {
+        s.hook_stop = hook.stop_reason; // the batch is logged, then nothing more runs
+        s.hook_stop_event = hook_event::post_tool_use;
+      }
       if (--*left == 0) {
         s.hooking = false;
         log_batch(self);
@@ -234,15 +266,52 @@ void on_batch_result(step_ptr self, size_t position, tool_result result) {
     log_batch(self);
 }
 
-// PreToolUse hooks decide about a call that may run: a block answers it with the reason (the
-// model reads it and goes on), context is added to its result. With such hooks calls run one
-// at a time, each after its hooks.
-void start_calls(step_ptr self, size_t size) {
+// The permission check of the call at next_call — as PreToolUse hooks left it — with what they
+// decided: "allow" answers the question the mode would ask (deny rules, ask rules and plan mode
+// still hold), "ask" asks as if no rule allowed the call (headless: refused). Then the call
+// runs, with the read-only calls after it that need no question when no hook runs before them.
+void decide_and_run(step_ptr self, const hook_outcome& hook) {
   auto& st = self->state;
-  if (!st.config.pre_tool_hooks) {
-    run_batch(self, size);
+  auto& calls = st.outcome.reply.tool_calls;
+  auto decision = decide(st, calls[st.next_call]);
+  if (hook.permission == hook_permission::allow &&
+      decision.outcome == permission_outcome::ask && !decision.from_rule)
+    decision = {permission_outcome::allow, "allowed by a PreToolUse hook"};
+  if (decision.outcome == permission_outcome::deny) {
+    deny(self, decision.reason, decision.cause);
     return;
   }
+  if (hook.permission == hook_permission::ask) {
+    ask(self,
+        "a PreToolUse hook asks for approval" +
+          (hook.permission_reason.empty() ? "" : ": " + hook.permission_reason),
+        true);
+    return;
+  }
+  if (decision.outcome == permission_outcome::ask) {
+    ask(self, decision.reason);
+    return;
+  }
+  // A read-only call runs together with the read-only calls after it that need no question.
+  size_t size = 1;
+  size_t counted = is_background_launch(st, calls[st.next_call]) ? 0 : 1;
+  if (!st.config.pre_tool_hooks && is_read_only(st, calls[st.next_call]))
+    while (st.next_call + size < calls.size() && is_read_only(st, calls[st.next_call + size]) &&
+           (counted < st.config.max_parallel_calls ||
+            is_background_launch(st, calls[st.next_call + size])) &&
+           decide(st, calls[st.next_call + size]).outcome == permission_outcome::allow) {
+      counted += is_background_launch(st, calls[st.next_call + size]) ? 0 : 1;
+      ++size;
+    }
+  run_batch(self, size);
+}
+
+// PreToolUse hooks see a call before the permission check: they may refuse it (the model reads
+// why and goes on), rewrite its input ("updatedInput", in Claude Code's names: the check and
+// the tool see the new input), decide its permission, add context to its result, or stop the
+// session. With such hooks calls run one at a time, each after its hooks.
+void run_pre_tool_hooks(step_ptr self) {
+  auto& st = self->state;
   const auto& call = st.outcome.reply.tool_calls[st.next_call];
   st.hooking = true;
   auto serial = ++st.hook_serial;
@@ -255,21 +324,36 @@ void start_calls(step_ptr self, size_t size) {
       run_next_call(self);
       return;
     }
-    const auto& current = s.outcome.reply.tool_calls[s.next_call];
+    auto& current = s.outcome.reply.tool_calls[s.next_call];
+    if (hook.stop) {
+      s.hook_stop = hook.stop_reason; // this call does not run either
+      s.hook_stop_event = hook_event::pre_tool_use;
+      run_next_call(self);
+      return;
+    }
     if (hook.blocked) {
       answer_without_running(
         self, refused_result("Blocked by a PreToolUse hook: " + hook.reason, refusal::hook));
       return;
     }
+    if (hook.updated_input.is_object()) {
+      auto updated = troupe_tool_input(current.name, hook.updated_input);
+      if (const auto* spec = s.config.registry->find(current.name))
+        if (auto problem = validate_input(*spec, updated)) {
+          answer_without_running(
+            self, error_result("Not run: a PreToolUse hook rewrote the call's input into one the "
+                               "tool cannot take: " + *problem));
+          return;
+        }
+      current.input = std::move(updated);
+      s.updated_inputs[current.id] = current.input;
+    }
     if (!hook.additional_context.empty())
       s.call_notes[current.id] = hook.additional_context;
-    run_batch(self, 1);
+    decide_and_run(self, hook);
   };
   self->request(st.config.hooks, caf::infinite, hook_atom::value,
-                hook_request{hook_event::pre_tool_use, call.name,
-                             {{"tool_name", call.name},
-                              {"tool_input", call.input},
-                              {"tool_use_id", call.id}}})
+                hook_request{hook_event::pre_tool_use, call.name, tool_hook_input(call)})
     .then(done, [=](caf::error&) { done(hook_outcome{}); });
 }
 
@@ -313,7 +397,10 @@ void log_batch(step_ptr self) {
     auto result = note == st.call_notes.end()
                     ? *r
                     : with_note(*r, hook_event::pre_tool_use, note->second);
-    st.outcome.tool_messages.push_back(make_tool_message(call, result));
+    auto m = make_tool_message(call, result);
+    if (auto updated = st.updated_inputs.find(call.id); updated != st.updated_inputs.end())
+      m.meta = {{"hook_updated_input", updated->second}};
+    st.outcome.tool_messages.push_back(std::move(m));
   }
   st.batch.clear();
   run_next_call(self);
@@ -325,35 +412,26 @@ void run_next_call(step_ptr self) {
   auto& st = self->state;
   auto& calls = st.outcome.reply.tool_calls;
   if (st.interrupted) {
-    answer_remaining_as_interrupted(st);
+    answer_remaining(st, "the step was interrupted before this call");
     finish_step(self, step_status::interrupted);
+    return;
+  }
+  if (st.hook_stop) {
+    answer_remaining(st, "a hook stopped the session before this call");
+    st.outcome.hook_stopped = true;
+    st.outcome.stop_event = st.hook_stop_event;
+    st.outcome.stop_reason = *st.hook_stop;
+    finish_step(self, step_status::replied);
     return;
   }
   if (st.next_call == calls.size()) {
     finish_step(self, step_status::replied);
     return;
   }
-  auto decision = decide(st, calls[st.next_call]);
-  if (decision.outcome == permission_outcome::deny) {
-    deny(self, decision.reason, decision.cause);
-    return;
-  }
-  if (decision.outcome == permission_outcome::ask) {
-    ask(self, decision.reason);
-    return;
-  }
-  // A read-only call runs together with the read-only calls after it that need no question.
-  size_t size = 1;
-  size_t counted = is_background_launch(st, calls[st.next_call]) ? 0 : 1;
-  if (is_read_only(st, calls[st.next_call]))
-    while (st.next_call + size < calls.size() && is_read_only(st, calls[st.next_call + size]) &&
-           (counted < st.config.max_parallel_calls ||
-            is_background_launch(st, calls[st.next_call + size])) &&
-           decide(st, calls[st.next_call + size]).outcome == permission_outcome::allow) {
-      counted += is_background_launch(st, calls[st.next_call + size]) ? 0 : 1;
-      ++size;
-    }
-  start_calls(self, size);
+  if (st.config.pre_tool_hooks)
+    run_pre_tool_hooks(self);
+  else
+    decide_and_run(self, hook_outcome{});
 }
 
 } // namespace troupe

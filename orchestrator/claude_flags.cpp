@@ -437,7 +437,7 @@ expected<bool> resolve_claude_code_flags(const run_flags& flags, run_settings& s
   if (!instructions)
     return failure{instructions.error()};
   if (*instructions)
-    settings.instructions = std::move(**instructions);
+    settings.custom_instructions = std::move(**instructions);
   auto appended = text_or_file(flags.append_system_prompt, !flags.append_system_prompt.empty(),
                                flags.append_system_prompt_file, "--append-system-prompt",
                                "--append-system-prompt-file");

@@ -306,6 +306,31 @@ struct task_launcher {
     return *sandbox;
   }
 
+  /// A workspace's project files (instructions, subagent types), or why they cannot be used:
+  /// read once per directory for the whole fleet, not once per task.
+  struct project_files {
+    std::shared_ptr<const project_instructions> instructions;
+    std::shared_ptr<const agent_types> types;
+    std::string error;
+  };
+  std::map<std::string, project_files> projects;
+
+  expected<bool> project_files_for(run_settings& settings) {
+    if (settings.cwd == base->cwd)
+      return true; // the fleet's own, read when it started
+    auto [known, fresh] = projects.try_emplace(settings.cwd.string());
+    if (fresh) {
+      auto loaded = load_project_files(settings);
+      known->second = {settings.instructions, settings.subagent_types,
+                       loaded ? std::string{} : loaded.error()};
+    }
+    if (!known->second.error.empty())
+      return failure{known->second.error};
+    settings.instructions = known->second.instructions;
+    settings.subagent_types = known->second.types;
+    return true;
+  }
+
   expected<fleet_launch> operator()(caf::actor_system& sys, const fleet_task& task) {
     run_settings settings = *base;
     settings.commons = commons;
@@ -336,6 +361,8 @@ struct task_launcher {
     if (task.max_steps > 0)
       settings.max_steps = task.max_steps;
     settings.extra_system = task.system;
+    if (auto files = project_files_for(settings); !files)
+      return failure{files.error()};
     auto policy = policy_for(task, settings.cwd);
     if (!policy)
       return failure{policy.error()};
@@ -417,6 +444,7 @@ void write_fleet_record(const fleet_paths& fleet, const fleet_flags& flags,
                              {"sandbox", agent.sandbox},
                              {"sandbox_network", agent.sandbox_network},
                              {"add_dirs", agent.add_dirs},
+                             {"bare", agent.bare},
                              {"tool_format", agent.tool_format},
                              {"no_stream", agent.no_stream},
                              {"max_tool_output", agent.max_tool_output},
@@ -465,6 +493,8 @@ void fill_from_record(fleet_flags& flags, const nlohmann::json& record) {
   rules(agent.add_dirs, "add_dirs");
   if (recorded.value("sandbox_network", false))
     agent.sandbox_network = true;
+  if (recorded.value("bare", false))
+    agent.bare = true;
   text(agent.tool_format, "tool_format");
   text(agent.max_tool_output, "max_tool_output");
   text(agent.max_agents, "max_agents");
@@ -596,6 +626,7 @@ fleet_commands add_fleet_command(CLI::App& app, fleet_flags& flags) {
   add_repeated_option(*fleet, "--deny", agent.deny, "deny a tool or Tool(pattern) for every task",
                       "RULE");
   add_sandbox_flags(*fleet, agent);
+  add_bare_flag(*fleet, agent);
   fleet->add_option("--settings", agent.settings_file, "a settings JSON file read after the others")
     ->type_name("FILE");
   fleet->add_option("--max-retries", agent.max_retries,
@@ -860,7 +891,7 @@ int run_fleet(const fleet_flags& flags) {
   auto commons = std::make_shared<agent_commons>();
   commons->disk = spawn_disk_io(sys, base.max_notification_bytes);
   auto shared_base = std::make_shared<run_settings>(std::move(base));
-  config->launch = task_launcher{shared_base, given.agent, fleet, commons, {}, {}};
+  config->launch = task_launcher{shared_base, given.agent, fleet, commons, {}, {}, {}};
   config->busy = [fleet](const fleet_task& task) { return task_busy(fleet, task); };
   config->settled = [fleet](const fleet_task& task) { return settled_line(fleet, task); };
   config->on_result = [output](const std::string& line) { output->result(line); };

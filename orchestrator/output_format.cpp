@@ -123,7 +123,8 @@ nlohmann::json to_stream_json(const session_started_event& e) {
           {"model", e.model},
           {"tools", e.tools},
           {"transcript_path", e.transcript_path},
-          {"loaded_messages", e.loaded_messages}};
+          {"loaded_messages", e.loaded_messages},
+          {"memory_files", e.memory_files}};
 }
 
 nlohmann::json to_stream_json(const message_event& e) {
@@ -365,8 +366,9 @@ std::string to_text(const notice_event& e, const text_style& style) {
 std::string to_text(const hook_run_event& e, const text_style& style) {
   if (!e.finished || e.outcome == "success")
     return {};
-  auto why = e.outcome == "timeout" ? std::string{"timed out"}
+  auto why = e.outcome == "timeout"   ? std::string{"timed out"}
              : e.outcome == "blocked" ? "blocked"
+             : e.outcome == "stopped" ? "stopped the session"
                                       : "failed (exit " + std::to_string(e.exit_code) + ")";
   auto detail = printable(!e.stderr_text.empty() ? e.stderr_text : e.stdout_text);
   while (!detail.empty() && (detail.back() == '\n' || detail.back() == ' '))
@@ -375,7 +377,8 @@ std::string to_text(const hook_run_event& e, const text_style& style) {
   for (auto& c : command)
     if (c == '\n')
       c = ' ';
-  return (e.outcome == "blocked" ? style.yellow : style.red) + "⚙ " + to_string(e.event) +
+  bool refused = e.outcome == "blocked" || e.outcome == "stopped";
+  return (refused ? style.yellow : style.red) + "⚙ " + to_string(e.event) +
          " hook " + why + ": " + command + style.reset +
          (detail.empty() ? "" : "\n" + indent(detail, "  │ ")) + (detail.empty() ? "\n" : "");
 }

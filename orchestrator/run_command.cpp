@@ -8,6 +8,8 @@
 #include <csignal>
 #include <cstring>
 #include <future>
+#include <map>
+#include <mutex>
 #include <thread>
 
 #include <unistd.h>
@@ -34,6 +36,7 @@
 #include "orchestrator/stream_json_client.hpp"
 #include "tools/child_process.hpp"
 #include "tools/prompt.hpp"
+#include "tools/task.hpp"
 
 namespace troupe {
 
@@ -43,6 +46,30 @@ constexpr const char* subagent_note =
   "\n\nYou are a subagent: another agent gave you this task. Work on it alone (nobody answers "
   "questions), and end with a final message that reports what you found or did; that message "
   "is all the other agent gets.";
+
+// troupe's prompt for a registry and format, then the project's instructions, then `tail` (a
+// task's own text, a subagent type's, the subagent note), which brings its own separation.
+std::string compose_prompt(const tool_registry& registry, tool_format format,
+                           const std::string& own, const project_instructions* instructions,
+                           const std::string& tail) {
+  auto prompt = build_system_prompt(registry, format, own);
+  if (instructions != nullptr && !instructions->text.empty())
+    prompt += "\n\n" + instructions->text;
+  return prompt + tail;
+}
+
+std::string listed(const std::vector<std::string>& names) {
+  std::string text;
+  for (auto& name : names)
+    text += (text.empty() ? "" : ", ") + name;
+  return text;
+}
+
+// What the subagents of one custom type share: their tools and their prompt per tool format.
+struct typed_agents {
+  std::shared_ptr<const tool_registry> registry;
+  std::array<shared_value<std::string>, 3> prompts;
+};
 
 // What every subagent of a run shares: how to build its model, tools and session.
 struct subagent_setup {
@@ -60,7 +87,39 @@ struct subagent_setup {
   /// A subagent's system prompt for the shared registry, one per tool format, made before any
   /// launch (read from every supervisor's thread, never written after): children share it.
   std::array<shared_value<std::string>, 3> child_prompts;
+  /// The workspace's instructions, which subagents get too, and its custom subagent types.
+  std::shared_ptr<const project_instructions> instructions;
+  std::shared_ptr<const agent_types> types;
+  /// Per custom type: its registry and prompts, made on its first launch. Launches come from
+  /// every supervisor's thread, so they are made under the lock and never changed after.
+  std::mutex typed_lock;
+  std::map<std::string, typed_agents> typed;
 };
+
+// The registry and prompts of subagents of `type`: the parent's tools that the type names (all
+// of them when it names none) but those it disallows.
+const typed_agents& typed_for(subagent_setup& setup, const agent_type& type) {
+  std::lock_guard<std::mutex> hold{setup.typed_lock};
+  auto [entry, fresh] = setup.typed.try_emplace(type.name);
+  if (!fresh)
+    return entry->second;
+  auto named = [](const std::vector<std::string>& names, const std::string& name) {
+    return std::find(names.begin(), names.end(), name) != names.end();
+  };
+  std::vector<tool_spec> tools;
+  for (auto& tool : setup.registry->tools())
+    if ((type.tools.empty() || named(type.tools, tool.name)) &&
+        !named(type.disallowed_tools, tool.name))
+      tools.push_back(tool);
+  auto& typed = entry->second;
+  typed.registry = std::make_shared<const tool_registry>(std::move(tools));
+  auto tail = (type.prompt.empty() ? "" : "\n\n" + type.prompt) + subagent_note;
+  for (auto format : {tool_format::tool, tool_format::markdown, tool_format::xml})
+    typed.prompts.at(static_cast<size_t>(format)) =
+      shared_value<std::string>{compose_prompt(*typed.registry, format, default_instructions,
+                                               setup.instructions.get(), tail)};
+  return typed;
+}
 
 // What a session's processes get over troupe's own environment: the session's own id (a
 // subagent's is its agent id, so `troupe notify "$TROUPE_SESSION_ID"` reaches it), the home
@@ -93,16 +152,34 @@ expected<session_actor> spawn_subagent(caf::actor_system& sys,
                                        const std::shared_ptr<subagent_setup>& setup,
                                        const subagent_launch& launch, agent_parent_actor parent) {
   const auto& parent_settings = setup->settings;
+  session_paths paths{launch.session_dir};
+  // Its custom type: the launch's (the supervisor checked it), or the one a resumed agent ran
+  // as; a type no longer defined leaves it troupe's own subagent.
+  auto type_name = launch.agent_type;
+  if (type_name.empty() && launch.resume)
+    type_name = read_session(paths).info.agent_type;
+  const agent_type* type = nullptr;
+  if (!type_name.empty() && setup->types)
+    for (auto& each : *setup->types)
+      if (each.name == type_name)
+        type = &each;
+  if (!type_name.empty() && type == nullptr)
+    spdlog::warn("agent {} ran as type '{}', which is no longer defined: resumed as a "
+                 "general-purpose subagent",
+                 launch.agent_id, type_name);
+  const auto& wanted_model = !launch.model.empty() ? launch.model
+                             : type != nullptr     ? type->model
+                                                   : launch.model;
   // The model: the parent's, or one of its own. Never a copy of the parent's script: a child of
   // a scripted run names its own, and a parent's script that launches a thousand agents holds
   // a thousand calls (copying it per launch made a fan-out quadratic).
   model_choice model{std::nullopt, parent_settings.http_model, parent_settings.format};
   std::string model_name = parent_settings.model_name;
-  if (!launch.model.empty() || parent_settings.model_script) {
-    if (launch.model.empty())
+  if (!wanted_model.empty() || parent_settings.model_script) {
+    if (wanted_model.empty())
       return failure{"this run's model is scripted, so a subagent needs a \"model\" of its "
                      "own (scripted:PATH, relative to the workspace)"};
-    auto spec = anchored_model_spec(launch.model, parent_settings.cwd);
+    auto spec = anchored_model_spec(wanted_model, parent_settings.cwd);
     auto resolved = setup->settings.resolve_model ? setup->settings.resolve_model(spec)
                                                   : expected<model_choice>{failure{"no resolver"}};
     if (!resolved)
@@ -113,32 +190,44 @@ expected<session_actor> spawn_subagent(caf::actor_system& sys,
   if (model.http_model)
     if (auto started = ensure_engine(sys, *setup); !started)
       return failure{started.error()};
-  // Its tools: the parent's, or the ones named. At the depth cap the task tool stays, so that
-  // a launch gets the cap's clear error instead of "unknown tool".
-  for (auto& name : launch.tools)
-    if (setup->registry->find(name) == nullptr)
-      return failure{"unknown tool '" + name + "' in tools"};
+  // Its tools: the parent's (or its type's), or the ones named of those. At the depth cap the
+  // task tool stays, so that a launch gets the cap's clear error instead of "unknown tool".
   // All of them: the parent's registry itself, shared (a fan-out of a thousand agents would
-  // otherwise hold a thousand copies of every tool's schema).
-  auto registry = setup->registry;
+  // otherwise hold a thousand copies of every tool's schema); a type's is shared the same way.
+  const typed_agents* typed = type != nullptr ? &typed_for(*setup, *type) : nullptr;
+  auto offered = typed != nullptr ? typed->registry : setup->registry;
+  for (auto& name : launch.tools)
+    if (offered->find(name) == nullptr)
+      return failure{"unknown tool '" + name + "' in tools" +
+                     (typed != nullptr ? " (agents of type " + type->name + " have: " +
+                                           listed(offered->names()) + ")"
+                                       : "")};
+  auto registry = offered;
   if (!launch.tools.empty()) {
     std::vector<tool_spec> tools;
-    for (auto& tool : setup->registry->tools())
+    for (auto& tool : offered->tools())
       if (std::find(launch.tools.begin(), launch.tools.end(), tool.name) != launch.tools.end())
         tools.push_back(tool);
     registry = std::make_shared<const tool_registry>(std::move(tools));
   }
 
-  session_paths paths{launch.session_dir};
   session_config child;
   child.session_id = launch.agent_id;
   child.session_dir = launch.session_dir;
   child.model_name = model_name;
   child.format = model.format;
+  auto tail = (type != nullptr && !type->prompt.empty() ? "\n\n" + type->prompt : "") +
+              std::string{subagent_note};
   if (registry == setup->registry)
     child.system_prompt = setup->child_prompts.at(static_cast<size_t>(model.format));
+  else if (typed != nullptr && registry == typed->registry)
+    child.system_prompt = typed->prompts.at(static_cast<size_t>(model.format));
   else
-    child.system_prompt = build_system_prompt(*registry, model.format) + subagent_note;
+    child.system_prompt =
+      compose_prompt(*registry, model.format, default_instructions, setup->instructions.get(), tail);
+  child.memory_files = setup->instructions ? setup->instructions->files
+                                           : std::vector<std::string>{};
+  child.subagent_types = setup->types;
   child.cwd = parent_settings.cwd;
   child.registry = registry;
   child.budget = parent_settings.budget;
@@ -161,6 +250,7 @@ expected<session_actor> spawn_subagent(caf::actor_system& sys,
   }
   child.info.name = launch.description;
   child.info.name_source = "task";
+  child.info.agent_type = type != nullptr ? type->name : std::string{};
   child.initial_inputs.push_back(make_input(launch.prompt, message_origin::parent));
   for (auto& next : launch.follow_ups)
     child.initial_inputs.push_back(make_input(next, message_origin::parent));
@@ -212,6 +302,7 @@ expected<session_actor> spawn_subagent(caf::actor_system& sys,
 // The tools a run offers: the built-in ones but those a bare deny rule removes. One registry
 // per set of removed tools in a fleet.
 std::shared_ptr<const tool_registry> offered_registry(const permission_policy& permissions,
+                                                      const std::shared_ptr<const agent_types>& types,
                                                       agent_commons* commons) {
   std::vector<tool_spec> offered;
   std::string removed;
@@ -223,12 +314,18 @@ std::shared_ptr<const tool_registry> offered_registry(const permission_policy& p
     built = std::make_shared<const tool_registry>(make_builtin_registry());
   if (commons)
     commons->builtin = built;
+  bool typed = types && !types->empty();
   for (auto& tool : built->tools()) {
-    if (!permissions.removes_tool(tool.name))
-      offered.push_back(tool);
-    else
+    if (permissions.removes_tool(tool.name))
       removed += tool.name + " ";
+    else if (tool.name == "task" && typed)
+      offered.push_back(task_tool(*types)); // its description lists the types
+    else
+      offered.push_back(tool);
   }
+  // A workspace's types make a registry of their own (held by the fleet's per-workspace cache).
+  if (typed)
+    removed += "/" + std::to_string(reinterpret_cast<uintptr_t>(types.get()));
   if (commons)
     if (auto known = commons->registries.find(removed); known != commons->registries.end())
       return known->second;
@@ -238,23 +335,25 @@ std::shared_ptr<const tool_registry> offered_registry(const permission_policy& p
   return registry;
 }
 
-// The system prompt for a registry and format: `instructions` (troupe's own, or
-// --system-prompt's), then `extra` ones after it; one per combination in a fleet.
-shared_value<std::string> system_prompt_for(const std::shared_ptr<const tool_registry>& registry,
-                                            tool_format format, const std::string& instructions,
-                                            const std::string& extra, agent_commons* commons) {
+// The system prompt for a registry and format: `own` (troupe's instructions, or
+// --system-prompt's), the project's instructions, then `extra` ones after it; one per
+// combination in a fleet (the project's instructions are one object per workspace, which the
+// fleet keeps for its whole run).
+shared_value<std::string> system_prompt_for(
+  const std::shared_ptr<const tool_registry>& registry, tool_format format,
+  const std::string& own, const std::shared_ptr<const project_instructions>& instructions,
+  const std::string& extra, agent_commons* commons) {
   auto make = [&] {
-    auto prompt = build_system_prompt(*registry, format, instructions);
-    if (extra == subagent_note)
-      return prompt + extra;
-    return extra.empty() ? prompt : prompt + "\n\n" + extra;
+    return compose_prompt(*registry, format, own, instructions.get(),
+                          extra.empty() || extra == subagent_note ? extra : "\n\n" + extra);
   };
   // A task's own text makes a prompt of its own, dropped with the task: only the shared ones
   // are kept.
-  if (!commons || (!extra.empty() && extra != subagent_note) || instructions != default_instructions)
+  if (!commons || (!extra.empty() && extra != subagent_note) || own != default_instructions)
     return make();
   auto key = std::to_string(reinterpret_cast<uintptr_t>(registry.get())) + "/" +
-             std::to_string(static_cast<int>(format)) + "/" + extra;
+             std::to_string(static_cast<int>(format)) + "/" +
+             std::to_string(reinterpret_cast<uintptr_t>(instructions.get())) + "/" + extra;
   if (auto known = commons->prompts.find(key); known != commons->prompts.end())
     return known->second;
   shared_value<std::string> prompt{make()};
@@ -267,8 +366,9 @@ shared_value<std::string> system_prompt_for(const std::shared_ptr<const tool_reg
 shared_value<std::string> main_system_prompt(const run_settings& settings,
                                              const std::shared_ptr<const tool_registry>& registry,
                                              tool_format format, agent_commons* commons) {
-  return system_prompt_for(registry, format, settings.instructions.value_or(default_instructions),
-                           settings.extra_system, commons);
+  return system_prompt_for(registry, format,
+                           settings.custom_instructions.value_or(default_instructions),
+                           settings.instructions, settings.extra_system, commons);
 }
 
 } // namespace
@@ -276,7 +376,7 @@ shared_value<std::string> main_system_prompt(const run_settings& settings,
 expected<launched_agent> launch_agent(caf::actor_system& sys, run_settings& settings,
                                       permission_asker_actor asker) {
   auto* commons = settings.commons.get();
-  auto registry = offered_registry(settings.permissions, commons);
+  auto registry = offered_registry(settings.permissions, settings.subagent_types, commons);
   if (settings.permissions.mode == permission_mode::bypass && !commons)
     std::fprintf(stderr,
                  "troupe: WARNING: permission mode bypass: every tool call runs without asking "
@@ -307,6 +407,9 @@ expected<launched_agent> launch_agent(caf::actor_system& sys, run_settings& sett
   session.session_dir = paths.dir();
   session.model_name = settings.model_name;
   session.system_prompt = main_system_prompt(settings, registry, settings.format, commons);
+  if (settings.instructions)
+    session.memory_files = settings.instructions->files;
+  session.subagent_types = settings.subagent_types;
   session.format = settings.format;
   session.cwd = settings.cwd;
   session.registry = registry;
@@ -366,9 +469,12 @@ expected<launched_agent> launch_agent(caf::actor_system& sys, run_settings& sett
   setup->permissions = session.permissions;
   setup->engine = engine;
   setup->disk = session.disk;
+  setup->instructions = settings.instructions;
+  setup->types = settings.subagent_types;
   for (auto format : {tool_format::tool, tool_format::markdown, tool_format::xml})
     setup->child_prompts.at(static_cast<size_t>(format)) =
-      system_prompt_for(registry, format, default_instructions, subagent_note, commons);
+      system_prompt_for(registry, format, default_instructions, settings.instructions,
+                        subagent_note, commons);
   {
     run_settings shared = settings;
     shared.history.clear();

@@ -17,7 +17,9 @@
 #include "store/notification_queue.hpp"
 #include "actors/session.hpp"
 #include "context/token_budget.hpp"
+#include "orchestrator/project_files.hpp"
 #include "orchestrator/renderer.hpp"
+#include "protocol/agent_type.hpp"
 #include "protocol/hooks.hpp"
 #include "protocol/loop_state.hpp"
 #include "protocol/message.hpp"
@@ -117,9 +119,18 @@ struct run_settings {
   model_resolver resolve_model;
   /// The context budget of another model (the table, settings files, flags), for /model.
   std::function<expected<context_budget>(const std::string& model)> resolve_budget;
-  /// More system instructions after troupe's own (a fleet task's "system",
+  /// More system instructions after troupe's own and the project's (a fleet task's "system",
   /// --append-system-prompt): the main agent's, not its subagents'.
   std::string extra_system;
+  /// Which project files are read for the workspace (a fleet task's own cwd too): its
+  /// instructions unless --bare or "projectInstructions": false, its subagent types unless
+  /// --bare.
+  bool read_instructions = true;
+  bool read_agent_types = true;
+  /// The workspace's instructions (CLAUDE.md, AGENTS.md, …) for the system prompt; null: none.
+  std::shared_ptr<const project_instructions> instructions;
+  /// The workspace's custom subagent types (.claude/agents/*.md, …); null: none.
+  std::shared_ptr<const agent_types> subagent_types;
   /// A stream-json client drives the session (--input-format stream-json): stdin is read as it
   /// arrives, a result goes out per turn, and the session ends when stdin does.
   bool stream_input = false;
@@ -132,7 +143,7 @@ struct run_settings {
   hook_callback_actor hook_callbacks;
   /// Instructions in place of troupe's own (--system-prompt); the tool-format instructions of
   /// the text formats stay. Subagents keep troupe's.
-  std::optional<std::string> instructions;
+  std::optional<std::string> custom_instructions;
   /// The model a step switches to when the main one fails overloaded (--fallback-model).
   std::string fallback_model;
   /// The run ends (max_budget) once its cost reaches this many US dollars; 0: no cap.

@@ -22,10 +22,12 @@
 #include "store/session_lock.hpp"
 #include "context/context_window.hpp"
 #include "orchestrator/claude_flags.hpp"
+#include "orchestrator/agent_definitions.hpp"
 #include "orchestrator/environment.hpp"
 #include "orchestrator/hook_settings.hpp"
 #include "orchestrator/model_flags.hpp"
 #include "orchestrator/output_format.hpp"
+#include "orchestrator/project_files.hpp"
 #include "orchestrator/run_settings_files.hpp"
 #include "tools/tool_spec.hpp"
 
@@ -236,6 +238,13 @@ expected<bool> resolve_agent(const run_flags& flags, bool interactive, run_setti
   if (!hooks)
     return failure{hooks.error()};
   settings.hook_commands = std::move(*hooks);
+  auto instructions = resolve_project_instructions(flags, settings.cwd);
+  if (!instructions)
+    return failure{instructions.error()};
+  settings.read_instructions = !flags.bare && *instructions;
+  settings.read_agent_types = !flags.bare;
+  if (auto files = load_project_files(settings); !files)
+    return failure{files.error()};
   settings.resolve_budget = [flags, cwd = settings.cwd](const std::string& model) {
     return resolve_budget(flags, model, cwd);
   };
@@ -264,6 +273,25 @@ expected<bool> resolve_agent(const run_flags& flags, bool interactive, run_setti
   // dont-ask refuses what would be asked (the step does, whoever could answer): nobody is.
   settings.ask_on_terminal = isatty(STDIN_FILENO) != 0 && isatty(STDERR_FILENO) != 0 &&
                              settings.permissions.mode != permission_mode::dont_ask;
+  return true;
+}
+
+expected<bool> load_project_files(run_settings& settings) {
+  auto user_dir = config_home() / "troupe";
+  settings.instructions.reset();
+  settings.subagent_types.reset();
+  if (settings.read_instructions) {
+    auto read = read_project_instructions(settings.cwd, user_dir, settings.home);
+    for (auto& warning : read.warnings)
+      spdlog::warn("project instructions: {}", warning);
+    settings.instructions = std::make_shared<const project_instructions>(std::move(read));
+  }
+  if (settings.read_agent_types) {
+    auto types = read_agent_types(settings.cwd, user_dir, settings.home);
+    if (!types)
+      return failure{"custom subagents: " + types.error()};
+    settings.subagent_types = std::make_shared<const agent_types>(std::move(*types));
+  }
   return true;
 }
 
@@ -368,6 +396,12 @@ void add_repeated_option(CLI::App& command, const std::string& name,
     ->expected(1)
     ->allow_extra_args(false)
     ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+}
+
+void add_bare_flag(CLI::App& command, run_flags& flags) {
+  command.add_flag("--bare", flags.bare,
+                   "read no project files: no CLAUDE.md or AGENTS.md instructions, no custom "
+                   "subagents from .claude/agents (settings files still apply)");
 }
 
 void add_sandbox_flags(CLI::App& command, run_flags& flags) {
@@ -499,6 +533,7 @@ void add_agent_flags(CLI::App& command, run_flags& flags, bool headless) {
                    "with --resume or --continue: continue a copy of the session under a new "
                    "id, leaving the original as it is");
   add_claude_code_flags(command, flags, headless);
+  add_bare_flag(command, flags);
 }
 
 } // namespace troupe

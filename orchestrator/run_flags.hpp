@@ -99,6 +99,9 @@ struct run_flags {
   bool strict_mcp_config = false;
   /// --await-initialize: the stream-json client sends an initialize request first.
   bool await_initialize = false;
+  /// --bare: no project files are read (instructions, custom subagents), as Claude Code's
+  /// minimal mode.
+  bool bare = false;
 };
 
 /// Adds a flag given once per value (`--allow A --allow B`), never taking the next word as a
@@ -106,6 +109,9 @@ struct run_flags {
 void add_repeated_option(CLI::App& command, const std::string& name,
                          std::vector<std::string>& into, const std::string& description,
                          const std::string& value_name);
+
+/// Adds --bare (run, chat, fleet).
+void add_bare_flag(CLI::App& command, run_flags& flags);
 
 /// Adds --sandbox, --sandbox-network and --add-dir (run, chat, fleet, sandbox).
 void add_sandbox_flags(CLI::App& command, run_flags& flags);
@@ -130,6 +136,11 @@ expected<bool> resolve_basics(const run_flags& flags, run_settings& settings);
 /// The second half, once the session (and so its workspace and recorded model) is known: the
 /// model, permissions, context budget, hooks and subagent caps.
 expected<bool> resolve_agent(const run_flags& flags, bool interactive, run_settings& settings);
+
+/// Reads the project files of `settings.cwd` that the settings ask for: its instructions
+/// (read_instructions; what cannot be read is logged as a warning) and its custom subagent
+/// types (read_agent_types; a bad definition is an error).
+expected<bool> load_project_files(run_settings& settings);
 
 /// Turns flags, environment and settings files into a checked run, or a one-line error.
 /// `interactive` (chat): a prompt is optional and the session waits for input.

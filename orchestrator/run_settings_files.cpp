@@ -179,6 +179,22 @@ expected<std::vector<hook_command>> resolve_hooks(const run_flags& flags,
   return all;
 }
 
+expected<bool> resolve_project_instructions(const run_flags& flags,
+                                            const std::filesystem::path& workspace) {
+  auto files = read_settings(flags, workspace);
+  if (!files)
+    return failure{files.error()};
+  bool on = true;
+  for (auto& [file, json] : *files)
+    if (auto value = json.find("projectInstructions"); value != json.end()) {
+      if (!value->is_boolean())
+        return failure{"settings file " + file.string() +
+                       ": \"projectInstructions\" must be true or false"};
+      on = value->get<bool>();
+    }
+  return on;
+}
+
 namespace {
 
 // An --add-dir or an "addDirs" entry: an existing directory, made absolute against `base`.

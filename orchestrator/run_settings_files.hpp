@@ -44,6 +44,11 @@ expected<context_budget> resolve_budget(const run_flags& flags, const std::strin
 expected<std::vector<hook_command>> resolve_hooks(const run_flags& flags,
                                                   const std::filesystem::path& workspace);
 
+/// Whether the project's instruction files are read: a settings file's "projectInstructions"
+/// (true or false; the last file that says wins), true by default.
+expected<bool> resolve_project_instructions(const run_flags& flags,
+                                            const std::filesystem::path& workspace);
+
 /// The sandbox from the flags, then the settings files' "sandbox" (a mode, or an object with
 /// "mode", "network" and "addDirs"), then the default: workspace-write when `default_on`,
 /// else off. A mode other than off that this machine cannot provide is an error.

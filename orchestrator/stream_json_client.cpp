@@ -273,15 +273,7 @@ std::optional<std::string> troupe_mode_name(const std::string& mode) {
   return std::nullopt;
 }
 
-std::string claude_mode_name(const std::string& mode) {
-  if (mode == "accept-edits")
-    return "acceptEdits";
-  if (mode == "bypass")
-    return "bypassPermissions";
-  if (mode == "dont-ask")
-    return "dontAsk";
-  return mode;
-}
+
 
 namespace {
 
@@ -346,7 +338,7 @@ void on_control_request(client_ptr self, const client_line& line) {
       return;
     }
     ask_session(self, id, control_command::permission_mode, *mode, [](const control_reply& r) {
-      return nlohmann::json{{"mode", claude_mode_name(r.text)}};
+      return nlohmann::json{{"mode", claude_permission_mode(r.text)}};
     });
   } else if (line.subtype == "set_model") {
     auto model = string_field(body, "model");
@@ -556,7 +548,7 @@ expected<client_run> open_client(caf::actor_system& sys, run_settings& settings,
                                     init->hooks.end());
       // The SDK sends [""] when it was given no system prompt: troupe's own instructions stay.
       if (!init->system_prompt.empty())
-        settings.instructions = init->system_prompt;
+        settings.custom_instructions = init->system_prompt;
       if (!init->append_system_prompt.empty())
         settings.extra_system += (settings.extra_system.empty() ? "" : "\n\n") +
                                  init->append_system_prompt;
@@ -582,7 +574,7 @@ expected<client_run> open_client(caf::actor_system& sys, run_settings& settings,
   settings.render.init_extras = {{"apiKeySource", "none"},
                                  {"claude_code_version", troupe_version},
                                  {"troupe_version", troupe_version},
-                                 {"permissionMode", claude_mode_name(mode)},
+                                 {"permissionMode", claude_permission_mode(mode)},
                                  {"mcp_servers", nlohmann::json::array()},
                                  {"slash_commands", nlohmann::json::array()},
                                  {"output_style", "default"},

@@ -136,7 +136,5 @@ nlohmann::json control_failure(const std::string& request_id, const std::string&
 /// troupe's own pass through; nullopt for neither.
 std::optional<std::string> troupe_mode_name(const std::string& mode);
 
-/// troupe's spelling of a permission mode as Claude Code's.
-std::string claude_mode_name(const std::string& mode);
 
 } // namespace troupe

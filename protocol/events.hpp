@@ -26,12 +26,14 @@ struct session_started_event {
   std::string transcript_path;
   /// Messages loaded from an existing transcript (0 for a new session).
   int64_t loaded_messages = 0;
+  /// The instruction files (CLAUDE.md, AGENTS.md, …) read into the system prompt, in order.
+  std::vector<std::string> memory_files;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, session_started_event& x) {
   return f(caf::meta::type_name("session_started_event"), x.session_id, x.cwd, x.model, x.tools,
-           x.transcript_path, x.loaded_messages);
+           x.transcript_path, x.loaded_messages, x.memory_files);
 }
 
 /// A message was appended to the conversation log (and is already on disk).

@@ -79,6 +79,15 @@ typename Inspector::result_type inspect(Inspector& f, hook_request& x) {
   return f(caf::meta::type_name("hook_request"), x.event, x.tool, x.input);
 }
 
+/// What PreToolUse commands decided about a call's permission, in Claude Code's terms; the
+/// strongest of the commands' answers counts: deny, then ask, then allow.
+enum class hook_permission : uint8_t {
+  none,  ///< no decision: the permission check decides alone
+  allow, ///< "allow" (or the legacy "approve"): no question is asked; rules still hold
+  ask,   ///< "ask": asked as if no rule allowed the call (headless: refused)
+  deny,  ///< "deny", "decision": "block" or exit code 2: the call is refused
+};
+
 /// What the commands of one event decided together.
 struct hook_outcome {
   /// A command blocked: a "decision": "block" on stdout, or exit code 2 (its stderr the reason).
@@ -90,12 +99,25 @@ struct hook_outcome {
   std::vector<std::string> messages;
   /// How many commands ran.
   int32_t ran = 0;
+  /// PreToolUse: the permission decision (a block is `deny`), and the reason given with it.
+  hook_permission permission = hook_permission::none;
+  std::string permission_reason;
+  /// PreToolUse: the call's input as a command rewrote it ("updatedInput", in Claude Code's
+  /// field names); null when none did. The last command's in settings order wins.
+  nlohmann::json updated_input;
+  /// A command answered "continue": false: the session stops after this event, with
+  /// `stop_reason` ("stopReason" of every such command).
+  bool stop = false;
+  std::string stop_reason;
+  /// "systemMessage" of every command: shown to the user, never to the model.
+  std::vector<std::string> system_messages;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, hook_outcome& x) {
   return f(caf::meta::type_name("hook_outcome"), x.blocked, x.reason, x.additional_context,
-           x.messages, x.ran);
+           x.messages, x.ran, x.permission, x.permission_reason, x.updated_input, x.stop,
+           x.stop_reason, x.system_messages);
 }
 
 /// How one hook command ended (from the thread that ran it to the runner).

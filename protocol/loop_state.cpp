@@ -18,7 +18,7 @@ void read_count(const nlohmann::json& j, const char* key, T& out) {
   value.get_to(out);
 }
 
-constexpr detail::enum_names<terminal_reason, 7> terminal_names{{
+constexpr detail::enum_names<terminal_reason, 8> terminal_names{{
   {terminal_reason::completed, "completed"},
   {terminal_reason::max_turns, "max_turns"},
   {terminal_reason::interrupted, "interrupted"},
@@ -26,6 +26,7 @@ constexpr detail::enum_names<terminal_reason, 7> terminal_names{{
   {terminal_reason::error, "error"},
   {terminal_reason::backgrounded, "backgrounded"},
   {terminal_reason::max_budget, "max_budget"},
+  {terminal_reason::hook_stopped, "hook_stopped"},
 }};
 
 constexpr detail::enum_names<transition_reason, 8> transition_names{{
@@ -59,6 +60,8 @@ int exit_code_for(terminal_reason r) {
       return 4;
     case terminal_reason::interrupted:
       return 130;
+    case terminal_reason::hook_stopped:
+      return 5;
   }
   return 1;
 }

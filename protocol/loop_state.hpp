@@ -20,6 +20,7 @@ enum class terminal_reason : uint8_t {
   error,              ///< an unrecoverable fault: model error, exhausted script, I/O
   backgrounded,       ///< the run was moved to the background and detached
   max_budget,         ///< the run's cost reached its cap (--max-budget-usd)
+  hook_stopped,       ///< an external hook answered "continue": false (its stopReason the error)
 };
 
 /// Returns the wire name of a terminal reason ("completed", "max_turns", …).

@@ -30,6 +30,8 @@ void to_json(nlohmann::json& j, const session_info& x) {
       j["mcp_config"] = std::move(*config);
   if (x.strict_mcp_config)
     j["strict_mcp_config"] = true;
+  if (!x.agent_type.empty())
+    j["agent_type"] = x.agent_type;
 }
 
 // Lenient: a field that is missing keeps its default, so older files still read.
@@ -55,6 +57,8 @@ void from_json(const nlohmann::json& j, session_info& x) {
   if (auto config = j.find("mcp_config"); config != j.end() && config->is_object())
     x.mcp_config = config->dump();
   x.strict_mcp_config = j.value("strict_mcp_config", false);
+  if (auto type = j.find("agent_type"); type != j.end() && type->is_string())
+    x.agent_type = type->get<std::string>();
 }
 
 } // namespace troupe

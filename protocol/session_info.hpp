@@ -43,6 +43,8 @@ struct session_info {
   /// --strict-mcp-config. Kept for MCP support to come.
   std::string mcp_config;
   bool strict_mcp_config = false;
+  /// A subagent launched with a `subagent_type`: that type's name (a resume keeps it).
+  std::string agent_type;
 };
 
 void to_json(nlohmann::json& j, const session_info& x);

@@ -7,6 +7,7 @@
 
 #include <caf/meta/type_name.hpp>
 
+#include "protocol/hook_event.hpp"
 #include "protocol/json_inspect.hpp"
 #include "protocol/message.hpp"
 #include "protocol/model.hpp"
@@ -77,13 +78,18 @@ struct step_outcome {
   std::string unfinished_call;
   /// Time spent waiting for the model's replies.
   int64_t api_ms = 0;
+  /// A PreToolUse or PostToolUse hook answered "continue": false: the calls after it were not
+  /// run, and the session stops (`stop_reason` its "stopReason").
+  bool hook_stopped = false;
+  hook_event stop_event = hook_event::pre_tool_use;
+  std::string stop_reason;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, step_outcome& x) {
   return f(caf::meta::type_name("step_outcome"), x.status, x.reply, x.tool_messages, x.usage,
            x.error, x.error_message, x.denials, x.declined, x.continuations, x.unfinished_call,
-           x.api_ms);
+           x.api_ms, x.hook_stopped, x.stop_event, x.stop_reason);
 }
 
 } // namespace troupe

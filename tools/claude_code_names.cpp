@@ -139,6 +139,16 @@ nlohmann::json troupe_tool_input(std::string_view troupe_name, const nlohmann::j
   return out;
 }
 
+std::string claude_permission_mode(std::string_view troupe_mode) {
+  if (troupe_mode == "accept-edits")
+    return "acceptEdits";
+  if (troupe_mode == "bypass")
+    return "bypassPermissions";
+  if (troupe_mode == "dont-ask")
+    return "dontAsk";
+  return std::string{troupe_mode};
+}
+
 std::vector<std::string> troupe_rule_texts(std::string_view rule) {
   auto open = rule.find('(');
   auto tool = rule.substr(0, open);

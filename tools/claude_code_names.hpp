@@ -33,6 +33,10 @@ nlohmann::json claude_tool_input(std::string_view troupe_name, const nlohmann::j
 /// through unchanged, so an input in either spelling comes out in troupe's.
 nlohmann::json troupe_tool_input(std::string_view troupe_name, const nlohmann::json& input);
 
+/// Claude Code's name for a permission mode given in troupe's spelling ("default",
+/// "accept-edits", "plan", "bypass" → "default", "acceptEdits", "plan", "bypassPermissions").
+std::string claude_permission_mode(std::string_view troupe_mode);
+
 /// A permission rule in either spelling as troupe's: "Bash(git *)" → "shell(git *)",
 /// "Read(src/**)" → "read(src/**)". Claude Code's `Edit` rules cover every tool that edits
 /// files, so "Edit(docs/**)" is edit, patch and write on docs/**. A rule whose tool neither

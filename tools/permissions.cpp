@@ -271,13 +271,15 @@ permission_decision permission_policy::can_use_tool(const tool_spec& spec,
     return shell_decision(spec, input);
   const auto& ctx = context;
   if (auto rule = first_match(rules.deny, spec, input, ctx, rule_use::deny))
-    return {permission_outcome::deny, "denied by the rule " + rule->text};
+    return {permission_outcome::deny, "denied by the rule " + rule->text, denial_cause::refused,
+            true};
   if (mode == permission_mode::bypass)
     return {permission_outcome::allow, "bypass mode"};
   if (auto rule = first_match(session_allow, spec, input, ctx, rule_use::allow))
     return {permission_outcome::allow, "allowed for this session: " + rule->text};
   if (auto rule = first_match(rules.ask, spec, input, ctx, rule_use::ask))
-    return {permission_outcome::ask, "the rule " + rule->text + " asks for approval"};
+    return {permission_outcome::ask, "the rule " + rule->text + " asks for approval",
+            denial_cause::refused, true};
   if (auto rule = first_match(rules.allow, spec, input, ctx, rule_use::allow))
     return {permission_outcome::allow, "allowed by the rule " + rule->text};
   if (spec.read_only)

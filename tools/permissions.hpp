@@ -78,6 +78,8 @@ struct permission_decision {
   std::string reason;
   /// For a denial: plan mode's refusal (the model is to present its plan) or a refusal.
   denial_cause cause = denial_cause::refused;
+  /// A deny or ask rule decided, not the mode's default: a hook's "allow" does not lift it.
+  bool from_rule = false;
 };
 
 /// What allows a call from now on: the rules an "always" answer adds and a headless refusal

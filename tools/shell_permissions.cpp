@@ -79,15 +79,18 @@ permission_decision judge_command(const permission_policy& policy, const tool_sp
     if (rule.tool != spec.name)
       continue;
     if (!rule.pattern)
-      return {permission_outcome::deny, "denied by the rule " + rule.text};
+      return {permission_outcome::deny, "denied by the rule " + rule.text, denial_cause::refused,
+              true};
     // What the line runs unseen could be anything the rule names.
     if (opaque)
-      return {permission_outcome::deny, "denied by the rule " + rule.text + ": " +
-                                          code_span(run.text) + " runs code troupe cannot see (" +
-                                          run.opaque + ")"};
+      return {permission_outcome::deny,
+              "denied by the rule " + rule.text + ": " + code_span(run.text) +
+                " runs code troupe cannot see (" + run.opaque + ")",
+              denial_cause::refused, true};
     for (auto& layer : run.layers)
       if (command_matches(*rule.pattern, layer, run.open_ended))
-        return {permission_outcome::deny, "denied by the rule " + rule.text};
+        return {permission_outcome::deny, "denied by the rule " + rule.text,
+                denial_cause::refused, true};
   }
   if (policy.mode == permission_mode::bypass)
     return {permission_outcome::allow, "bypass mode"};
@@ -120,7 +123,8 @@ permission_decision judge_command(const permission_policy& policy, const tool_sp
          std::any_of(run.layers.begin(), run.layers.end(), [&](const std::string& layer) {
            return command_matches(*rule.pattern, layer, run.open_ended);
          })))
-      return {permission_outcome::ask, "the rule " + rule.text + " asks for approval"};
+      return {permission_outcome::ask, "the rule " + rule.text + " asks for approval",
+              denial_cause::refused, true};
   if (auto rule = allowed_by(policy.rules.allow))
     return {permission_outcome::allow, "allowed by the rule " + rule->text};
   if (policy.mode == permission_mode::plan) {
@@ -148,9 +152,10 @@ permission_decision judge_write(const permission_policy& policy, const shell_wri
   }
   for (auto& rule : policy.rules.deny)
     if (rule.tool == spec.name)
-      return {permission_outcome::deny, "denied by the rule " + rule.text + ": a redirection to " +
-                                          code_span(write.path) +
-                                          " writes where troupe cannot see"};
+      return {permission_outcome::deny,
+              "denied by the rule " + rule.text + ": a redirection to " + code_span(write.path) +
+                " writes where troupe cannot see",
+              denial_cause::refused, true};
   if (policy.mode == permission_mode::bypass)
     return {permission_outcome::allow, "bypass mode"};
   if (policy.mode == permission_mode::plan)
@@ -337,9 +342,11 @@ permission_decision permission_policy::shell_decision(const tool_spec& spec,
     for (auto& verdict : verdicts)
       if (verdict.outcome == permission_outcome::deny && verdict.cause == cause)
         return verdict;
-  for (auto& verdict : verdicts)
-    if (verdict.outcome == permission_outcome::ask)
-      return verdict;
+  // An ask rule's question outranks the mode's: a hook's "allow" lifts only the latter.
+  for (bool rule : {true, false})
+    for (auto& verdict : verdicts)
+      if (verdict.outcome == permission_outcome::ask && verdict.from_rule == rule)
+        return verdict;
   std::string reasons;
   for (auto& verdict : verdicts)
     if (reasons.find(verdict.reason) == std::string::npos)

@@ -3,7 +3,7 @@
 namespace troupe {
 
 // Carried out by the session, which owns its subagents (see actors/session_agents.cpp).
-tool_spec task_tool() {
+tool_spec task_tool(const agent_types& types) {
   tool_spec spec;
   spec.name = "task";
   spec.description =
@@ -13,6 +13,17 @@ tool_spec task_tool() {
     "id and you get a <task-notification> when it ends, so you can keep working meanwhile. "
     "Give `resume` an agent id to send a new prompt to an agent you launched before. Launch "
     "several independent subagents in one reply to run them at once.";
+  if (!types.empty()) {
+    spec.description += "\n\nsubagent_type picks a kind of agent with instructions and tools of "
+                        "its own (default: general-purpose, a subagent like you):";
+    for (auto& type : types) {
+      auto line = type.name + ": " + type.description;
+      for (auto& c : line)
+        if (c == '\n' || c == '\r')
+          c = ' ';
+      spec.description += "\n- " + line;
+    }
+  }
   spec.input_schema = {
     {"type", "object"},
     {"properties",
@@ -33,7 +44,11 @@ tool_spec task_tool() {
        {{"type", "array"},
         {"items", {{"type", "string"}}},
         {"description", "the tools the subagent may use (default: all of yours)"}}},
-      {"resume", {{"type", "string"}, {"description", "the id of an agent to continue"}}}}},
+      {"resume", {{"type", "string"}, {"description", "the id of an agent to continue"}}},
+      {"subagent_type",
+       {{"type", "string"},
+        {"description", "the kind of agent to launch (general-purpose unless the description "
+                        "lists others)"}}}}},
     {"required", {"prompt"}}};
   spec.block_names = {"task"};
   spec.examples = {{"background", "Find every call site of parse_config and list them."}};

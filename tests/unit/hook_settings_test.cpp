@@ -77,6 +77,74 @@ TEST_CASE("a matcher is a tool name or a regular expression, troupe's names or C
   CHECK(hook_matches("wr.*", "write"));
   CHECK_FALSE(hook_matches("shell", "shellfish"));
   CHECK_FALSE(hook_matches("Read", "shell"));
+  // Claude Code's own matchers: alternations, and MCP tools troupe does not have.
+  CHECK(hook_matches("Bash|Edit", "shell"));
+  CHECK(hook_matches("Bash|Edit", "edit"));
+  CHECK_FALSE(hook_matches("Bash|Edit", "write"));
+  CHECK(hook_matches("Edit|MultiEdit|Write", "patch"));
+  CHECK_FALSE(hook_matches("mcp__.*", "shell"));
+  CHECK_FALSE(hook_matches("mcp__github__.*", "task"));
+  CHECK(hook_matches(".*", "task_wait"));
+  CHECK_FALSE(hook_matches("(", "shell")); // refused when the settings are read; never a crash
+}
+
+TEST_CASE("Claude Code's matchers are accepted in settings, a broken one is refused") {
+  for (auto matcher : {"Bash|Edit", "mcp__.*", "Notebook.*", "Write|Edit|MultiEdit"}) {
+    CAPTURE(matcher);
+    auto settings = json{{"hooks", {{"PreToolUse", json::array({{{"matcher", matcher},
+                                                                 {"hooks", json::array({{{"command", "x"}}})}}})}}}};
+    CHECK(parse_hook_settings(settings, "s.json"));
+  }
+  auto broken = json{{"hooks", {{"PreToolUse", json::array({{{"matcher", "Bash("},
+                                                             {"hooks", json::array({{{"command", "x"}}})}}})}}}};
+  auto parsed = parse_hook_settings(broken, "s.json");
+  REQUIRE_FALSE(parsed);
+  CHECK(parsed.error().find("is not a regular expression") != std::string::npos);
+}
+
+TEST_CASE("PreToolUse decisions in both spellings: deny over ask over allow, and the rest") {
+  auto decide = [](std::vector<hook_process_result> results) {
+    return combine_hook_results(hook_event::pre_tool_use, results);
+  };
+  auto allow = decide({ran(0, R"({"hookSpecificOutput":{"hookEventName":"PreToolUse",)"
+                              R"("permissionDecision":"allow","permissionDecisionReason":"ok"}})")});
+  CHECK(allow.permission == hook_permission::allow);
+  CHECK(allow.permission_reason == "ok");
+  CHECK_FALSE(allow.blocked);
+  CHECK(decide({ran(0, R"({"decision":"approve"})")}).permission == hook_permission::allow);
+  auto ask = decide({ran(0, R"({"hookSpecificOutput":{"permissionDecision":"allow"}})"),
+                     ran(0, R"({"hookSpecificOutput":{"permissionDecision":"ask",)"
+                            R"("permissionDecisionReason":"look first"}})")});
+  CHECK(ask.permission == hook_permission::ask);
+  CHECK(ask.permission_reason == "look first");
+  auto deny = decide({ran(0, R"({"hookSpecificOutput":{"permissionDecision":"ask"}})"),
+                      ran(2, "", "no\n")});
+  CHECK(deny.permission == hook_permission::deny);
+  CHECK(deny.blocked);
+  CHECK(deny.reason == "no");
+  CHECK(decide({ran(0, R"({"hookSpecificOutput":{"permissionDecision":"maybe"}})")}).permission ==
+        hook_permission::none);
+
+  auto updated = decide({ran(0, R"({"hookSpecificOutput":{"updatedInput":{"command":"ls"}}})"),
+                         ran(0, R"({"hookSpecificOutput":{"updatedInput":{"command":"pwd"}}})"),
+                         ran(0, R"({"hookSpecificOutput":{"updatedInput":"not an object"}})")});
+  CHECK(updated.updated_input == json{{"command", "pwd"}});
+  CHECK(combine_hook_results(hook_event::post_tool_use,
+                             {ran(0, R"({"hookSpecificOutput":{"updatedInput":{"a":1}}})")})
+          .updated_input.is_null());
+
+  std::vector<std::string> outcomes;
+  std::vector<bool> quiet;
+  auto stop = combine_hook_results(
+    hook_event::stop,
+    {ran(0, R"({"continue":false,"stopReason":"enough","systemMessage":"bye","suppressOutput":true})"),
+     ran(0, R"({"continue":true,"systemMessage":"hello"})"), ran(0, R"({"continue":"no"})")},
+    &outcomes, &quiet);
+  CHECK(stop.stop);
+  CHECK(stop.stop_reason == "enough");
+  CHECK(stop.system_messages == std::vector<std::string>{"bye", "hello"});
+  CHECK(outcomes == std::vector<std::string>{"stopped", "success", "success"});
+  CHECK(quiet == std::vector<bool>{true, false, false});
 }
 
 TEST_CASE("hook answers combine: exit 2 and decisions block, context and messages add up") {

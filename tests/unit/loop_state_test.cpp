@@ -34,7 +34,8 @@ TEST_CASE("terminal reasons have stable names and exit codes") {
                  row{terminal_reason::permission_blocked, "permission_blocked", 4},
                  row{terminal_reason::error, "error", 1},
                  row{terminal_reason::backgrounded, "backgrounded", 0},
-                 row{terminal_reason::max_budget, "max_budget", 1}}) {
+                 row{terminal_reason::max_budget, "max_budget", 1},
+                 row{terminal_reason::hook_stopped, "hook_stopped", 5}}) {
     CHECK(json(r.reason) == r.name);
     CHECK(json(r.name).get<terminal_reason>() == r.reason);
     CHECK(exit_code_for(r.reason) == r.code);

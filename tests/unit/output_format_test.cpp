@@ -6,10 +6,12 @@ using namespace troupe;
 using nlohmann::json;
 
 TEST_CASE("stream-json lines follow Claude Code's shapes") {
-  auto init = to_stream_json(session_started_event{"s", "/w", "scripted:x", {"shell"}, "/t", 0});
+  auto init = to_stream_json(
+    session_started_event{"s", "/w", "scripted:x", {"shell"}, "/t", 0, {"/w/CLAUDE.md"}});
   CHECK(init["type"] == "system");
   CHECK(init["subtype"] == "init");
   CHECK(init["session_id"] == "s");
+  CHECK(init["memory_files"] == json::array({"/w/CLAUDE.md"}));
 
   message reply;
   reply.id = "m1";

@@ -4,6 +4,7 @@
 
 #include "orchestrator/output_format.hpp"
 #include "orchestrator/stream_json_client.hpp"
+#include "tools/claude_code_names.hpp"
 
 using namespace troupe;
 using nlohmann::json;
@@ -89,10 +90,10 @@ TEST_CASE("permission modes in both spellings") {
   CHECK(troupe_mode_name("bypassPermissions") == std::optional<std::string>{"bypass"});
   CHECK(troupe_mode_name("plan") == std::optional<std::string>{"plan"});
   CHECK_FALSE(troupe_mode_name("yolo"));
-  CHECK(claude_mode_name("accept-edits") == "acceptEdits");
-  CHECK(claude_mode_name("default") == "default");
+  CHECK(claude_permission_mode("accept-edits") == "acceptEdits");
+  CHECK(claude_permission_mode("default") == "default");
   CHECK(troupe_mode_name("dontAsk") == std::optional<std::string>{"dont-ask"});
-  CHECK(claude_mode_name("dont-ask") == "dontAsk");
+  CHECK(claude_permission_mode("dont-ask") == "dontAsk");
 }
 
 TEST_CASE("a client reads Claude Code's tool names, and errors as an array") {
