@@ -6,6 +6,7 @@
 #include <optional>
 #include <vector>
 
+#include "orchestrator/model_flags.hpp"
 #include "orchestrator/project_files.hpp"
 #include "tools/claude_code_names.hpp"
 
@@ -264,16 +265,12 @@ expected<std::string> model_of(const value& v, const std::string& file) {
   auto model = v.text.value_or("");
   if (model.empty() || model == "inherit")
     return std::string{};
-  for (auto prefix : {"openai/", "anthropic/", "ollama/", "scripted:"})
-    if (model.rfind(prefix, 0) == 0 && model.size() > std::string{prefix}.size())
-      return model;
-  auto where = file + ":" + std::to_string(v.line) + ": ";
-  if (model == "sonnet" || model == "opus" || model == "haiku")
-    return failure{where + "model '" + model + "' is Claude Code's alias, which troupe does "
-                   "not map yet: use inherit, or a model spec such as anthropic/claude-" +
-                   model + "-4-5"};
-  return failure{where + "model '" + model + "' is neither inherit nor a model spec "
-                 "(openai/MODEL, anthropic/MODEL, ollama/MODEL or scripted:PATH)"};
+  // Claude Code's aliases and bare names as --model takes them (sonnet, claude-*, gpt-*).
+  auto qualified = qualified_model_spec(model);
+  if (!qualified)
+    return failure{file + ":" + std::to_string(v.line) + ": " + qualified.error() +
+                   "; or inherit"};
+  return *qualified;
 }
 
 } // namespace

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <map>
@@ -16,6 +17,7 @@
 #include "protocol/bounded_json.hpp"
 #include "store/ids.hpp"
 #include "orchestrator/cli.hpp"
+#include "orchestrator/model_flags.hpp"
 #include "orchestrator/run_command.hpp"
 #include "tools/claude_code_names.hpp"
 
@@ -250,6 +252,43 @@ expected<client_initialize> read_initialize(const nlohmann::json& request,
           init.hooks.push_back(std::move(hook));
         }
       }
+    }
+  }
+  if (auto agents = request.find("agents"); agents != request.end() && !agents->is_null()) {
+    if (!agents->is_object())
+      return failure{"initialize: agents must be an object of agent definitions"};
+    for (auto& [name, definition] : agents->items()) {
+      auto where = "initialize: agents." + name;
+      if (!definition.is_object() || string_field(definition, "description").empty() ||
+          string_field(definition, "prompt").empty())
+        return failure{where + " needs a description and a prompt"};
+      agent_type type;
+      type.name = name;
+      type.description = string_field(definition, "description");
+      type.prompt = string_field(definition, "prompt");
+      type.file = "(the client's initialize request)";
+      for (auto [key, into] : {std::pair{"tools", &type.tools},
+                               std::pair{"disallowedTools", &type.disallowed_tools}}) {
+        auto list = definition.find(key);
+        if (list == definition.end() || list->is_null())
+          continue;
+        if (!list->is_array())
+          return failure{where + "." + key + " must be an array of tool names"};
+        for (auto& tool : *list) {
+          auto own = tool.is_string() ? troupe_tool_name(tool.get<std::string>()) : std::nullopt;
+          if (!own)
+            return failure{where + "." + key + ": unknown tool " + tool.dump()};
+          into->push_back(*own);
+        }
+      }
+      auto model = string_field(definition, "model");
+      if (!model.empty() && model != "inherit") {
+        auto qualified = qualified_model_spec(model);
+        if (!qualified)
+          return failure{where + ".model: " + qualified.error()};
+        type.model = *qualified;
+      }
+      init.agents.push_back(std::move(type));
     }
   }
   init.mcp_servers = request.contains("sdkMcpServers") && !request["sdkMcpServers"].is_null();
@@ -546,6 +585,19 @@ expected<client_run> open_client(caf::actor_system& sys, run_settings& settings,
         return failure{init.error()};
       settings.hook_commands.insert(settings.hook_commands.end(), init->hooks.begin(),
                                     init->hooks.end());
+      if (!init->agents.empty()) {
+        // The client's types over the workspace's of the same name.
+        auto types = settings.subagent_types ? *settings.subagent_types : agent_types{};
+        for (auto& type : init->agents) {
+          auto same = std::find_if(types.begin(), types.end(),
+                                   [&](const agent_type& t) { return t.name == type.name; });
+          if (same != types.end())
+            *same = type;
+          else
+            types.push_back(type);
+        }
+        settings.subagent_types = std::make_shared<const agent_types>(std::move(types));
+      }
       // The SDK sends [""] when it was given no system prompt: troupe's own instructions stay.
       if (!init->system_prompt.empty())
         settings.custom_instructions = init->system_prompt;

@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "protocol/agent_type.hpp"
 #include "protocol/expected.hpp"
 #include "protocol/hooks.hpp"
 #include "protocol/interfaces.hpp"
@@ -83,7 +84,9 @@ struct client_initialize {
   std::string append_system_prompt;
   /// Hook callbacks: one hook_command per callback id, for the hook runner.
   std::vector<hook_command> hooks;
-  /// Asked for but not carried out here (MCP servers, agents): named in the answer.
+  /// Subagent types (the SDK's `agents`), over the workspace's of the same name.
+  agent_types agents;
+  /// Asked for but not carried out here (MCP servers): named in the answer.
   bool mcp_servers = false;
 };
 

@@ -312,6 +312,30 @@ const cases = {
     } finally { world.close(); }
   },
 
+  async "the SDK's agents are task types"() {
+    const world = new World([
+      { tool_calls: [{ name: 'task', input: { prompt: 'review it', description: 'review', subagent_type: 'reviewer' } }] },
+      { text: 'Looks fine.' },
+      { text: 'Reviewed.' },
+    ]);
+    try {
+      const agents = { reviewer: { description: 'Reviews code', prompt: 'You are the strict reviewer.', tools: ['Read', 'Grep'] } };
+      const { messages, error } = await collect(query({
+        prompt: 'get a review', options: await world.options({ agents, permissionMode: 'bypassPermissions' }),
+      }));
+      check(error === null, 'no error', String(error));
+      const requests = world.requests();
+      check(requests.length === 3, 'parent, child, parent', requests.length);
+      const parentTools = JSON.stringify(requests[0].body.tools);
+      check(parentTools.includes('reviewer'), "the task tool lists the client's type", requests[0].body.tools);
+      const child = requests[1].body;
+      check(JSON.stringify(child.system).includes('You are the strict reviewer.'), "the child runs the type's prompt", child.system);
+      const childTools = child.tools.map((t) => t.name).sort();
+      check(JSON.stringify(childTools) === JSON.stringify(['grep', 'read']), "the child has the type's tools only", childTools);
+      check(messages.at(-1).result === 'Reviewed.', 'the parent finishes', messages.at(-1));
+    } finally { world.close(); }
+  },
+
   async 'maxTurns reached'() {
     const world = new World([
       { tool_calls: [{ name: 'shell', input: { command: 'echo 1' } }] },
