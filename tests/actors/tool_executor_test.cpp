@@ -425,3 +425,50 @@ TEST_CASE("task_stop also stops what the task detached from its group") {
   CHECK(wait_until_gone(pid, std::chrono::seconds{10}));
   ::kill(pid, SIGKILL);
 }
+
+TEST_CASE("a file tool holds its path to where the permission check found it to lead") {
+  // A link swapped in after the decision (a background task, another process, a person
+  // answering slowly) is refused, never followed.
+  executor_fixture f;
+  namespace fs = std::filesystem;
+  auto work = f.dir.path();
+  auto outside = f.dir / "outside";
+  fs::create_directories(outside);
+  fs::create_directories(work / "inside");
+  fs::create_directories(work / "secret");
+  write_file(outside / "victim.txt", "original\n");
+  write_file(work / "secret/key.txt", "SECRET=hunter2\n");
+  write_file(work / "mine.txt", "original\n");
+  write_file(work / "notes.txt", "notes\n");
+  auto held = [&](const std::string& name, json input, const fs::path& approved) {
+    caf::scoped_actor self{f.actors.sys()};
+    tool_result out;
+    tool_call call{"call_1", name, std::move(input), call_format::native};
+    call.approved_path = approved.string();
+    self->request(f.executor, std::chrono::seconds{30}, execute_atom::value, call)
+      .receive([&](tool_result& r) { out = std::move(r); },
+               [&](caf::error& e) { FAIL("execute failed: " << f.actors.sys().render(e)); });
+    return out;
+  };
+  // Each was allowed where it led then; the link is swapped in since.
+  fs::create_symlink(outside, work / "link");
+  auto written = held("write", {{"path", "link/new.txt"}, {"content", "escaped"}},
+                      work / "inside/new.txt");
+  fs::remove(work / "mine.txt");
+  fs::create_symlink(outside / "victim.txt", work / "mine.txt");
+  auto edited = held("edit",
+                     {{"path", "mine.txt"}, {"old_string", "original"}, {"new_string", "edited"}},
+                     work / "mine.txt");
+  fs::remove(work / "notes.txt");
+  fs::create_symlink(work / "secret/key.txt", work / "notes.txt");
+  auto read = held("read", {{"path", "notes.txt"}}, work / "notes.txt");
+  CHECK_FALSE(fs::exists(outside / "new.txt"));
+  CHECK(read_file(outside / "victim.txt") == "original\n");
+  for (auto* result : {&written, &edited, &read}) {
+    CAPTURE(result->output);
+    CHECK(result->is_error);
+    CHECK(result->output.find("as when it was allowed (a link changed meanwhile)") !=
+          std::string::npos);
+    CHECK(result->output.find("hunter2") == std::string::npos);
+  }
+}

@@ -575,7 +575,7 @@ TEST_CASE("file tools reach hooks as Claude Code's Write, Edit and Read with its
   CHECK(runs[3]["tool_input"] == json{{"file_path", "a.txt"}, {"offset", 2}, {"limit", 2}});
 }
 
-TEST_CASE("permissionDecision allow runs a call nobody could approve; deny rules still hold") {
+TEST_CASE("permissionDecision allow runs a call nobody could approve, but deny rules still hold") {
   cli_fixture f;
   auto allow = answering(R"({"hookSpecificOutput":{"hookEventName":"PreToolUse",)"
                          R"("permissionDecision":"allow","permissionDecisionReason":"vetted"}})");

@@ -186,9 +186,10 @@ TEST_CASE("a chat whose session has ended does not stay open for a scan that can
   CHECK(r.err.find("a tool was still running") != std::string::npos);
 }
 
-TEST_CASE("a link swapped in between the permission check and the call is refused, not followed") {
-  // A PreToolUse hook runs after the decision and before the tool: it stands for anything that
-  // changes the tree meanwhile (a background task, another process, a person answering slowly).
+TEST_CASE("a link a PreToolUse hook swaps in is judged by the permission check, never followed") {
+  // PreToolUse hooks run before the permission check (as Claude Code's do), so the check sees
+  // the tree as they left it. A link swapped in after the check is the tools' own to refuse
+  // (tests/actors/tool_executor_test.cpp).
   cli_fixture f;
   auto work = f.dir / "work";
   auto outside = f.dir / "outside";
@@ -225,9 +226,11 @@ TEST_CASE("a link swapped in between the permission check and the call is refuse
   REQUIRE(results.size() == 3);
   for (auto& result : results) {
     CAPTURE(result);
-    CHECK(result.find("as when it was allowed (a link changed meanwhile)") != std::string::npos);
+    CHECK(result.rfind("Permission denied: ", 0) == 0);
     CHECK(result.find("hunter2") == std::string::npos);
   }
+  CHECK(results[0].find("which leads to " + (outside / "new.txt").string()) != std::string::npos);
+  CHECK(results[2].find("denied by the rule read(secret/**)") != std::string::npos);
 }
 
 TEST_CASE("an interrupt from another process ends a run busy with an uncut scan, as a signal does") {

@@ -79,7 +79,7 @@ TEST_CASE("bad front matter names the file and the line") {
   }
 }
 
-TEST_CASE("the project's types replace the user's of the same name; two in one directory fail") {
+TEST_CASE("the project's types replace the user's of the same name, and two in one directory fail") {
   temp_dir dir;
   auto home = dir / "home";
   auto user = dir / "home/.config/troupe";
@@ -104,7 +104,9 @@ TEST_CASE("the project's types replace the user's of the same name; two in one d
   write_file(work / ".claude/agents/again.md", define("reviewer", "twice"));
   auto twice = read_agent_types(work, user, home);
   REQUIRE_FALSE(twice);
-  CHECK(twice.error().find("again.md: the agent name 'reviewer' is") != std::string::npos);
+  CHECK(twice.error().find("reviewer.md: the agent name 'reviewer' is " +
+                           (work / ".claude/agents/again.md").string() + "'s too") !=
+        std::string::npos);
 }
 
 TEST_CASE("an agent file that leads out of the project, or is huge, is a start-up error") {

@@ -79,7 +79,7 @@ TEST_CASE("no files: no section, nothing to warn about") {
   CHECK(read.warnings.empty());
 }
 
-TEST_CASE("a file linked twice is read once; a link out of the project is not read") {
+TEST_CASE("a file linked twice is read once, and a link out of the project is not read") {
   tree t;
   write_file(t.work / "CLAUDE.md", "the rules");
   std::filesystem::create_symlink("CLAUDE.md", t.work / "AGENTS.md");
