@@ -212,6 +212,42 @@ void note_turn_end(session_ptr self, terminal_reason reason, std::string error,
   turn->error_kind = kind;
 }
 
+namespace {
+
+// A report of what happened since the last one: the turn's reason, answer and steps, and the
+// usage, cost, model time and refusals counted since.
+void publish_report(session_ptr self, terminal_reason reason, std::string error,
+                    model_error_kind kind, std::chrono::steady_clock::time_point started,
+                    int32_t steps, std::string result) {
+  auto& st = self->state;
+  auto summary = summarise(st, reason, std::move(error), kind);
+  summary.result_text = std::move(result);
+  summary.usage.input_tokens = st.usage.input_tokens - st.reported_usage.input_tokens;
+  summary.usage.output_tokens = st.usage.output_tokens - st.reported_usage.output_tokens;
+  summary.usage.cache_read_tokens = st.usage.cache_read_tokens - st.reported_usage.cache_read_tokens;
+  summary.usage.cache_write_tokens =
+    st.usage.cache_write_tokens - st.reported_usage.cache_write_tokens;
+  summary.cost_usd = st.run_cost_usd - st.reported_cost;
+  summary.api_duration_ms = st.api_ms - st.reported_api_ms;
+  summary.duration_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::steady_clock::now() - started)
+                          .count();
+  summary.permission_denials.assign(
+    st.permission_denials.begin() +
+      static_cast<std::ptrdiff_t>(std::min(st.reported_denials, st.permission_denials.size())),
+    st.permission_denials.end());
+  // Claude Code's num_turns is the model calls of what is reported: this turn's steps.
+  summary.state.turn_count = steps;
+  summary.state.total_steps = steps;
+  st.reported_usage = st.usage;
+  st.reported_cost = st.run_cost_usd;
+  st.reported_api_ms = st.api_ms;
+  st.reported_denials = st.permission_denials.size();
+  publish(self, turn_ended_event{std::move(summary)});
+}
+
+} // namespace
+
 void report_turn_end(session_ptr self) {
   auto& st = self->state;
   if (!st.open_turn)
@@ -220,23 +256,17 @@ void report_turn_end(session_ptr self) {
   st.open_turn.reset();
   if (!st.config().report_turns)
     return;
-  auto summary = summarise(st, turn.reason, turn.error, turn.error_kind);
-  auto minus = [](int64_t now, int64_t then) { return now - then; };
-  summary.usage.input_tokens = minus(st.usage.input_tokens, turn.usage.input_tokens);
-  summary.usage.output_tokens = minus(st.usage.output_tokens, turn.usage.output_tokens);
-  summary.usage.cache_read_tokens = minus(st.usage.cache_read_tokens, turn.usage.cache_read_tokens);
-  summary.usage.cache_write_tokens =
-    minus(st.usage.cache_write_tokens, turn.usage.cache_write_tokens);
-  summary.cost_usd = st.run_cost_usd - turn.cost_usd;
-  summary.duration_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                          std::chrono::steady_clock::now() - turn.started)
-                          .count();
-  summary.api_duration_ms = st.api_ms - turn.api_ms;
-  summary.permission_denials.assign(
-    st.permission_denials.begin() +
-      static_cast<std::ptrdiff_t>(std::min(turn.denials, st.permission_denials.size())),
-    st.permission_denials.end());
-  publish(self, turn_ended_event{std::move(summary)});
+  publish_report(self, turn.reason, turn.error, turn.error_kind, turn.started,
+                 st.state.total_steps - turn.steps, st.last_assistant_text);
+}
+
+void report_command(session_ptr self) {
+  auto& st = self->state;
+  st.command_report_pending = false;
+  if (!st.config().report_turns || st.phase == session_phase::ended)
+    return;
+  publish_report(self, terminal_reason::completed, {}, model_error_kind::none,
+                 std::chrono::steady_clock::now(), 0, {});
 }
 
 void end_wait_done(session_ptr self) {

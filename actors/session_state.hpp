@@ -135,15 +135,21 @@ struct session_state {
   /// it started, and how it ended when not `completed`.
   struct turn_record {
     std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
-    token_usage usage;
-    double cost_usd = 0;
-    size_t denials = 0;
-    int64_t api_ms = 0;
+    /// total_steps when it started: its own steps are the rest.
+    int32_t steps = 0;
     terminal_reason reason = terminal_reason::completed;
     std::string error;
     model_error_kind error_kind = model_error_kind::none;
   };
   std::optional<turn_record> open_turn;
+  /// What the last turn report counted up to: the next one reports what came after it (a
+  /// subagent's cost that arrives between turns included).
+  token_usage reported_usage;
+  double reported_cost = 0;
+  size_t reported_denials = 0;
+  int64_t reported_api_ms = 0;
+  /// A slash command's report waits for the compaction it started.
+  bool command_report_pending = false;
   /// The client said no more input comes (control end-input).
   bool input_closed = false;
   /// A model switch asked for while busy, made when the turn ends.
@@ -189,6 +195,10 @@ void note_turn_end(session_ptr self, terminal_reason reason, std::string error =
 
 /// Publishes the turn_ended_event of the turn in flight, if one is open (report_turns).
 void report_turn_end(session_ptr self);
+
+/// Publishes the report of a slash command a client sent (report_turns): a success with no
+/// model call and an empty result, as Claude Code answers one.
+void report_command(session_ptr self);
 
 /// A summary of the session so far as the terminal event says it (the ended event and every
 /// turn's), with this reason and error.

@@ -98,10 +98,7 @@ void start_turn(session_ptr self) {
   st.state.step_count = 0;
   st.state.transition = transition_reason::next_turn;
   session_state::turn_record record;
-  record.usage = st.usage;
-  record.cost_usd = st.run_cost_usd;
-  record.denials = st.permission_denials.size();
-  record.api_ms = st.api_ms;
+  record.steps = st.state.total_steps;
   st.open_turn = record;
   if (st.state.auto_compact.compacted)
     st.state.auto_compact.turns_since_compact++;
@@ -235,6 +232,8 @@ void go_idle(session_ptr self) {
 void next_turn(session_ptr self) {
   auto& st = self->state;
   report_turn_end(self);
+  if (st.command_report_pending)
+    report_command(self); // the compaction a client's /compact started is done
   if (!st.pending_model.empty() && st.phase != session_phase::ended) {
     auto spec = std::exchange(st.pending_model, std::string{});
     if (auto problem = change_model(self, spec, {}); !problem.empty())
@@ -272,8 +271,11 @@ void next_turn(session_ptr self) {
     }
     auto input = std::move(*next);
     if (run_command(self, input)) {
-      if (st.phase == session_phase::compacting)
+      if (st.phase == session_phase::compacting) {
+        st.command_report_pending = true;
         return; // the compaction's end resumes the loop
+      }
+      report_command(self);
       continue;
     }
     if (input.origin == message_origin::task_notification) {

@@ -168,6 +168,12 @@ void ask(step_ptr self, const std::string& reason, bool by_hook = false) {
           // The client edited the call: it runs as edited, and no rule's refusal is lifted by
           // the edit.
           const auto* spec = s.config.registry->find(asked.name);
+          if (auto problem = validate_input(*spec, verdict.updated_input)) {
+            answer_without_running(self, error_result("Not run: the client rewrote the call's "
+                                                      "input into one the tool cannot take: " +
+                                                      *problem));
+            return;
+          }
           auto judged = s.permissions->can_use_tool(*spec, verdict.updated_input);
           if (judged.outcome == permission_outcome::deny) {
             deny(self, judged.reason, judged.cause);

@@ -662,6 +662,10 @@ int execute_run(run_settings settings, std::FILE* out, std::function<void()> bef
       return; // a resized terminal is no reason to stop
     if (signals_seen.fetch_add(1) == 0) {
       spdlog::info("signal {}: interrupting the run", sig);
+      // A client's session would wait for its next message after the interrupted turn: the
+      // signal ends the run, as it ends any other.
+      if (client)
+        caf::anon_send(agent, control_atom::value, control_command::end_input, std::string{});
       caf::anon_send<caf::message_priority::high>(agent, interrupt_atom::value);
     } else {
       caf::anon_send_exit(agent, caf::exit_reason::kill);
@@ -683,9 +687,12 @@ int execute_run(run_settings settings, std::FILE* out, std::function<void()> bef
         code = 1; // the last turn's result was an error
       else if (client && end.reason == terminal_reason::completed)
         code = 0;
-      if ((settings.claude_exit_codes || client) && code != 0 &&
-          !(end.reason == terminal_reason::interrupted && signals_seen.load() > 0))
+      if ((settings.claude_exit_codes || client) && code != 0)
         code = 1;
+      if (signals_seen.load() > 0 && end.reason != terminal_reason::completed)
+        code = exit_code_for(terminal_reason::interrupted); // 130: a signal stopped it
+      else if (client && signals_seen.load() > 0)
+        code = exit_code_for(terminal_reason::interrupted);
     } else if (signals_seen.load() > 1) {
       std::fprintf(stderr, "troupe: interrupted twice, stopped without finishing the run\n");
       sys.await_actors_before_shutdown(false);

@@ -185,11 +185,10 @@ expected<bool> resolve_project_instructions(const run_flags& flags,
   if (!files)
     return failure{files.error()};
   bool on = true;
-  for (auto& [file, json] : *files)
-    if (auto value = json.find("projectInstructions"); value != json.end()) {
+  for (auto& source : *files)
+    if (auto value = source.json.find("projectInstructions"); value != source.json.end()) {
       if (!value->is_boolean())
-        return failure{"settings file " + file.string() +
-                       ": \"projectInstructions\" must be true or false"};
+        return failure{source.where() + ": \"projectInstructions\" must be true or false"};
       on = value->get<bool>();
     }
   return on;

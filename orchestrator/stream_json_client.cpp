@@ -226,7 +226,10 @@ expected<client_initialize> read_initialize(const nlohmann::json& request,
       try {
         event = nlohmann::json(event_name).get<hook_event>();
       } catch (const nlohmann::json::exception&) {
-        return failure{"initialize: hooks." + event_name + " is no hook event troupe knows"};
+        // The SDK knows events troupe has no place for (Notification, SubagentStop, …): their
+        // hooks never fire here, and the session goes on.
+        init.skipped_events.push_back(event_name);
+        continue;
       }
       if (!matchers.is_array())
         return failure{"initialize: hooks." + event_name + " must be an array"};
@@ -330,6 +333,8 @@ struct stream_client_state {
   std::map<std::string, caf::typed_response_promise<hook_process_result>> hooks;
   /// Lines that came before the session did (none in practice: the launch precedes the reader).
   std::vector<std::string> early;
+  /// stdin ended: nobody can answer a request any more.
+  bool input_ended = false;
 };
 
 using client_ptr = stream_client_actor::stateful_pointer<stream_client_state>;
@@ -501,6 +506,21 @@ stream_client_actor::behavior_type stream_client(client_ptr self, stream_client_
     },
     [=](client_atom) {
       auto& st = self->state;
+      // What is still asked can never be answered now: refused, as later requests are.
+      st.input_ended = true;
+      for (auto& [id, ask] : st.asks) {
+        permission_verdict verdict;
+        verdict.message = "the client's input ended before it answered";
+        ask.promise.deliver(std::move(verdict));
+      }
+      st.asks.clear();
+      for (auto& [id, hook] : st.hooks) {
+        hook_process_result failed;
+        failed.exit_code = 1;
+        failed.err = "the client's input ended before it answered";
+        hook.deliver(std::move(failed));
+      }
+      st.hooks.clear();
       // The client's input is over: the session finishes what is queued, then ends.
       self->request(st.session, std::chrono::seconds{30}, control_atom::value,
                     control_command::end_input, std::string{})
@@ -508,6 +528,11 @@ stream_client_actor::behavior_type stream_client(client_ptr self, stream_client_
     },
     [=](ask_atom, const tool_call& call,
         const std::string& reason) -> caf::result<permission_verdict> {
+      if (self->state.input_ended) {
+        permission_verdict verdict;
+        verdict.message = "the client's input has ended, so nobody can allow this call";
+        return verdict;
+      }
       auto id = next_id(self);
       auto promise = self->make_response_promise<permission_verdict>();
       self->state.asks.emplace(id, pending_ask{call.name, promise});
@@ -524,6 +549,12 @@ stream_client_actor::behavior_type stream_client(client_ptr self, stream_client_
     },
     [=](hook_atom, const std::string& callback_id, const nlohmann::json& input,
         const std::string& tool_use_id) -> caf::result<hook_process_result> {
+      if (self->state.input_ended) {
+        hook_process_result failed;
+        failed.exit_code = 1;
+        failed.err = "the client's input has ended, so its hook cannot run";
+        return failed;
+      }
       auto id = next_id(self);
       auto promise = self->make_response_promise<hook_process_result>();
       self->state.hooks.emplace(id, promise);
@@ -604,6 +635,8 @@ expected<client_run> open_client(caf::actor_system& sys, run_settings& settings,
       if (!init->append_system_prompt.empty())
         settings.extra_system += (settings.extra_system.empty() ? "" : "\n\n") +
                                  init->append_system_prompt;
+      for (auto& name : init->skipped_events)
+        warn("initialize: troupe has no " + name + " event; its hooks never run");
       setup.initialize = std::move(*init);
     } else {
       run.first_line = std::move(*line);

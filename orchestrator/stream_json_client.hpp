@@ -88,6 +88,8 @@ struct client_initialize {
   agent_types agents;
   /// Asked for but not carried out here (MCP servers): named in the answer.
   bool mcp_servers = false;
+  /// Hook events troupe has none of: their callbacks are never called (told on stderr).
+  std::vector<std::string> skipped_events;
 };
 
 /// Reads an initialize request's body (`request`); a malformed one is an error.

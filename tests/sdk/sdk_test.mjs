@@ -336,6 +336,52 @@ const cases = {
     } finally { world.close(); }
   },
 
+  async 'a slash command gets a result'() {
+    const world = new World([]);
+    try {
+      const { messages, error } = await collect(query({ prompt: '/tokens', options: await world.options() }));
+      check(error === null, 'no error, no hang', String(error));
+      const result = messages.find((m) => m.type === 'result');
+      check(result && result.subtype === 'success' && result.num_turns === 0 && result.result === '',
+            'a model-less success result', result);
+      check(world.requests().length === 0, 'no model call');
+    } finally { world.close(); }
+  },
+
+  async "stdin's end refuses what is still to be asked, and SIGTERM ends a client run"() {
+    // The raw protocol, no SDK: a client that closes stdin at once cannot answer can_use_tool.
+    const world = new World([
+      { tool_calls: [{ name: 'shell', input: { command: 'touch asked.txt' } }] },
+      { text: 'gave up' },
+      { tool_calls: [{ name: 'shell', input: { command: 'sleep 30' } }] },
+    ]);
+    try {
+      const options = await world.options();
+      const args = ['run', '--model', options.model, '--input-format', 'stream-json',
+                    '--output-format', 'stream-json', '--permission-prompt-tool', 'stdio'];
+      const run = (then) => new Promise((resolve) => {
+        const child = spawn(troupe, args, { cwd: world.workspace, env: options.env, stdio: ['pipe', 'pipe', 'inherit'] });
+        let out = '';
+        child.stdout.on('data', (d) => { out += d; then(child, out); });
+        child.on('exit', (code, signal) => resolve({ code, signal, out }));
+        child.stdin.write(JSON.stringify({ type: 'user', message: { role: 'user', content: 'go' } }) + '\n');
+        if (then.closeAtOnce) child.stdin.end();
+      });
+      const closeAtOnce = Object.assign(() => {}, { closeAtOnce: true });
+      const first = await run(closeAtOnce);
+      check(first.code === 0, 'the run ends by itself', first);
+      check(/client's input (has )?ended/.test(first.out), 'the call is refused: nobody can answer', first.out);
+      check(!fs.existsSync(path.join(world.workspace, 'asked.txt')), 'the call did not run');
+      let killed = false;
+      const started = Date.now();
+      const second = await run((child, out) => {
+        if (!killed && out.includes('"tool_use"')) { killed = true; setTimeout(() => child.kill('SIGTERM'), 300); }
+      });
+      check(killed && second.code === 130, 'SIGTERM ends the run with 130', second);
+      check(Date.now() - started < 15000, 'at once, not when stdin ends');
+    } finally { world.close(); }
+  },
+
   async 'maxTurns reached'() {
     const world = new World([
       { tool_calls: [{ name: 'shell', input: { command: 'echo 1' } }] },

@@ -63,9 +63,13 @@ TEST_CASE("initialize: hook callbacks, prompts, and what is refused") {
   CHECK(init->hooks[0].timeout == std::chrono::milliseconds{5000});
   CHECK_FALSE(read_initialize(json::parse(R"({"hooks":{"PreToolUse":[{"matcher":"x"}]}})"), "r"));
   CHECK_FALSE(read_initialize(json::parse(R"({"systemPrompt":7})"), "r"));
-  auto unknown = read_initialize(json::parse(R"({"hooks":{"NoSuchEvent":[]}})"), "r");
-  REQUIRE_FALSE(unknown);
-  CHECK(unknown.error().find("NoSuchEvent") != std::string::npos);
+  // An event troupe lacks is skipped, not fatal (the SDK knows events troupe has none of).
+  auto unknown = read_initialize(
+    json::parse(R"({"hooks":{"SubagentStop":[{"hookCallbackIds":["h"]}],"Stop":[{"hookCallbackIds":["s"]}]}})"), "r");
+  REQUIRE(unknown);
+  CHECK(unknown->skipped_events == std::vector<std::string>{"SubagentStop"});
+  REQUIRE(unknown->hooks.size() == 1);
+  CHECK(unknown->hooks[0].callback_id == "s");
 }
 
 TEST_CASE("stdin is read line by line as it comes, and an oversized line is skipped") {
