@@ -193,6 +193,9 @@ int run_cli(int argc, char** argv) {
   // Claude Code's spelling (`troupe -p`, a bare prompt) exits as Claude Code does: 1 for every
   // error result; `troupe run` keeps troupe's codes per terminal state.
   settings->claude_exit_codes = rewritten->claude_form || flags.print;
+  // `claude -p` prints the answer alone; `troupe run` shows the session as it goes.
+  settings->render.answer_only =
+    settings->claude_exit_codes && settings->render.format == output_format::text;
   return execute_run(std::move(*settings), stdout);
 }
 

@@ -1,5 +1,6 @@
 #include "orchestrator/renderer.hpp"
 
+#include <cstdio>
 #include <type_traits>
 #include <utility>
 
@@ -74,6 +75,8 @@ void print(self_ptr self, const Event& event) {
     if (st.options.claude_names)
       use_claude_names(line);
     text = line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  } else if (st.options.answer_only) {
+    return; // only the answer, at the end
   } else {
     text = text_of(st, event);
   }
@@ -95,8 +98,19 @@ void finish(self_ptr self, const session_ended_event& e) {
   bool own_result = !st.options.report_turns ||
                     (!e.turn_reported && e.reason != terminal_reason::completed &&
                      e.reason != terminal_reason::backgrounded);
-  if (own_result)
+  if (st.options.answer_only && st.options.format == output_format::text) {
+    auto answer = printable(e.result_text);
+    if (!answer.empty() && answer.back() != '\n')
+      answer += "\n";
+    if (!answer.empty() && !st.sink.write(answer))
+      st.output_closed = true;
+    if (!e.error_message.empty())
+      std::fprintf(stderr, "troupe: error: %s\n", printable(e.error_message).c_str());
+    else if (e.reason != terminal_reason::completed && e.reason != terminal_reason::backgrounded)
+      std::fprintf(stderr, "troupe: the run ended %s\n", to_string(e.reason));
+  } else if (own_result) {
     print(self, e);
+  }
   if (st.sink.on_end)
     st.sink.on_end(e);
   self->quit();

@@ -25,6 +25,9 @@ struct render_options {
   bool colour = false;
   /// Text: show the user's own prompts (a chat has them on the screen already).
   bool echo_prompts = true;
+  /// Text as `claude -p` prints it: the answer alone on stdout (an error on stderr), for
+  /// `x=$(troupe -p …)`.
+  bool answer_only = false;
   /// stream-json for a stream-json client: one result line per turn (turn_ended_event), none
   /// for the session's end unless it ended outside a turn with an error.
   bool report_turns = false;

@@ -82,6 +82,8 @@ struct subagent_setup {
   bool own_engine = false;
   disk_io_actor disk;
   subagent_factory factory; // itself: subagents launch subagents
+  /// Asks a stream-json client about subagents' calls (--permission-prompt-tool stdio).
+  permission_asker_actor asker;
   /// Sinks that follow every subagent's messages (set before the run starts, read after).
   std::vector<event_sink_actor> watchers;
   /// A subagent's system prompt for the shared registry, one per tool format, made before any
@@ -268,6 +270,7 @@ expected<session_actor> spawn_subagent(caf::actor_system& sys,
   child.hook_commands = parent_settings.hook_commands;
   child.hook_shell = parent_settings.shell_program;
   child.hook_callbacks = parent_settings.hook_callbacks;
+  child.asker = setup->asker;
   child.parent_tool_use_id = launch.call_id;
   child.subscribers.insert(child.subscribers.end(), setup->watchers.begin(), setup->watchers.end());
   child.process_environment = session_environment(launch.agent_id, parent_settings);
@@ -469,6 +472,10 @@ expected<launched_agent> launch_agent(caf::actor_system& sys, run_settings& sett
   setup->permissions = session.permissions;
   setup->engine = engine;
   setup->disk = session.disk;
+  // A client that answers permission questions answers its subagents' too (the Agent SDK's
+  // canUseTool sees every call); a terminal's person is asked for the main agent only.
+  if (settings.ask_client)
+    setup->asker = asker;
   setup->instructions = settings.instructions;
   setup->types = settings.subagent_types;
   for (auto format : {tool_format::tool, tool_format::markdown, tool_format::xml})
@@ -619,6 +626,8 @@ int execute_run(run_settings settings, std::FILE* out, std::function<void()> bef
   std::optional<client_run> client;
   if (settings.stream_input) {
     auto opened = open_client(sys, settings, out);
+    if (!opened && opened.error() == client_interrupted)
+      return exit_code_for(terminal_reason::interrupted);
     if (!opened) {
       std::fprintf(stderr, "troupe: %s\n", opened.error().c_str());
       return 2;
@@ -675,7 +684,7 @@ int execute_run(run_settings settings, std::FILE* out, std::function<void()> bef
   caf::anon_send(agent, subscribe_atom::value, renderer);
   caf::anon_send(agent, start_atom::value);
   if (client)
-    start_client(*client, agent);
+    start_client(*client, agent, settings.session_id);
 
   using namespace std::chrono_literals;
   int code = -1;

@@ -30,6 +30,17 @@ void block_termination_signals() {
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
 }
 
+bool termination_pending() {
+  sigset_t pending;
+  sigemptyset(&pending);
+  if (sigpending(&pending) != 0)
+    return false;
+  for (int sig : {SIGINT, SIGTERM, SIGHUP})
+    if (sigismember(&pending, sig) == 1)
+      return true;
+  return false;
+}
+
 signal_forwarder::signal_forwarder(std::function<void(int)> on_signal)
   : thread_([this, on_signal = std::move(on_signal)] {
       auto set = termination_signals();

@@ -13,6 +13,10 @@ namespace troupe {
 /// threads it starts later. Call before the actor system exists so CAF's threads inherit it.
 void block_termination_signals();
 
+/// True when SIGINT, SIGTERM or SIGHUP is pending (blocked and not taken yet): for a wait that
+/// comes before the forwarder exists.
+bool termination_pending();
+
 /// Waits for SIGINT/SIGTERM/SIGHUP/SIGWINCH on its own thread and hands each to a callback.
 class signal_forwarder {
 public:

@@ -1,5 +1,6 @@
 #include "orchestrator/stream_json_client.hpp"
 
+#include <poll.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,6 +20,7 @@
 #include "orchestrator/cli.hpp"
 #include "orchestrator/model_flags.hpp"
 #include "orchestrator/run_command.hpp"
+#include "orchestrator/signals.hpp"
 #include "tools/claude_code_names.hpp"
 
 namespace troupe {
@@ -133,6 +135,7 @@ client_line parse_client_line(std::string_view line) {
   }
   auto type = string_field(json, "type");
   if (type == "user") {
+    out.subtype = "user"; // an invalid one is still a message its sender waits on
     auto message = json.find("message");
     if (message == json.end() || !message->is_object() || !message->contains("content")) {
       out.error = "a user line needs \"message\": {\"role\": \"user\", \"content\": …}";
@@ -335,6 +338,8 @@ struct stream_client_state {
   std::vector<std::string> early;
   /// stdin ended: nobody can answer a request any more.
   bool input_ended = false;
+  /// The session's id, for lines the front end writes itself.
+  std::string session_id;
 };
 
 using client_ptr = stream_client_actor::stateful_pointer<stream_client_state>;
@@ -386,10 +391,8 @@ void on_control_request(client_ptr self, const client_line& line) {
     });
   } else if (line.subtype == "set_model") {
     auto model = string_field(body, "model");
-    if (model.empty()) {
-      send_line(self, control_failure(id, "set_model needs a model"));
-      return;
-    }
+    if (model.empty()) // the SDK's setModel() without one: back to the run's own
+      model = st.setup.initialize_answer["models"][0].value("value", std::string{});
     ask_session(self, id, control_command::model, model,
                 [](const control_reply&) { return nlohmann::json::object(); });
   } else if (line.subtype == "set_max_thinking_tokens") {
@@ -473,6 +476,16 @@ void on_line(client_ptr self, const std::string& text) {
       break; // troupe answers every request at once: nothing to cancel
     case client_line::kind::invalid:
       warn(line.error + "; the line was skipped");
+      if (line.subtype == "user") // its sender waits for a result: it gets one
+        send_line(self, {{"type", "result"},
+                         {"subtype", "error_during_execution"},
+                         {"is_error", true},
+                         {"errors", nlohmann::json::array({line.error})},
+                         {"error", line.error},
+                         {"result", ""},
+                         {"num_turns", 0},
+                         {"session_id", st.session_id},
+                         {"uuid", new_message_id()}});
       break;
   }
 }
@@ -484,9 +497,10 @@ std::string next_id(client_ptr self) {
 stream_client_actor::behavior_type stream_client(client_ptr self, stream_client_setup setup) {
   self->state.setup = std::move(setup);
   return {
-    [=](client_atom, const session_actor& session) {
+    [=](client_atom, const session_actor& session, const std::string& session_id) {
       auto& st = self->state;
       st.session = session;
+      st.session_id = session_id;
       if (st.setup.initialize) {
         auto answer = st.setup.initialize_answer;
         answer["hooks_applied"] = true;
@@ -601,6 +615,14 @@ expected<client_run> open_client(caf::actor_system& sys, run_settings& settings,
   stream_client_setup setup;
   setup.out = run.writer;
   for (;;) {
+    // Waiting for the client's first word, troupe still stops on a signal (no forwarder yet).
+    for (;;) {
+      pollfd ready{STDIN_FILENO, POLLIN, 0};
+      if (::poll(&ready, 1, 100) != 0)
+        break; // readable, ended or failed: the read says which
+      if (termination_pending())
+        return failure{client_interrupted};
+    }
     std::string error;
     auto line = run.reader->next(&error);
     if (!error.empty())
@@ -669,8 +691,8 @@ expected<client_run> open_client(caf::actor_system& sys, run_settings& settings,
   return run;
 }
 
-void start_client(client_run& client, session_actor session) {
-  caf::anon_send(client.actor, client_atom::value, std::move(session));
+void start_client(client_run& client, session_actor session, const std::string& session_id) {
+  caf::anon_send(client.actor, client_atom::value, std::move(session), session_id);
   if (client.first_line)
     caf::anon_send(client.actor, client_atom::value, std::move(*client.first_line));
   read_client_lines(client.reader, client.actor);

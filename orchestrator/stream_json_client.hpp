@@ -114,6 +114,9 @@ void read_client_lines(std::shared_ptr<line_reader> reader, stream_client_actor 
 
 struct run_settings;
 
+/// open_client's error when a signal came before the client's first line (exit 130).
+inline constexpr const char* client_interrupted = "interrupted before the client's first line";
+
 /// A client run's front end before its session exists: the actor, stdout's writer, stdin's
 /// reader, and the first line when it was not an initialize request.
 struct client_run {
@@ -130,7 +133,7 @@ expected<client_run> open_client(caf::actor_system& sys, run_settings& settings,
                                  std::FILE* out);
 
 /// Gives the front end its session and starts reading the rest of stdin into it.
-void start_client(client_run& client, session_actor session);
+void start_client(client_run& client, session_actor session, const std::string& session_id);
 
 /// A control_response line.
 nlohmann::json control_success(const std::string& request_id,

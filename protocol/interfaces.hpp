@@ -177,8 +177,8 @@ using hook_callback_actor = caf::typed_actor<
 /// The front end of a stream-json client (orchestrator/stream_json_client): it asks the client
 /// about calls (--permission-prompt-tool stdio) and runs its hook callbacks.
 using stream_client_actor = permission_asker_actor::extend_with<hook_callback_actor>::extend<
-  // The session it drives, once launched.
-  caf::reacts_to<client_atom, session_actor>,
+  // The session it drives, once launched, and its id.
+  caf::reacts_to<client_atom, session_actor, std::string>,
   // A line of stdin.
   caf::reacts_to<client_atom, std::string>,
   // The end of stdin.
