@@ -107,7 +107,12 @@ void finish(self_ptr self, const session_ended_event& e) {
     if (!e.error_message.empty())
       std::fprintf(stderr, "troupe: error: %s\n", printable(e.error_message).c_str());
     else if (e.reason != terminal_reason::completed && e.reason != terminal_reason::backgrounded)
-      std::fprintf(stderr, "troupe: the run ended %s\n", to_string(e.reason));
+      std::fprintf(stderr, "troupe: the run ended %s%s\n", to_string(e.reason),
+                   e.permission_denials.empty()
+                     ? ""
+                     : printable(": " + e.permission_denials.back().tool_name + " was refused: " +
+                                 e.permission_denials.back().reason)
+                         .c_str());
   } else if (own_result) {
     print(self, e);
   }

@@ -475,7 +475,7 @@ expected<launched_agent> launch_agent(caf::actor_system& sys, run_settings& sett
   // A client that answers permission questions answers its subagents' too (the Agent SDK's
   // canUseTool sees every call); a terminal's person is asked for the main agent only.
   if (settings.ask_client)
-    setup->asker = asker;
+    setup->asker = session.asker;
   setup->instructions = settings.instructions;
   setup->types = settings.subagent_types;
   for (auto format : {tool_format::tool, tool_format::markdown, tool_format::xml})

@@ -114,6 +114,22 @@ TEST_CASE("the prompt comes from stdin with -p alone, and with no words at all")
   CHECK(json::parse(split_lines(weird.out)[1])["message"]["content"] == "--weird prompt");
 }
 
+TEST_CASE("troupe -p prints the answer alone, as claude -p does") {
+  cli_fixture f;
+  auto answer = claude(f, {"-p", "say hi", "--model", f.script({text_line("hi there")})});
+  CHECK(answer.exit_code == 0);
+  CHECK(answer.out == "hi there\n");
+  // troupe run shows the session as it goes.
+  auto shown = claude(f, {"run", "say hi", "--model", f.script({text_line("hi there")})});
+  CHECK(shown.out.find("● completed") != std::string::npos);
+  // An error goes to stderr; stdout holds no answer.
+  auto failed = claude(f, {"-p", "say hi", "--model", f.script({shell_reply("true")}),
+                           "--allowedTools", "Bash"}); // the script runs out at step 2
+  CHECK(failed.exit_code == 1);
+  CHECK(failed.out.find("●") == std::string::npos); // no session view, at most the last text
+  CHECK(failed.err.find("troupe: error:") != std::string::npos);
+}
+
 TEST_CASE("--output-format json prints the stream-json result line and nothing else") {
   cli_fixture f;
   auto steps = std::vector<json>{shell_reply("echo hi"), text_line("all done")};

@@ -382,6 +382,42 @@ const cases = {
     } finally { world.close(); }
   },
 
+  async "canUseTool is asked about a subagent's calls"() {
+    const world = new World([
+      { tool_calls: [{ name: 'task', input: { prompt: 'make a file', description: 'make a file' } }] },
+      { tool_calls: [{ name: 'shell', input: { command: 'echo from-the-child' } }] },
+      { text: 'child done' },
+      { text: 'parent done' },
+    ]);
+    try {
+      const asked = [];
+      const canUseTool = async (toolName, input) => { asked.push(toolName); return { behavior: 'allow', updatedInput: input }; };
+      const input = inputChannel();
+      input.push('delegate');
+      const { messages, error } = await collect(query({ prompt: input, options: await world.options({ canUseTool }) }), (m) => {
+        if (m.type === 'result') input.close();
+      });
+      check(error === null, 'no error', String(error));
+      check(asked.includes('Bash'), "the subagent's Bash call was asked", asked);
+      check(JSON.stringify(messages).includes('from-the-child'), "the subagent's call ran", messages);
+      check(messages.at(-1).result === 'parent done', 'the parent finishes', messages.at(-1));
+    } finally { world.close(); }
+  },
+
+  async 'a message troupe cannot take gets an error result'() {
+    const world = new World([]);
+    try {
+      const input = inputChannel();
+      const image = { type: 'user', parent_tool_use_id: null, session_id: '',
+        message: { role: 'user', content: [{ type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'AAAA' } }] } };
+      const prompt = { async *[Symbol.asyncIterator]() { yield image; } };
+      const { messages } = await collect(query({ prompt, options: await world.options() }));
+      void input;
+      const result = messages.find((m) => m.type === 'result');
+      check(result && result.is_error && /image/.test(result.errors.join(' ')), 'an error result names the block', messages);
+    } finally { world.close(); }
+  },
+
   async 'maxTurns reached'() {
     const world = new World([
       { tool_calls: [{ name: 'shell', input: { command: 'echo 1' } }] },
