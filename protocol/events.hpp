@@ -27,7 +27,7 @@ struct session_started_event {
   /// Messages loaded from an existing transcript (0 for a new session).
   int64_t loaded_messages = 0;
   /// The instruction files (CLAUDE.md, AGENTS.md, …) read into the system prompt, in order.
-  std::vector<std::string> memory_files;
+  std::vector<std::string> memory_files{};
 };
 
 template <class Inspector>
@@ -42,7 +42,7 @@ struct message_event {
   message msg;
   /// A subagent's message: the id of the `task` call that launched it (empty: a session's
   /// own).
-  std::string parent_tool_use_id;
+  std::string parent_tool_use_id{};
 };
 
 template <class Inspector>
