@@ -15,10 +15,13 @@ import tempfile
 import time
 import unittest
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tmux_terminal import TmuxTerminal  # noqa: E402
+
 TROUPE = None
 
 
-class Chat:
+class Chat(TmuxTerminal):
     """One `troupe chat` in a detached tmux session."""
 
     def __init__(self, case, replies, args=(), env=None, home=None):
@@ -31,7 +34,6 @@ class Chat:
         with open(self.script, "w") as f:
             for r in replies:
                 f.write(json.dumps(r) + "\n")
-        self.socket = os.path.join(self.dir, "tmux.sock")
         variables = {"TROUPE_HOME": self.home, "TROUPE_MODEL": "", "OPENAI_API_KEY": "",
                      "ANTHROPIC_API_KEY": "", "LANG": "C.UTF-8", "TERM": "xterm-256color"}
         variables.update(env or {})
@@ -39,31 +41,7 @@ class Chat:
         unset = "" if "NO_COLOR" in variables else "unset NO_COLOR; "
         command = (f"{unset}env {exports} {TROUPE} chat --model scripted:{self.script} "
                    f"--cwd {self.work} {' '.join(args)}; echo EXIT=$?; sleep 600")
-        self.tmux("new-session", "-d", "-x", "110", "-y", "45", command)
-
-    def tmux(self, *args, check=True):
-        return subprocess.run(["tmux", "-S", self.socket, "-f", "/dev/null", *args],
-                              capture_output=True, text=True, check=check)
-
-    def keys(self, *keys):
-        self.tmux("send-keys", "-t", "0", *keys)
-
-    def type(self, text):
-        self.tmux("send-keys", "-t", "0", "-l", text)
-
-    def screen(self, escapes=False):
-        args = ["capture-pane", "-t", "0", "-p", "-J", "-S", "-200"]
-        if escapes:
-            args.append("-e")
-        return self.tmux(*args).stdout
-
-    def wait_for(self, text, limit=10.0, escapes=False):
-        deadline = time.time() + limit
-        while time.time() < deadline:
-            if text in self.screen(escapes):
-                return
-            time.sleep(0.05)
-        self.case.fail(f"{text!r} did not appear on the screen:\n{self.screen()}")
+        self.start(command)
 
     def wait_count(self, text, count, limit=10.0):
         deadline = time.time() + limit
@@ -76,10 +54,6 @@ class Chat:
     def last_line(self):
         lines = [l for l in self.screen().split("\n") if l.strip()]
         return lines[-1] if lines else ""
-
-    def close(self):
-        self.tmux("kill-server", check=False)
-        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 def prompt_ready(chat, count=1):

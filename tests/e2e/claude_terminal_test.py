@@ -15,10 +15,13 @@ import tempfile
 import time
 import unittest
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tmux_terminal import TmuxTerminal  # noqa: E402
+
 TROUPE = None
 
 
-class Terminal:
+class Terminal(TmuxTerminal):
     """One troupe command line in a detached tmux session, its workspace the current directory."""
 
     def __init__(self, case, replies, args):
@@ -31,7 +34,6 @@ class Terminal:
         with open(script, "w") as f:
             for r in replies:
                 f.write(json.dumps(r) + "\n")
-        self.socket = os.path.join(self.dir, "tmux.sock")
         variables = {"TROUPE_HOME": self.home, "TROUPE_MODEL": f"scripted:{script}",
                      "XDG_CONFIG_HOME": os.path.join(self.dir, "config"), "OPENAI_API_KEY": "",
                      "ANTHROPIC_API_KEY": "", "LANG": "C.UTF-8", "TERM": "xterm-256color"}
@@ -39,32 +41,10 @@ class Terminal:
         words = " ".join(shlex.quote(a) for a in args)
         command = (f"cd {shlex.quote(self.work)} && env {exports} {TROUPE} {words}; "
                    f"echo EXIT=$?; sleep 600")
-        self.tmux("new-session", "-d", "-x", "110", "-y", "45", command)
+        self.start(command)
 
-    def tmux(self, *args, check=True):
-        return subprocess.run(["tmux", "-S", self.socket, "-f", "/dev/null", *args],
-                              capture_output=True, text=True, check=check)
-
-    def keys(self, *keys):
-        self.tmux("send-keys", "-t", "0", *keys)
-
-    def type(self, text):
-        self.tmux("send-keys", "-t", "0", "-l", text)
-
-    def screen(self):
-        return self.tmux("capture-pane", "-t", "0", "-p", "-J", "-S", "-200").stdout
-
-    def wait_for(self, text, limit=15.0):
-        deadline = time.time() + limit
-        while time.time() < deadline:
-            if text in self.screen():
-                return
-            time.sleep(0.05)
-        self.case.fail(f"{text!r} did not appear on the screen:\n{self.screen()}")
-
-    def close(self):
-        self.tmux("kill-server", check=False)
-        shutil.rmtree(self.dir, ignore_errors=True)
+    def wait_for(self, text, limit=15.0, escapes=False):
+        super().wait_for(text, limit, escapes)
 
 
 class ClaudeSpellingOnATerminal(unittest.TestCase):
