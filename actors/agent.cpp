@@ -20,7 +20,8 @@ session_actor spawn_agent(caf::actor_system& sys, session_config session, tool_c
   // The session's processes get its own variables, whichever unit starts them.
   for (auto& [name, value] : session.process_environment)
     tools.environment.emplace(name, value);
-  auto executor = spawn_tool_executor(sys, session.registry, std::move(tools), session.disk);
+  auto executor = spawn_tool_executor(sys, session.registry, std::move(tools), session.disk,
+                                      session.mcp_servers, session.owned_mcp_servers);
   auto agent = spawn_session(sys, std::move(session), std::move(model), executor);
   caf::anon_send(executor, subscribe_atom::value, agent);
   return agent;

@@ -57,6 +57,11 @@ struct session_config {
   shared_value<std::string> system_prompt;
   std::filesystem::path cwd;
   std::shared_ptr<const tool_registry> registry;
+  /// The MCP servers whose tools the agent offers, by their names in the configuration; its
+  /// subagents inherit them. Empty: none.
+  std::map<std::string, mcp_server_actor> mcp_servers;
+  /// Those of them that are this agent's own (scope "agent"): stopped with its tool executor.
+  std::vector<mcp_server_actor> owned_mcp_servers;
   /// How tools are offered to the model and read back (markdown blocks are parsed only then).
   tool_format format = tool_format::markdown;
   /// The model's window and output size: when to elide old tool results and to compact.

@@ -9,6 +9,7 @@
 #include "store/ids.hpp"
 #include "actors/session_state.hpp"
 #include "actors/step.hpp"
+#include "actors/mcp_server.hpp"
 
 namespace troupe {
 
@@ -25,6 +26,7 @@ const char* help_text =
   "scripted:PATH\n"
   "  /tokens                context size, usage and cost so far\n"
   "  /agents                the subagents of this session and their states\n"
+  "  /mcp                   the MCP servers, their states and tools\n"
   "  /rename NAME           name the session (troupe ls, --resume NAME)";
 
 void answer(session_ptr self, std::string text) {
@@ -115,6 +117,39 @@ void list_agents(session_ptr self) {
       [=](caf::error& err) {
         answer(self, "cannot list the subagents: " + self->system().render(err));
       });
+}
+
+void list_mcp_servers(session_ptr self) {
+  auto& st = self->state;
+  const auto& servers = st.config().mcp_servers;
+  if (servers.empty()) {
+    answer(self, "no MCP servers in this session (--mcp-config, .mcp.json, \"mcpServers\" in "
+                 "settings)");
+    return;
+  }
+  // Every server asked at once; the answer, in their order, once the last has spoken.
+  struct gathering {
+    std::map<std::string, std::string> lines;
+    size_t left = 0;
+  };
+  auto gathered = std::make_shared<gathering>();
+  gathered->left = servers.size();
+  for (auto& [name, server] : servers) {
+    auto take = [=, name = name](std::string line) {
+      gathered->lines[name] = std::move(line);
+      if (--gathered->left > 0)
+        return;
+      std::string text = "MCP servers:";
+      for (auto& [each, described] : gathered->lines)
+        text += "\n" + each + described;
+      while (!text.empty() && text.back() == '\n')
+        text.pop_back();
+      answer(self, text);
+    };
+    self->request(server, std::chrono::seconds{5}, list_atom::value, int64_t{0})
+      .then([=](const mcp_server_report& report) { take(describe_mcp_report(report, true)); },
+            [=](caf::error& err) { take(" - not answering: " + self->system().render(err)); });
+  }
 }
 
 void rename(session_ptr self, const std::string& name) {
@@ -211,6 +246,8 @@ bool run_command(session_ptr self, const message& input) {
     show_tokens(self);
   } else if (name == "agents") {
     list_agents(self);
+  } else if (name == "mcp") {
+    list_mcp_servers(self);
   } else if (name == "rename") {
     rename(self, argument);
   } else {

@@ -19,6 +19,7 @@ step_config make_step_config(const session_state& st) {
   config.pre_tool_hooks = has_hooks(st, hook_event::pre_tool_use);
   config.post_tool_hooks = has_hooks(st, hook_event::post_tool_use);
   config.agents = st.agents;
+  config.mcp_servers = st.config().mcp_servers;
   return config;
 }
 

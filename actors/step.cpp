@@ -13,6 +13,7 @@
 
 #include "store/ids.hpp"
 #include "actors/step_state.hpp"
+#include "tools/mcp_wire.hpp"
 #include "context/continuation.hpp"
 #include "tools/tool_parser.hpp"
 
@@ -157,6 +158,35 @@ void on_reply(step_ptr self, model_reply& reply) {
       });
 }
 
+// Takes an MCP server's report (a newer revision replaces the one held).
+void take_mcp_report(step_ptr self, mcp_server_report report) {
+  auto& st = self->state;
+  auto [held, added] = st.mcp_reports.try_emplace(report.server, report);
+  if (!added) {
+    if (held->second.revision >= report.revision)
+      return;
+    held->second = std::move(report);
+  }
+  st.mcp_changed = true;
+}
+
+// Offers the tools of the MCP servers' latest reports beside the registry's, when a report
+// changed them since the last step.
+void refresh_mcp_tools(step_state& st) {
+  if (!st.mcp_changed)
+    return;
+  st.mcp_changed = false;
+  auto tools = st.base_registry->tools();
+  for (auto& [name, report] : st.mcp_reports)
+    if (report.status == mcp_status::connected)
+      for (auto& tool : *report.tools)
+        // A tool a bare deny rule names is not offered at all, as with the built-in ones.
+        if (!st.permissions || !st.permissions->removes_tool(mcp_tool_name(name, tool.name)))
+          tools.push_back(mcp_tool_spec(name, tool));
+  st.config.registry = std::make_shared<const tool_registry>(std::move(tools));
+  st.tools = st.config.registry->descriptors();
+}
+
 step_actor::behavior_type step_behavior(step_ptr self, step_config config, session_actor session,
                                         model_client_actor model, tool_executor_actor executor) {
   auto& st = self->state;
@@ -167,6 +197,13 @@ step_actor::behavior_type step_behavior(step_ptr self, step_config config, sessi
   st.session = std::move(session);
   st.model = std::move(model);
   st.executor = std::move(executor);
+  st.base_registry = st.config.registry;
+  // Each server's state before any step: a step request waits behind these answers, which a
+  // server gives at once (it never blocks).
+  for (auto& [name, server] : st.config.mcp_servers)
+    self->request(server, caf::infinite, subscribe_atom::value, mcp_listener_actor{self})
+      .await([=](mcp_server_report& report) { take_mcp_report(self, std::move(report)); },
+             [](caf::error&) {});
   return {
     [=](step_atom, step_request& request) -> caf::result<step_outcome> {
       auto& s = self->state;
@@ -177,6 +214,7 @@ step_actor::behavior_type step_behavior(step_ptr self, step_config config, sessi
         busy.error_message = "a step is already running for this session";
         return busy;
       }
+      refresh_mcp_tools(s);
       s.promise = self->make_response_promise<step_outcome>();
       s.outcome = step_outcome{};
       s.interrupted = false;
@@ -217,6 +255,7 @@ step_actor::behavior_type step_behavior(step_ptr self, step_config config, sessi
               });
       return s.compaction;
     },
+    [=](mcp_server_report& report) { take_mcp_report(self, std::move(report)); },
     [=](interrupt_atom) {
       auto& s = self->state;
       if (s.phase == step_phase::idle)

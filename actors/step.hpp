@@ -2,6 +2,7 @@
 // The step actor: one model call, then the reply's tool calls in order. It does the waiting,
 // so the session never blocks and an interrupt reaches it mid-step.
 
+#include <map>
 #include <memory>
 #include <string>
 
@@ -36,6 +37,9 @@ struct step_config {
   /// Carries out the agent tools (task, task_wait; task_output and task_stop on an agent id);
   /// null: they answer that no subagents are available.
   agent_supervisor_actor agents;
+  /// The MCP servers the agent uses: the step subscribes to each, offers their tools (as
+  /// mcp__<server>__<tool>) beside the registry's, and keeps up with their changes.
+  std::map<std::string, mcp_server_actor> mcp_servers;
 };
 
 /// Spawns the step actor of one session. It reports each reply to `session` before running

@@ -25,6 +25,12 @@ struct step_state {
   model_client_actor model;
   tool_executor_actor executor;
   shared_value<std::vector<tool_descriptor>> tools;
+  /// The registry the step was configured with, and the latest report of each MCP server the
+  /// agent uses: the tools offered are both (config.registry), made again at the start of a
+  /// step after a report changed them, never while a step runs (a spec in use stays put).
+  std::shared_ptr<const tool_registry> base_registry;
+  std::map<std::string, mcp_server_report> mcp_reports;
+  bool mcp_changed = false;
 
   step_phase phase = step_phase::idle;
   bool interrupted = false;

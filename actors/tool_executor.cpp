@@ -22,6 +22,7 @@
 #include "store/ids.hpp"
 #include "actors/process_runner.hpp"
 #include "tools/child_process.hpp"
+#include "protocol/mcp.hpp"
 #include "tools/process_reaper.hpp"
 #include "tools/sandbox.hpp"
 #include "tools/shell.hpp"
@@ -94,10 +95,17 @@ struct tool_executor_state {
   uint64_t next_waiter = 0;
   /// Told when a background task ends on its own (not stopped, nobody waiting for it).
   session_actor session;
+  /// The MCP servers the agent uses, by name, and the server of each MCP call in flight.
+  std::map<std::string, mcp_server_actor> mcp_servers;
+  std::map<std::string, std::string> mcp_calls;
+  std::vector<mcp_server_actor> owned_mcp_servers;
   /// Writes the ends of tasks stopped at shutdown to the durable queue, off this thread.
   disk_io_actor disk;
 
   ~tool_executor_state() {
+    // The agent's own MCP servers end with it (their processes with them).
+    for (auto& server : owned_mcp_servers)
+      caf::anon_send_exit(server, caf::exit_reason::user_shutdown);
     // Background tasks end with the session: dropping their holds kills them, and their
     // supervisors reap them and what they left. Each one stopped here is news the session never
     // heard: it goes to the durable queue, read on the next resume.
@@ -301,8 +309,42 @@ caf::result<tool_result> run_task_tool(self_ptr self, const tool_call& call) {
   return promise;
 }
 
+// An MCP tool's call goes to its server's actor, which answers it (or says why it cannot);
+// the result is held to the output budget here, like every tool's.
+caf::result<tool_result> execute_mcp(self_ptr self, const std::string& server,
+                                     const tool_call& call) {
+  auto& st = self->state;
+  auto found = st.mcp_servers.find(server);
+  if (found == st.mcp_servers.end()) {
+    std::string names;
+    for (auto& [name, actor] : st.mcp_servers)
+      names += (names.empty() ? "" : ", ") + name;
+    return error_result("unknown MCP server '" + server + "' in '" + call.name +
+                        "'; configured servers: " + (names.empty() ? "none" : names));
+  }
+  auto promise = self->make_response_promise<tool_result>();
+  st.mcp_calls[call.id] = server;
+  auto deliver = [=](tool_result result) mutable {
+    auto& state = self->state;
+    state.mcp_calls.erase(call.id);
+    apply_output_budget(result, state.context, call.id);
+    promise.deliver(std::move(result));
+  };
+  self
+    ->request(found->second, caf::infinite, execute_atom::value, call,
+              st.context.results_dir.string(), st.session)
+    .then([=](tool_result& result) mutable { deliver(std::move(result)); },
+          [=](caf::error& err) mutable {
+            deliver(error_result("the MCP server '" + server + "' is gone (" +
+                                 self->system().render(err) + ")"));
+          });
+  return promise;
+}
+
 caf::result<tool_result> execute(self_ptr self, const tool_call& call) {
   auto& st = self->state;
+  if (auto server = mcp_server_of(call.name); !server.empty())
+    return execute_mcp(self, server, call);
   const auto* spec = st.registry->find(call.name);
   if (spec == nullptr)
     return error_result("unknown tool '" + call.name +
@@ -397,8 +439,12 @@ caf::result<tool_result> execute(self_ptr self, const tool_call& call) {
 
 tool_executor_actor::behavior_type tool_executor(self_ptr self,
                                                  std::shared_ptr<const tool_registry> registry,
-                                                 tool_context context, disk_io_actor disk) {
+                                                 tool_context context, disk_io_actor disk,
+                                                 std::map<std::string, mcp_server_actor> mcp,
+                                                 std::vector<mcp_server_actor> owned) {
   self->state.registry = std::move(registry);
+  self->state.mcp_servers = std::move(mcp);
+  self->state.owned_mcp_servers = std::move(owned);
   self->state.context = std::move(context);
   self->state.disk = std::move(disk);
   return {
@@ -406,6 +452,11 @@ tool_executor_actor::behavior_type tool_executor(self_ptr self,
       return execute(self, call);
     },
     [=](cancel_atom) {
+      // An MCP call is given up by its server, which tells the server and answers it.
+      for (auto& [call_id, server] : self->state.mcp_calls)
+        if (auto found = self->state.mcp_servers.find(server);
+            found != self->state.mcp_servers.end())
+          self->send(found->second, cancel_atom::value, call_id);
       for (auto& [id, job] : self->state.jobs) {
         job.interrupted = true;
         job.control.stop();
@@ -539,8 +590,11 @@ tool_executor_actor::behavior_type tool_executor(self_ptr self,
 
 tool_executor_actor spawn_tool_executor(caf::actor_system& sys,
                                         std::shared_ptr<const tool_registry> registry,
-                                        tool_context context, disk_io_actor disk) {
-  return sys.spawn(tool_executor, std::move(registry), std::move(context), std::move(disk));
+                                        tool_context context, disk_io_actor disk,
+                                        std::map<std::string, mcp_server_actor> mcp_servers,
+                                        std::vector<mcp_server_actor> owned) {
+  return sys.spawn(tool_executor, std::move(registry), std::move(context), std::move(disk),
+                   std::move(mcp_servers), std::move(owned));
 }
 
 } // namespace troupe

@@ -401,11 +401,10 @@ void add_claude_code_flags(CLI::App& command, run_flags& flags, bool headless) {
     ->type_name("SOURCES")
     ->each([&flags](const std::string&) { flags.setting_sources_given = true; });
   add_repeated_option(command, "--mcp-config", flags.mcp_configs,
-                      "MCP servers ({\"mcpServers\": {…}}), a file or JSON; kept in the session "
-                      "for MCP support to come",
+                      "MCP servers ({\"mcpServers\": {…}}), a file or JSON; repeatable",
                       "FILE|JSON");
   command.add_flag("--strict-mcp-config", flags.strict_mcp_config,
-                   "use only --mcp-config's servers (kept in the session)");
+                   "use only --mcp-config's servers, none from settings or .mcp.json");
 }
 
 

@@ -17,6 +17,7 @@
 #include "orchestrator/remote_commands.hpp"
 #include "orchestrator/run_command.hpp"
 #include "orchestrator/run_flags.hpp"
+#include "orchestrator/mcp_command.hpp"
 #include "orchestrator/sandbox_command.hpp"
 #include "orchestrator/sessions_command.hpp"
 
@@ -96,6 +97,9 @@ int run_cli(int argc, char** argv) {
   sandbox_flags sandbox_options;
   auto* sandbox = add_sandbox_command(app, sandbox_options);
 
+  mcp_flags mcp_options;
+  auto mcp = add_mcp_command(app, mcp_options);
+
   std::string demo_format = "text";
   bool demo_keep = false;
   auto* demo = app.add_subcommand("demo", "run an offline agent on a bundled script");
@@ -149,6 +153,8 @@ int run_cli(int argc, char** argv) {
     return run_demo(demo_format, demo_keep);
   if (*sandbox)
     return run_sandbox(sandbox_options);
+  if (*mcp.mcp)
+    return run_mcp(mcp_options, mcp.get->parsed());
   if (*fleet.status)
     return run_fleet_status(fleet_options);
   if (*fleet.fleet)

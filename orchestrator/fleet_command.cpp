@@ -890,6 +890,22 @@ int run_fleet(const fleet_flags& flags) {
 
   auto commons = std::make_shared<agent_commons>();
   commons->disk = spawn_disk_io(sys, base.max_notification_bytes);
+  // The MCP servers start once for every task (those of scope "agent" with each task), and
+  // the first task waits for them as a run's first request does.
+  if (!base.mcp_servers.empty()) {
+    // Under the fleet's name, in walls of their own (each task keeps its own private /tmp).
+    run_settings servers = base;
+    servers.session_id = "fleet-" + fleet.id();
+    servers.history.clear();
+    if (servers.sandbox.mode != sandbox_mode::off)
+      servers.sandbox_walls = std::make_shared<const sandbox_policy>(servers.sandbox, servers.cwd);
+    if (auto started = start_mcp_servers(sys, servers, std::nullopt); !started)
+      return fail(started.error());
+    servers.render.format = output_format::text;
+    await_mcp_servers(sys, servers);
+    base.mcp = servers.mcp;
+  }
+  auto mcp = base.mcp;
   auto shared_base = std::make_shared<run_settings>(std::move(base));
   config->launch = task_launcher{shared_base, given.agent, fleet, commons, {}, {}, {}};
   config->busy = [fleet](const fleet_task& task) { return task_busy(fleet, task); };
@@ -945,6 +961,8 @@ int run_fleet(const fleet_flags& flags) {
   // Nothing of the fleet's may keep the actor system waiting at exit.
   if (commons->engine)
     commons->engine->stop();
+  if (mcp)
+    mcp->stop();
   caf::anon_send_exit(commons->disk, caf::exit_reason::user_shutdown);
   config.reset();
   commons.reset();

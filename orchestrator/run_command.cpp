@@ -275,6 +275,13 @@ expected<session_actor> spawn_subagent(caf::actor_system& sys,
   child.subscribers.insert(child.subscribers.end(), setup->watchers.begin(), setup->watchers.end());
   child.process_environment = session_environment(launch.agent_id, parent_settings);
 
+  // Its parent's MCP servers: the shared ones, and its own of those of scope "agent".
+  if (parent_settings.mcp) {
+    auto mine = parent_settings.mcp->attach(sys, launch.agent_id);
+    child.mcp_servers = std::move(mine.servers);
+    child.owned_mcp_servers = std::move(mine.owned);
+  }
+
   tool_context context;
   context.cwd = parent_settings.cwd;
   context.home = parent_settings.home;
@@ -301,6 +308,53 @@ expected<session_actor> spawn_subagent(caf::actor_system& sys,
   }
   return spawn_agent(sys, std::move(child), std::move(context), std::move(client));
 }
+
+} // namespace
+
+expected<bool> start_mcp_servers(caf::actor_system& sys, run_settings& settings,
+                                 std::optional<http_engine> engine) {
+  mcp_start_options options;
+  options.workspace = settings.cwd;
+  options.environment = session_environment(settings.session_id, settings);
+  options.sandbox = settings.sandbox_walls;
+  options.owner = settings.session_id;
+  if (auto timeouts = read_mcp_timeouts(options); !timeouts)
+    return failure{timeouts.error()};
+  bool wants_http = std::any_of(settings.mcp_servers.begin(), settings.mcp_servers.end(),
+                                [](auto& s) { return s.transport == mcp_transport::http; });
+  if (wants_http && !engine && settings.commons && settings.commons->engine)
+    engine = settings.commons->engine;
+  if (wants_http && !engine) {
+    // An engine of its own, stopped with the process: an HTTP server's requests need one.
+    if (auto started = http_engine::start(sys, settings.libcurl); started)
+      engine = std::move(*started);
+    else
+      spdlog::warn("the MCP servers over HTTP cannot be reached: {}", started.error());
+  }
+  options.http = engine;
+  settings.mcp = std::make_shared<mcp_connections>(sys, settings.mcp_servers, std::move(options));
+  return true;
+}
+
+void await_mcp_servers(caf::actor_system& sys, run_settings& settings) {
+  if (!settings.mcp || settings.mcp->empty()) {
+    if (settings.render.format == output_format::stream_json)
+      settings.render.init_extras["mcp_servers"] = nlohmann::json::array();
+    return;
+  }
+  auto reports = settings.mcp->wait_for_startup(sys);
+  for (auto& report : reports)
+    if (report.status == mcp_status::failed)
+      std::fprintf(stderr, "troupe: MCP server %s failed: %s\n", report.server.c_str(),
+                   report.error.c_str());
+    else if (report.status == mcp_status::pending)
+      spdlog::info("MCP server {} is still starting; its tools come when it is ready",
+                   report.server);
+  if (settings.render.format == output_format::stream_json)
+    settings.render.init_extras["mcp_servers"] = mcp_init_entries(reports);
+}
+
+namespace {
 
 // The tools a run offers: the built-in ones but those a bare deny rule removes. One registry
 // per set of removed tools in a fleet.
@@ -467,6 +521,18 @@ expected<launched_agent> launch_agent(caf::actor_system& sys, run_settings& sett
     settings.http_model->provider.max_tokens =
       static_cast<int32_t>(settings.budget.output_reserve());
   }
+  // The MCP servers start now, while the session is being set up; the first model request
+  // waits for them at most MCP_TIMEOUT (execute_run, the chat).
+  if (!settings.mcp && !settings.mcp_servers.empty()) {
+    auto started = start_mcp_servers(sys, settings, engine);
+    if (!started)
+      return failure{started.error()};
+  }
+  if (settings.mcp) {
+    auto mine = settings.mcp->attach(sys, settings.session_id);
+    session.mcp_servers = std::move(mine.servers);
+    session.owned_mcp_servers = std::move(mine.owned);
+  }
   auto setup = std::make_shared<subagent_setup>();
   setup->registry = registry;
   setup->permissions = session.permissions;
@@ -553,7 +619,10 @@ expected<launched_agent> launch_agent(caf::actor_system& sys, run_settings& sett
     if (auto shared = weak.lock())
       shared->watchers.push_back(std::move(sink));
   };
-  launched.stop_engine = [setup, shared = commons != nullptr] {
+  launched.stop_engine = [setup, shared = commons != nullptr, mcp = settings.mcp] {
+    // A fleet's MCP servers, like its engine, are the fleet's to stop.
+    if (mcp && !shared)
+      mcp->stop();
     if (setup->engine && (!shared || setup->own_engine))
       setup->engine->stop();
   };
@@ -642,6 +711,7 @@ int execute_run(run_settings settings, std::FILE* out, std::function<void()> bef
     return 2;
   }
   auto agent = launched->agent;
+  await_mcp_servers(sys, settings);
 
   // Shared with the renderer's thread, which may still be inside set_value when we return.
   auto ended = std::make_shared<std::promise<session_ended_event>>();

@@ -17,6 +17,7 @@
 #include "store/notification_queue.hpp"
 #include "actors/session.hpp"
 #include "context/token_budget.hpp"
+#include "orchestrator/mcp_connections.hpp"
 #include "orchestrator/project_files.hpp"
 #include "orchestrator/renderer.hpp"
 #include "protocol/agent_type.hpp"
@@ -25,6 +26,7 @@
 #include "protocol/message.hpp"
 #include "protocol/session_info.hpp"
 #include "providers/scripted_script.hpp"
+#include "tools/mcp_wire.hpp"
 #include "tools/permissions.hpp"
 #include "tools/process_reaper.hpp"
 #include "tools/registry.hpp"
@@ -162,6 +164,12 @@ struct run_settings {
   /// `idle_timeout` without any (0: never).
   bool wait_notifications = false;
   std::chrono::milliseconds idle_timeout{0};
+  /// The MCP servers configured for the run (settings files, approved .mcp.json servers,
+  /// --mcp-config), checked.
+  std::vector<mcp_server_config> mcp_servers;
+  /// Their actors, started by the launch (or once by a fleet for all its tasks), shared by the
+  /// run's subagents; null: none started yet.
+  std::shared_ptr<mcp_connections> mcp;
 };
 
 /// An agent spawned from checked settings, not started yet (send start_atom).
@@ -182,6 +190,16 @@ struct launched_agent {
 /// the settings' history and prompt.
 expected<launched_agent> launch_agent(caf::actor_system& sys, run_settings& settings,
                                       permission_asker_actor asker);
+
+/// Starts the actors of the run's process-wide MCP servers (settings.mcp), with `engine` for
+/// those over HTTP (else the fleet's, else one of their own). The error names a bad
+/// MCP_TIMEOUT or MCP_TOOL_TIMEOUT.
+expected<bool> start_mcp_servers(caf::actor_system& sys, run_settings& settings,
+                                 std::optional<http_engine> engine);
+
+/// Waits (at most MCP_TIMEOUT from their start) for the run's MCP servers, warns on stderr of
+/// each that failed, and lists them in stream-json's system/init.
+void await_mcp_servers(caf::actor_system& sys, run_settings& settings);
 
 /// Logs a warning when `reaper` could not make this process a child subreaper.
 void warn_without_subreaper(const process_reaper& reaper);

@@ -25,6 +25,7 @@
 #include "orchestrator/agent_definitions.hpp"
 #include "orchestrator/environment.hpp"
 #include "orchestrator/hook_settings.hpp"
+#include "orchestrator/mcp_config.hpp"
 #include "orchestrator/model_flags.hpp"
 #include "orchestrator/output_format.hpp"
 #include "orchestrator/project_files.hpp"
@@ -224,6 +225,12 @@ expected<bool> resolve_agent(const run_flags& flags, bool interactive, run_setti
     return failure{fallback.error()};
   if (auto claude = resolve_claude_code_flags(flags, settings); !claude)
     return failure{claude.error()};
+  auto mcp = resolve_mcp_servers(flags, settings.cwd, process_variable);
+  if (!mcp)
+    return failure{mcp.error()};
+  for (auto& notice : mcp->notices)
+    spdlog::warn("{}", notice);
+  settings.mcp_servers = std::move(mcp->servers);
   if (settings.http_model)
     http_engine::warm_up(settings.libcurl); // libcurl loads while the rest is checked and the run starts
 

@@ -87,10 +87,11 @@ expected<std::vector<settings_source>> read_settings(const run_flags& flags,
       return failure{json.error()};
     settings_source source{file.path, std::move(*json), file.claude};
     if (source.claude) {
-      // Only what means the same in troupe: permissions and hooks (resolve_hooks keeps those
-      // troupe can run).
+      // Only what means the same in troupe: permissions, hooks (resolve_hooks keeps those
+      // troupe can run), MCP servers and which of .mcp.json's may start.
       auto kept = nlohmann::json::object();
-      for (auto* key : {"permissions", "hooks"})
+      for (auto* key : {"permissions", "hooks", "mcpServers", "enableAllProjectMcpServers",
+                        "enabledMcpjsonServers", "disabledMcpjsonServers"})
         if (auto value = source.json.find(key); value != source.json.end())
           kept[key] = *value;
       source.json = std::move(kept);

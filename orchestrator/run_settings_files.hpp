@@ -20,8 +20,9 @@ struct settings_source {
   /// The file; empty for a JSON object given as --settings.
   std::filesystem::path path;
   nlohmann::json json;
-  /// Claude Code's (.claude/settings.json, .claude/settings.local.json): only its permissions
-  /// and the hooks troupe can run are read; its "sandbox" is Claude Code's, not troupe's.
+  /// Claude Code's (.claude/settings.json, .claude/settings.local.json): only its permissions,
+  /// the hooks troupe can run and its MCP keys are read; its "sandbox" is Claude Code's, not
+  /// troupe's.
   bool claude = false;
   /// "settings file PATH" or "--settings JSON", for messages.
   std::string where() const;

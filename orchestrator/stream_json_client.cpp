@@ -600,6 +600,7 @@ nlohmann::json slash_commands() {
         std::tuple{"undo", "", "take the last turn out of the context"},
         std::tuple{"tokens", "", "context size, usage and cost so far"},
         std::tuple{"agents", "", "the subagents of this session"},
+        std::tuple{"mcp", "", "the MCP servers, their states and tools"},
         std::tuple{"rename", "NAME", "name the session"}})
     commands.push_back({{"name", name}, {"description", what}, {"argumentHint", hint}});
   return commands;

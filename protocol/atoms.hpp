@@ -35,5 +35,6 @@ using admit_atom = caf::atom_constant<caf::atom("admit")>;
 using pause_atom = caf::atom_constant<caf::atom("pause")>;
 using progress_atom = caf::atom_constant<caf::atom("progress")>;
 using client_atom = caf::atom_constant<caf::atom("client")>;
+using mcp_atom = caf::atom_constant<caf::atom("mcp")>;
 
 } // namespace troupe

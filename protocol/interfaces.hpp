@@ -11,6 +11,7 @@
 #include "protocol/events.hpp"
 #include "protocol/hooks.hpp"
 #include "protocol/http.hpp"
+#include "protocol/mcp.hpp"
 #include "protocol/message.hpp"
 #include "protocol/model.hpp"
 #include "protocol/notification.hpp"
@@ -190,6 +191,11 @@ using deferred_asker_actor = permission_asker_actor::extend<
   // The answer to question number N.
   caf::reacts_to<ask_atom, uint64_t, permission_answer>>;
 
+/// Hears of MCP servers' states: the step actors of the agents that use their tools.
+using mcp_listener_actor = caf::typed_actor<
+  // A server's state changed (connected, tools listed again, failed, restarted).
+  caf::reacts_to<mcp_server_report>>;
+
 using step_actor = caf::typed_actor<
   // Run a step. Before any tool runs, the reply goes to the session as (reply_atom, message)
   // and the step waits for its answer.
@@ -201,7 +207,9 @@ using step_actor = caf::typed_actor<
   // so it cannot overtake the step request it is meant to stop.
   caf::reacts_to<interrupt_atom>,
   // From the model client: progress of the generation, passed on to the session.
-  caf::reacts_to<generation_progress>>;
+  caf::reacts_to<generation_progress>,
+  // From an MCP server the agent uses: its state and tools now (mcp_listener_actor).
+  caf::reacts_to<mcp_server_report>>;
 
 /// Does the process's blocking file work on a thread of its own: the durable queues (read,
 /// release, append, each under the queue's lock) and fsyncs. No session handler ever waits on a
@@ -256,5 +264,29 @@ using provider_gate_actor = caf::typed_actor<
 
 /// A model client that talks HTTP through the engine.
 using http_model_actor = model_client_actor::extend_with<http_client_actor>;
+
+/// One configured MCP server: owns its connection (a child process speaking JSON-RPC on its
+/// stdin and stdout, or HTTP requests through the engine), so a slow or dead server blocks no
+/// agent. Agents of one process share it, or each has its own (the server's `scope`).
+using mcp_server_actor = caf::typed_actor<
+  // Subscribe: answered with the state now; every later change follows as a message.
+  caf::replies_to<subscribe_atom, mcp_listener_actor>::with<mcp_server_report>,
+  // The state once start-up is over (connected or failed) or `timeout_ms` has passed (0: at
+  // once): the CLI's bounded wait before the first model request, `troupe mcp list`.
+  caf::replies_to<list_atom, int64_t>::with<mcp_server_report>,
+  // Call one of its tools (the call's name is mcp__<server>__<tool>). Failures are error
+  // results, never CAF errors; a dead server is started again first (a bounded number of
+  // times). Images it returns are saved in the directory named (empty: not saved); progress
+  // notifications reach `session` as notices (may be null).
+  caf::replies_to<execute_atom, tool_call, std::string, session_actor>::with<tool_result>,
+  // Give up the call with this id (an interrupt): the server is sent notifications/cancelled
+  // and the call answers as interrupted.
+  caf::reacts_to<cancel_atom, std::string>,
+  // Internal: a line of its process's stdout (the process's serial: restarts count up).
+  caf::reacts_to<mcp_atom, uint64_t, std::string>,
+  // Internal: its process ended (serial, exit code, the tail of its stderr).
+  caf::reacts_to<exited_atom, uint64_t, int32_t, std::string>,
+  // Internal: a timeout (a request's, start-up's) with this serial.
+  caf::reacts_to<due_atom, uint64_t>>::extend_with<http_client_actor>;
 
 } // namespace troupe

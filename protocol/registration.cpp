@@ -28,6 +28,8 @@ void register_protocol_types(caf::actor_system_config& cfg) {
     .add_message_type<hook_run_event>("troupe::hook_run_event")
     .add_message_type<turn_ended_event>("troupe::turn_ended_event")
     .add_message_type<permission_verdict>("troupe::permission_verdict")
+    .add_message_type<mcp_tool>("troupe::mcp_tool")
+    .add_message_type<mcp_server_report>("troupe::mcp_server_report")
     .add_message_type<http_request>("troupe::http_request")
     .add_message_type<http_response_head>("troupe::http_response_head")
     .add_message_type<http_body_chunk>("troupe::http_body_chunk")

@@ -365,7 +365,10 @@ child_end supervise_child(started_child child, const supervision& how, int contr
       auto r = ::read(fd, buffer, sizeof buffer);
       if (r > 0) {
         if (&fd == &child.errors) {
-          err.append(buffer, static_cast<size_t>(r));
+          if (how.on_errors)
+            how.on_errors(std::string_view{buffer, static_cast<size_t>(r)});
+          else
+            err.append(buffer, static_cast<size_t>(r));
         } else if (how.framing) {
           if (auto code = how.framing(std::string_view{buffer, static_cast<size_t>(r)}, out)) {
             end.command_done = true;

@@ -132,6 +132,9 @@ struct supervision {
   /// code once the command is done, which ends the supervision with the child still running.
   /// Called once more with no bytes at the end of the output, to append what it held back.
   std::function<std::optional<int32_t>(std::string_view chunk, output_capture& into)> framing;
+  /// For a child that talks while it runs (an MCP server): sees every chunk of stderr as it
+  /// arrives, instead of the capture.
+  std::function<void(std::string_view chunk)> on_errors;
 };
 
 /// How a supervised child ended.

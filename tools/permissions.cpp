@@ -1,9 +1,12 @@
 #include "tools/permissions.hpp"
 
+#include "protocol/mcp.hpp"
+
 #include <algorithm>
 
 
 #include "protocol/bounded_json.hpp"
+#include "protocol/mcp.hpp"
 #include "protocol/private_files.hpp"
 #include "tools/claude_code_names.hpp"
 #include "tools/path_match.hpp"
@@ -120,9 +123,22 @@ std::string subject_of(const tool_spec& spec, const nlohmann::json& input) {
   return value->get<std::string>();
 }
 
+// A rule names a tool exactly, or, for an MCP server's tools (Claude Code's forms), all of one
+// server's: mcp__fs and mcp__fs__* both cover mcp__fs__read_file.
+bool names_tool(const std::string& rule_tool, const std::string& name) {
+  if (rule_tool == name)
+    return true;
+  auto server = mcp_server_of(name);
+  if (server.empty() || mcp_server_of(rule_tool) != server)
+    return false;
+  auto whole_server = "mcp__" + server;
+  return rule_tool == whole_server || rule_tool == whole_server + "__*" ||
+         (rule_tool.find('*') != std::string::npos && wildcard_match(rule_tool, name));
+}
+
 bool rule_matches(const permission_rule& rule, const tool_spec& spec, const nlohmann::json& input,
                   const tool_context& ctx, rule_use use) {
-  if (rule.tool != spec.name)
+  if (!names_tool(rule.tool, spec.name))
     return false;
   if (!rule.pattern)
     return true;
@@ -342,7 +358,9 @@ std::optional<std::string> permission_policy::read_denial(const std::filesystem:
 
 bool permission_policy::removes_tool(std::string_view name) const {
   return std::any_of(rules.deny.begin(), rules.deny.end(),
-                     [&](auto& rule) { return rule.tool == name && !rule.pattern; });
+                     [&](auto& rule) {
+                       return !rule.pattern && names_tool(rule.tool, std::string{name});
+                     });
 }
 
 } // namespace troupe

@@ -99,6 +99,7 @@ enum class tool_kind : uint8_t {
   process,  ///< a child process, started by the executor and read off the scheduler threads
   task,     ///< acts on the executor's background tasks (task_output, task_stop)
   subagent, ///< launches or resumes a subagent: carried out by the session, not the executor
+  mcp,      ///< a tool of an MCP server (mcp__<server>__<tool>): carried out by its actor
 };
 
 /// What a successful call changes in the loop itself, beyond its result.
