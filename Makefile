@@ -10,7 +10,7 @@ ifeq ($(CI),true)
   CMAKE_FLAGS += -DTROUPE_WERROR=ON
 endif
 
-.PHONY: deps sdk-deps fuzz-deps configure build demo test bench asan fuzz-build fuzz-smoke mutants clean
+.PHONY: deps sdk-deps mcp-deps fuzz-deps configure build demo test bench asan fuzz-build fuzz-smoke mutants clean
 
 deps:
 	@scripts/install-deps.sh
@@ -33,7 +33,13 @@ tests/sdk/node_modules/.package-lock.json: tests/sdk/package-lock.json tests/sdk
 
 sdk-deps: tests/sdk/node_modules/.package-lock.json
 
-test: build sdk-deps
+# The real MCP servers the MCP tests talk to (server-filesystem, server-everything), as pinned.
+tests/mcp/node_modules/.package-lock.json: tests/mcp/package-lock.json tests/mcp/package.json
+	cd tests/mcp && npm ci --omit=optional --ignore-scripts --no-audit --no-fund
+
+mcp-deps: tests/mcp/node_modules/.package-lock.json
+
+test: build sdk-deps mcp-deps
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
 
 bench: deps

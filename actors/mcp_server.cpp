@@ -116,6 +116,9 @@ struct mcp_server_state {
   std::map<std::string, pending_call> calls;
   /// Calls that arrived while the server was being started, in order.
   std::vector<pending_call> queued;
+  /// Answers of calls that came while the tools were being listed again: held until the new
+  /// list is out, so that the step the answer goes to offers what the server said it has now.
+  std::vector<std::pair<std::string, nlohmann::json>> held_answers;
   /// The tools of a tools/list in progress, page by page.
   std::vector<mcp_tool> listed;
   int pages = 0;
@@ -196,8 +199,27 @@ uint64_t exchange_id(self_ptr self) {
   return (static_cast<uint64_t>(self->id()) << 24) | (++self->state.exchange_sequence & 0xffffff);
 }
 
+void take_text(self_ptr self, std::string_view text);
+
 void send_message(self_ptr self, const nlohmann::json& message, int64_t rpc = 0) {
   auto& st = self->state;
+  if (st.setup.config.transport == mcp_transport::sdk) {
+    // The client answers a request with the server's response; a notification's
+    // acknowledgement carries nothing.
+    auto connection = st.connection;
+    self->request(st.setup.client, caf::infinite, mcp_atom::value, st.setup.config.name, message)
+      .then(
+        [=](nlohmann::json& response) {
+          if (rpc != 0 && connection == self->state.connection)
+            take_text(self, dumped(response));
+        },
+        [=](caf::error& err) {
+          if (rpc != 0 && connection == self->state.connection)
+            take_text(self, dumped(mcp_error(rpc, -32603, "the client did not answer: " +
+                                                            self->system().render(err))));
+        });
+    return;
+  }
   if (st.setup.config.transport == mcp_transport::stdio) {
     st.outbox += dumped(message);
     st.outbox += '\n';
@@ -332,6 +354,12 @@ void finish_call(self_ptr self, const std::string& call_id, const nlohmann::json
   auto found = st.calls.find(call_id);
   if (found == st.calls.end())
     return;
+  if (st.listing && !st.starting) {
+    // A call that changed the tools (notifications/tools/list_changed before its answer) is
+    // answered once they are listed again.
+    st.held_answers.emplace_back(call_id, result);
+    return;
+  }
   auto dir = found->second.blob_dir;
   auto name = file_safe(call_id);
   int blobs = 0;
@@ -386,6 +414,13 @@ void cancel_on_server(self_ptr self, int64_t rpc, const std::string& why) {
 
 // --- start-up and failure -----------------------------------------------------------------
 
+void release_held_answers(self_ptr self) {
+  auto held = std::move(self->state.held_answers);
+  self->state.held_answers.clear();
+  for (auto& [call_id, result] : held)
+    finish_call(self, call_id, result);
+}
+
 void answer_start_waiters(self_ptr self) {
   auto& st = self->state;
   for (auto& [serial, promise] : st.start_waiters)
@@ -411,6 +446,7 @@ void drop_connection(self_ptr self) {
   st.rpcs.clear();
   st.listing = false;
   st.list_again = false;
+  release_held_answers(self); // answers that came before the end are answers all the same
 }
 
 void fail_calls(self_ptr self, const std::string& why) {
@@ -471,6 +507,7 @@ void take_tools_page(self_ptr self, const nlohmann::json& result) {
       fail(self, "its tools/list answer is unusable: " + page.error());
     else
       spdlog::warn("MCP server {}: tools/list: {}", server_name(self), page.error());
+    release_held_answers(self);
     return;
   }
   for (auto& tool : page->tools)
@@ -497,6 +534,8 @@ void take_tools_page(self_ptr self, const nlohmann::json& result) {
   publish(self);
   answer_start_waiters(self);
   run_queued(self);
+  if (!st.list_again)
+    release_held_answers(self);
   if (st.list_again) {
     st.list_again = false;
     list_tools(self);
@@ -548,6 +587,7 @@ void take_answer(self_ptr self, const mcp_incoming& in) {
         fail(self, "tools/list failed with " + error_text);
       else
         spdlog::warn("MCP server {}: tools/list failed with {}", server_name(self), error_text);
+      release_held_answers(self);
       break;
     case rpc_purpose::kind::call:
       if (error)
@@ -630,7 +670,12 @@ void start(self_ptr self) {
   st.report.status = mcp_status::pending;
   start_timer(self, st.setup.startup_timeout, timer_for(timer_purpose::kind::startup, st.connection));
   const auto& config = st.setup.config;
-  if (config.transport == mcp_transport::http) {
+  if (config.transport == mcp_transport::sdk) {
+    if (!st.setup.client) {
+      fail(self, "no stream-json client carries it");
+      return;
+    }
+  } else if (config.transport == mcp_transport::http) {
     if (!st.setup.http) {
       fail(self, "no HTTP engine is available (libcurl could not be loaded)");
       return;
@@ -912,7 +957,9 @@ mcp_server_actor::behavior_type mcp_server(self_ptr self, mcp_server_setup setup
   auto& st = self->state;
   st.setup = std::move(setup);
   st.report.server = st.setup.config.name;
-  st.report.transport = st.setup.config.transport == mcp_transport::http ? "http" : "stdio";
+  st.report.transport = st.setup.config.transport == mcp_transport::http  ? "http"
+                         : st.setup.config.transport == mcp_transport::sdk ? "sdk"
+                                                                           : "stdio";
   st.report.tools = std::vector<mcp_tool>{};
   self->set_down_handler([=](caf::down_msg& down) {
     auto& subscribers = self->state.subscribers;
@@ -985,7 +1032,9 @@ mcp_server_actor::behavior_type mcp_server(self_ptr self, mcp_server_setup setup
         }
     },
     [=](mcp_atom, uint64_t serial, std::string& line) {
-      if (serial == self->state.connection)
+      // Serial 0: from the client an sdk server lives in, whatever its connection.
+      if (serial == self->state.connection ||
+          (serial == 0 && self->state.setup.config.transport == mcp_transport::sdk))
         take_text(self, line);
     },
     [=](exited_atom, uint64_t serial, int32_t code, std::string& tail) {

@@ -40,6 +40,8 @@ struct mcp_server_setup {
   std::shared_ptr<const sandbox_policy> sandbox;
   /// Carries an http server's requests; unset: an http server fails to start, saying why.
   std::optional<http_engine> http;
+  /// Carries an sdk server's messages (the stream-json client it lives in).
+  stream_client_actor client;
   /// How long start-up (the process, initialize, tools/list) may take before the server is
   /// reported failed (MCP_TIMEOUT).
   std::chrono::milliseconds startup_timeout{30000};

@@ -8,6 +8,7 @@
 #include <caf/actor_system.hpp>
 
 #include "actors/step_state.hpp"
+#include "protocol/mcp.hpp"
 #include "tools/claude_code_names.hpp"
 
 namespace troupe {
@@ -58,6 +59,17 @@ nlohmann::json tool_hook_response(const tool_call& call, const tool_result& resu
 // Decides, and notes on the call where its path leads as decided: the tool holds it to that.
 permission_decision decide(step_state& st, tool_call& call) {
   const auto* spec = st.config.registry->find(call.name);
+  // An MCP tool the step does not offer never reaches its server: a rule removed it, or the
+  // server's list no longer (or not yet) holds it, and only an offered tool was checked.
+  if (spec == nullptr && !mcp_server_of(call.name).empty()) {
+    if (st.permissions && st.permissions->removes_tool(call.name)) {
+      permission_decision denied{permission_outcome::deny, call.name + " is denied by a rule"};
+      denied.from_rule = true; // no hook's "allow" lifts it
+      return denied;
+    }
+    return {permission_outcome::deny,
+            call.name + " is not among the tools offered to you; call one that is"};
+  }
   if (!st.permissions || spec == nullptr) // unknown tools get their error from the executor
     return {permission_outcome::allow, ""};
   call.approved_path = st.permissions->real_target(*spec, call.input);

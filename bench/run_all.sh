@@ -28,3 +28,8 @@ trap 'kill "$server_pid" 2>/dev/null || true' EXIT
 read -r _ port <&"${server[0]}"
 ulimit -n 8192
 "$build/bench/bench_concurrent_streams" "$port" 1000 3
+
+# An MCP server's cost: a call of server-everything's echo through troupe beyond the server's
+# own time, and the time to the first model request with two servers configured vs none
+# (needs `make mcp-deps`).
+python3 "$here/mcp_calls.py" "$build/troupe" 200 3

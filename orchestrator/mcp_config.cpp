@@ -102,10 +102,11 @@ expected<json> read_project_file(const std::filesystem::path& path) {
   if (auto problem = read_whole_file(path, text); !problem.empty())
     return failure{problem};
   auto parsed = parse_json_bounded(text);
-  if (!parsed || !parsed->is_object())
+  if (!parsed || !parsed->is_object()) {
+    bool too_deep = !parsed && parsed.error() != invalid_json_message;
     return failure{path.string() + " is not a JSON object" +
-                   (parsed || parsed.error() == invalid_json_message ? ""
-                                                                     : " (" + parsed.error() + ")")};
+                   (too_deep ? " (" + parsed.error() + ")" : "")};
+  }
   return std::move(*parsed);
 }
 

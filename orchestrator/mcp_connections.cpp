@@ -67,6 +67,7 @@ mcp_server_setup mcp_connections::setup_for(const mcp_server_config& config,
   setup.owner = owner;
   setup.sandbox = options_.sandbox;
   setup.http = options_.http;
+  setup.client = options_.client;
   setup.startup_timeout = options_.startup_timeout;
   setup.call_timeout = options_.call_timeout;
   setup.client_version = troupe_version;
@@ -81,13 +82,18 @@ mcp_connections::wait_for_startup(caf::actor_system& sys) const {
   for (auto& config : configs_) {
     mcp_server_report report;
     report.server = config.name;
-    report.transport = config.transport == mcp_transport::http ? "http" : "stdio";
+    report.transport = config.transport == mcp_transport::http  ? "http"
+                       : config.transport == mcp_transport::sdk ? "sdk"
+                                                                : "stdio";
     auto found = shared_.find(config.name);
     if (found != shared_.end()) {
       // All started together: each waits for what is left of the one bound.
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
       auto wait = std::max<int64_t>(left.count(), 0);
+      // A moment past the bound: the server's own start-up timer, due at the same time, says
+      // "failed" first.
+      wait += 250;
       self->request(found->second, std::chrono::milliseconds{wait + 2000}, list_atom::value,
                     static_cast<int64_t>(wait))
         .receive([&](mcp_server_report& answer) { report = std::move(answer); },
@@ -137,16 +143,18 @@ std::string describe_mcp_servers(const std::vector<mcp_server_config>& configs,
   for (size_t i = 0; i < configs.size(); ++i) {
     const auto& config = configs[i];
     const mcp_server_report* report = i < reports.size() ? &reports[i] : nullptr;
-    auto target = config.transport == mcp_transport::http
-                    ? config.url
-                    : [&] {
+    auto target = config.transport == mcp_transport::http  ? config.url
+                  : config.transport == mcp_transport::sdk ? std::string{"in the client"}
+                                                           : [&] {
                         auto line = config.command;
                         for (auto& arg : config.args)
                           line += " " + arg;
                         return line;
                       }();
     text += config.name + ": " + target + " (" +
-            (config.transport == mcp_transport::http ? "http" : "stdio") +
+            (config.transport == mcp_transport::http  ? "http"
+             : config.transport == mcp_transport::sdk ? "sdk"
+                                                      : "stdio") +
             (config.per_agent ? ", one per agent" : "") + ", from " + config.source + ")";
     text += report == nullptr ? std::string{"\n"} : describe_mcp_report(*report, with_tools);
   }

@@ -28,6 +28,8 @@ struct mcp_start_options {
   child_environment environment;
   std::shared_ptr<const sandbox_policy> sandbox;
   std::optional<http_engine> http;
+  /// The stream-json client that carries the messages of servers of transport "sdk".
+  stream_client_actor client;
   /// Start-up's bound (MCP_TIMEOUT) and a call's (MCP_TOOL_TIMEOUT).
   std::chrono::milliseconds startup_timeout{30000};
   std::chrono::milliseconds call_timeout{600000};
@@ -65,6 +67,9 @@ public:
     std::vector<mcp_server_actor> owned;
   };
   agent_servers attach(caf::actor_system& sys, const std::string& owner) const;
+
+  /// The process-wide servers' actors, by name.
+  const std::map<std::string, mcp_server_actor>& shared() const { return shared_; }
 
   /// Stops the process-wide servers (their processes are killed with their groups).
   void stop();

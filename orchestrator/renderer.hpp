@@ -34,7 +34,8 @@ struct render_options {
   /// stream-json: tool names and inputs in Claude Code's spelling (the Agent SDK's users test
   /// `tool_name === "Bash"`).
   bool claude_names = false;
-  /// stream-json: fields added to the system/init line (permission mode, version, …).
+  /// stream-json: fields added to the system/init line (permission mode, version, …);
+  /// "mcp_tools" is added to its "tools".
   nlohmann::json init_extras = nlohmann::json::object();
 };
 

@@ -318,6 +318,7 @@ expected<bool> start_mcp_servers(caf::actor_system& sys, run_settings& settings,
   options.environment = session_environment(settings.session_id, settings);
   options.sandbox = settings.sandbox_walls;
   options.owner = settings.session_id;
+  options.client = settings.mcp_client;
   if (auto timeouts = read_mcp_timeouts(options); !timeouts)
     return failure{timeouts.error()};
   bool wants_http = std::any_of(settings.mcp_servers.begin(), settings.mcp_servers.end(),
@@ -350,8 +351,16 @@ void await_mcp_servers(caf::actor_system& sys, run_settings& settings) {
     else if (report.status == mcp_status::pending)
       spdlog::info("MCP server {} is still starting; its tools come when it is ready",
                    report.server);
-  if (settings.render.format == output_format::stream_json)
+  if (settings.render.format == output_format::stream_json) {
     settings.render.init_extras["mcp_servers"] = mcp_init_entries(reports);
+    auto names = nlohmann::json::array();
+    for (auto& report : reports)
+      if (report.status == mcp_status::connected)
+        for (auto& tool : *report.tools)
+          if (!settings.permissions.removes_tool(mcp_tool_name(report.server, tool.name)))
+            names.push_back(mcp_tool_name(report.server, tool.name));
+    settings.render.init_extras["mcp_tools"] = std::move(names);
+  }
 }
 
 namespace {
@@ -705,12 +714,31 @@ int execute_run(run_settings settings, std::FILE* out, std::function<void()> bef
     if (settings.ask_client)
       asker = caf::actor_cast<permission_asker_actor>(client->actor);
   }
+  if (client)
+    for (auto& name : client->sdk_mcp_servers) {
+      // The client's own servers (the Agent SDK's createSdkMcpServer), over any of their names.
+      mcp_server_config server;
+      server.name = name;
+      server.transport = mcp_transport::sdk;
+      server.source = "the client's initialize (sdkMcpServers)";
+      auto same = [&](const mcp_server_config& s) { return s.name == name; };
+      settings.mcp_servers.erase(
+        std::remove_if(settings.mcp_servers.begin(), settings.mcp_servers.end(), same),
+        settings.mcp_servers.end());
+      settings.mcp_servers.push_back(std::move(server));
+    }
   auto launched = launch_agent(sys, settings, asker);
   if (!launched) {
     std::fprintf(stderr, "troupe: %s\n", launched.error().c_str());
     return 2;
   }
   auto agent = launched->agent;
+  if (client) {
+    if (settings.mcp)
+      for (auto& [name, server] : settings.mcp->shared())
+        caf::anon_send(client->actor, mcp_atom::value, name, server);
+    read_client_input(*client);
+  }
   await_mcp_servers(sys, settings);
 
   // Shared with the renderer's thread, which may still be inside set_value when we return.

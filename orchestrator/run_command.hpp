@@ -170,6 +170,8 @@ struct run_settings {
   /// Their actors, started by the launch (or once by a fleet for all its tasks), shared by the
   /// run's subagents; null: none started yet.
   std::shared_ptr<mcp_connections> mcp;
+  /// The stream-json client the servers of transport "sdk" live in.
+  stream_client_actor mcp_client;
 };
 
 /// An agent spawned from checked settings, not started yet (send start_atom).

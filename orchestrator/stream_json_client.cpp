@@ -297,7 +297,15 @@ expected<client_initialize> read_initialize(const nlohmann::json& request,
       init.agents.push_back(std::move(type));
     }
   }
-  init.mcp_servers = request.contains("sdkMcpServers") && !request["sdkMcpServers"].is_null();
+  if (auto sdk = request.find("sdkMcpServers"); sdk != request.end() && !sdk->is_null()) {
+    if (!sdk->is_array())
+      return failure{"initialize: sdkMcpServers must be an array of server names"};
+    for (auto& name : *sdk) {
+      if (!name.is_string())
+        return failure{"initialize: sdkMcpServers must be an array of server names"};
+      init.sdk_mcp_servers.push_back(name.get<std::string>());
+    }
+  }
   return init;
 }
 
@@ -334,6 +342,13 @@ struct stream_client_state {
   uint64_t next_request = 0;
   std::map<std::string, pending_ask> asks;
   std::map<std::string, caf::typed_response_promise<hook_process_result>> hooks;
+  /// mcp_message requests for the client's own MCP servers, with the JSON-RPC id they carry.
+  std::map<std::string, std::pair<caf::typed_response_promise<nlohmann::json>, nlohmann::json>>
+    mcp_requests;
+  /// Every MCP server of the run (mcp_status), the client's own among them.
+  std::map<std::string, mcp_server_actor> mcp_servers;
+  /// stdin ended before the session came: its end is taken once the early lines are.
+  bool ended_early = false;
   /// Lines that came before the session did (none in practice: the launch precedes the reader).
   std::vector<std::string> early;
   /// stdin ended: nobody can answer a request any more.
@@ -369,6 +384,51 @@ void ask_session(client_ptr self, const std::string& request_id, control_command
       });
 }
 
+// mcp_status: every server of the run as Claude Code lists them, once each has said how it
+// stands.
+void answer_mcp_status(client_ptr self, const std::string& id) {
+  auto& servers = self->state.mcp_servers;
+  if (servers.empty()) {
+    send_line(self, control_success(id, {{"mcpServers", nlohmann::json::array()}}));
+    return;
+  }
+  struct gathering {
+    std::map<std::string, nlohmann::json> entries;
+    size_t left = 0;
+  };
+  auto gathered = std::make_shared<gathering>();
+  gathered->left = servers.size();
+  for (auto& [name, server] : servers) {
+    auto take = [=, name = name](nlohmann::json entry) {
+      gathered->entries[name] = std::move(entry);
+      if (--gathered->left > 0)
+        return;
+      auto list = nlohmann::json::array();
+      for (auto& [each, listed] : gathered->entries)
+        list.push_back(std::move(listed));
+      send_line(self, control_success(id, {{"mcpServers", std::move(list)}}));
+    };
+    self->request(server, std::chrono::seconds{5}, list_atom::value, int64_t{0})
+      .then(
+        [=](const mcp_server_report& report) {
+          nlohmann::json entry = {{"name", report.server}, {"status", to_string(report.status)}};
+          if (!report.server_name.empty())
+            entry["serverInfo"] = {{"name", report.server_name},
+                                   {"version", report.server_version}};
+          if (!report.error.empty())
+            entry["error"] = report.error;
+          auto tools = nlohmann::json::array();
+          for (auto& tool : *report.tools)
+            tools.push_back({{"name", tool.name}, {"description", tool.description}});
+          entry["tools"] = std::move(tools);
+          take(std::move(entry));
+        },
+        [=](caf::error& err) {
+          take({{"name", name}, {"status", "failed"}, {"error", self->system().render(err)}});
+        });
+  }
+}
+
 void on_control_request(client_ptr self, const client_line& line) {
   auto& st = self->state;
   const auto& id = line.request_id;
@@ -398,7 +458,21 @@ void on_control_request(client_ptr self, const client_line& line) {
   } else if (line.subtype == "set_max_thinking_tokens") {
     send_line(self, control_success(id)); // troupe asks for no thinking budget
   } else if (line.subtype == "mcp_status") {
-    send_line(self, control_success(id, {{"mcpServers", nlohmann::json::array()}}));
+    answer_mcp_status(self, id);
+  } else if (line.subtype == "mcp_message") {
+    // A message from one of the client's own MCP servers (a notification: its tools changed).
+    auto server = st.mcp_servers.find(string_field(body, "server_name"));
+    auto message = body.find("message");
+    if (server == st.mcp_servers.end() || message == body.end()) {
+      send_line(self, control_failure(id, "no MCP server '" + string_field(body, "server_name") +
+                                            "' in this run, or no message"));
+      return;
+    }
+    self->send(server->second, mcp_atom::value, uint64_t{0},
+               message->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    send_line(self, control_success(id, {{"mcp_response",
+                                          {{"jsonrpc", "2.0"}, {"result", nlohmann::json::object()},
+                                           {"id", 0}}}}));
   } else if (line.subtype == "get_context_usage") {
     ask_session(self, id, control_command::context_usage, "", [](const control_reply& r) {
       auto usage = parse_json_bounded(r.text);
@@ -455,6 +529,20 @@ void on_control_response(client_ptr self, const client_line& line) {
     st.hooks.erase(hook);
     return;
   }
+  if (auto mcp = st.mcp_requests.find(line.request_id); mcp != st.mcp_requests.end()) {
+    auto response = line.body.find("mcp_response");
+    if (!line.error.empty() || response == line.body.end() || !response->is_object())
+      mcp->second.first.deliver(nlohmann::json{
+        {"jsonrpc", "2.0"},
+        {"id", mcp->second.second},
+        {"error", {{"code", -32603},
+                   {"message", line.error.empty() ? "the client's answer held no mcp_response"
+                                                  : line.error}}}});
+    else
+      mcp->second.first.deliver(*response);
+    st.mcp_requests.erase(mcp);
+    return;
+  }
   warn("a control_response for no request troupe sent: " + line.request_id);
 }
 
@@ -494,6 +582,35 @@ std::string next_id(client_ptr self) {
   return "troupe_" + random_hex(6) + "_" + std::to_string(++self->state.next_request);
 }
 
+// stdin ended: what is still asked can never be answered now, and is refused, as later
+// requests are; the session finishes what is queued, then ends.
+void end_of_input(client_ptr self) {
+  auto& st = self->state;
+  st.input_ended = true;
+  for (auto& [id, ask] : st.asks) {
+    permission_verdict verdict;
+    verdict.message = "the client's input ended before it answered";
+    ask.promise.deliver(std::move(verdict));
+  }
+  st.asks.clear();
+  for (auto& [id, hook] : st.hooks) {
+    hook_process_result failed;
+    failed.exit_code = 1;
+    failed.err = "the client's input ended before it answered";
+    hook.deliver(std::move(failed));
+  }
+  st.hooks.clear();
+  for (auto& [id, mcp] : st.mcp_requests)
+    mcp.first.deliver(nlohmann::json{
+      {"jsonrpc", "2.0"},
+      {"id", mcp.second},
+      {"error", {{"code", -32603}, {"message", "the client's input ended before it answered"}}}});
+  st.mcp_requests.clear();
+  self->request(st.session, std::chrono::seconds{30}, control_atom::value,
+                control_command::end_input, std::string{})
+    .then([](const control_reply&) {}, [](caf::error&) {});
+}
+
 stream_client_actor::behavior_type stream_client(client_ptr self, stream_client_setup setup) {
   self->state.setup = std::move(setup);
   return {
@@ -504,41 +621,54 @@ stream_client_actor::behavior_type stream_client(client_ptr self, stream_client_
       if (st.setup.initialize) {
         auto answer = st.setup.initialize_answer;
         answer["hooks_applied"] = true;
-        if (st.setup.initialize->mcp_servers)
-          answer["mcp_servers_applied"] = false;
         send_line(self, control_success(st.setup.initialize->request_id, answer));
       }
       for (auto& line : std::exchange(st.early, {}))
         on_line(self, line);
+      if (st.ended_early)
+        end_of_input(self);
     },
     [=](client_atom, const std::string& line) {
       if (!self->state.session) {
+        // The answers to troupe's own requests are taken at once: the MCP servers' start-up,
+        // which the session's start waits for, needs them.
+        if (auto parsed = parse_client_line(line);
+            parsed.what == client_line::kind::control_response) {
+          on_control_response(self, parsed);
+          return;
+        }
         self->state.early.push_back(line);
         return;
       }
       on_line(self, line);
     },
     [=](client_atom) {
+      if (!self->state.session) {
+        self->state.ended_early = true;
+        return;
+      }
+      end_of_input(self);
+    },
+    [=](mcp_atom, const std::string& server,
+        const nlohmann::json& message) -> caf::result<nlohmann::json> {
       auto& st = self->state;
-      // What is still asked can never be answered now: refused, as later requests are.
-      st.input_ended = true;
-      for (auto& [id, ask] : st.asks) {
-        permission_verdict verdict;
-        verdict.message = "the client's input ended before it answered";
-        ask.promise.deliver(std::move(verdict));
-      }
-      st.asks.clear();
-      for (auto& [id, hook] : st.hooks) {
-        hook_process_result failed;
-        failed.exit_code = 1;
-        failed.err = "the client's input ended before it answered";
-        hook.deliver(std::move(failed));
-      }
-      st.hooks.clear();
-      // The client's input is over: the session finishes what is queued, then ends.
-      self->request(st.session, std::chrono::seconds{30}, control_atom::value,
-                    control_command::end_input, std::string{})
-        .then([](const control_reply&) {}, [](caf::error&) {});
+      auto rpc_id = message.is_object() && message.contains("id") ? message["id"] : nlohmann::json{};
+      if (st.input_ended)
+        return nlohmann::json{{"jsonrpc", "2.0"},
+                              {"id", rpc_id},
+                              {"error", {{"code", -32603},
+                                         {"message", "the client's input has ended"}}}};
+      auto id = next_id(self);
+      auto promise = self->make_response_promise<nlohmann::json>();
+      st.mcp_requests.emplace(id, std::make_pair(promise, rpc_id));
+      send_line(self, {{"type", "control_request"},
+                       {"request_id", id},
+                       {"request",
+                        {{"subtype", "mcp_message"}, {"server_name", server}, {"message", message}}}});
+      return promise;
+    },
+    [=](mcp_atom, const std::string& name, const mcp_server_actor& server) {
+      self->state.mcp_servers[name] = server;
     },
     [=](ask_atom, const tool_call& call,
         const std::string& reason) -> caf::result<permission_verdict> {
@@ -660,6 +790,7 @@ expected<client_run> open_client(caf::actor_system& sys, run_settings& settings,
                                  init->append_system_prompt;
       for (auto& name : init->skipped_events)
         warn("initialize: troupe has no " + name + " event; its hooks never run");
+      run.sdk_mcp_servers = init->sdk_mcp_servers;
       setup.initialize = std::move(*init);
     } else {
       run.first_line = std::move(*line);
@@ -678,6 +809,7 @@ expected<client_run> open_client(caf::actor_system& sys, run_settings& settings,
     {"pid", static_cast<int64_t>(::getpid())}};
   run.actor = spawn_stream_client(sys, std::move(setup));
   settings.hook_callbacks = caf::actor_cast<hook_callback_actor>(run.actor);
+  settings.mcp_client = run.actor;
   settings.render.report_turns = true;
   settings.render.init_extras = {{"apiKeySource", "none"},
                                  {"claude_code_version", troupe_version},
@@ -692,11 +824,17 @@ expected<client_run> open_client(caf::actor_system& sys, run_settings& settings,
   return run;
 }
 
-void start_client(client_run& client, session_actor session, const std::string& session_id) {
-  caf::anon_send(client.actor, client_atom::value, std::move(session), session_id);
+void read_client_input(client_run& client) {
+  // The first line first: it was read before the launch, and waits for the session with the
+  // lines that follow it.
   if (client.first_line)
     caf::anon_send(client.actor, client_atom::value, std::move(*client.first_line));
+  client.first_line.reset();
   read_client_lines(client.reader, client.actor);
+}
+
+void start_client(client_run& client, session_actor session, const std::string& session_id) {
+  caf::anon_send(client.actor, client_atom::value, std::move(session), session_id);
 }
 
 void read_client_lines(std::shared_ptr<line_reader> reader, stream_client_actor client) {

@@ -86,8 +86,9 @@ struct client_initialize {
   std::vector<hook_command> hooks;
   /// Subagent types (the SDK's `agents`), over the workspace's of the same name.
   agent_types agents;
-  /// Asked for but not carried out here (MCP servers): named in the answer.
-  bool mcp_servers = false;
+  /// The MCP servers that live in the client (`sdkMcpServers`: the SDK's createSdkMcpServer):
+  /// their messages go through the control channel (mcp_message).
+  std::vector<std::string> sdk_mcp_servers;
   /// Hook events troupe has none of: their callbacks are never called (told on stderr).
   std::vector<std::string> skipped_events;
 };
@@ -106,7 +107,9 @@ struct stream_client_setup {
 };
 
 /// Spawns the front end. Give it its session with (client_atom, session) once launched; then
-/// stdin's lines as (client_atom, line), and its end as (client_atom).
+/// stdin's lines as (client_atom, line), and its end as (client_atom). Lines that come before
+/// the session wait for it, but the answers to troupe's own requests (control_response), which
+/// the MCP servers' start-up needs before the session starts.
 stream_client_actor spawn_stream_client(caf::actor_system& sys, stream_client_setup setup);
 
 /// Starts the thread that reads the rest of stdin into the client: each line, then its end.
@@ -124,6 +127,8 @@ struct client_run {
   std::shared_ptr<line_writer> writer;
   std::shared_ptr<line_reader> reader;
   std::optional<std::string> first_line;
+  /// The MCP servers that live in the client (its initialize's sdkMcpServers).
+  std::vector<std::string> sdk_mcp_servers;
 };
 
 /// Reads stdin's first line — an initialize request adds its hooks, prompts and answer to the
@@ -132,7 +137,12 @@ struct client_run {
 expected<client_run> open_client(caf::actor_system& sys, run_settings& settings,
                                  std::FILE* out);
 
-/// Gives the front end its session and starts reading the rest of stdin into it.
+/// Starts reading the rest of stdin into the front end (the first line, when it was no
+/// initialize request, before it): right after the launch, so that the client's own MCP servers
+/// can start while the session waits for them.
+void read_client_input(client_run& client);
+
+/// Gives the front end its session: the lines that came before it are taken now.
 void start_client(client_run& client, session_actor session, const std::string& session_id);
 
 /// A control_response line.

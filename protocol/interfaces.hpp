@@ -175,16 +175,6 @@ using permission_asker_actor = caf::typed_actor<
 using hook_callback_actor = caf::typed_actor<
   caf::replies_to<hook_atom, std::string, nlohmann::json, std::string>::with<hook_process_result>>;
 
-/// The front end of a stream-json client (orchestrator/stream_json_client): it asks the client
-/// about calls (--permission-prompt-tool stdio) and runs its hook callbacks.
-using stream_client_actor = permission_asker_actor::extend_with<hook_callback_actor>::extend<
-  // The session it drives, once launched, and its id.
-  caf::reacts_to<client_atom, session_actor, std::string>,
-  // A line of stdin.
-  caf::reacts_to<client_atom, std::string>,
-  // The end of stdin.
-  caf::reacts_to<client_atom>>;
-
 /// An asker whose questions are answered later, from outside its handler (the chat's terminal,
 /// on the main thread): each question gets a number, and its answer comes back as a message.
 using deferred_asker_actor = permission_asker_actor::extend<
@@ -288,5 +278,22 @@ using mcp_server_actor = caf::typed_actor<
   caf::reacts_to<exited_atom, uint64_t, int32_t, std::string>,
   // Internal: a timeout (a request's, start-up's) with this serial.
   caf::reacts_to<due_atom, uint64_t>>::extend_with<http_client_actor>;
+
+/// The front end of a stream-json client (orchestrator/stream_json_client): it asks the client
+/// about calls (--permission-prompt-tool stdio) and runs its hook callbacks.
+using stream_client_actor = permission_asker_actor::extend_with<hook_callback_actor>::extend<
+  // The session it drives, once launched, and its id.
+  caf::reacts_to<client_atom, session_actor, std::string>,
+  // A line of stdin.
+  caf::reacts_to<client_atom, std::string>,
+  // The end of stdin.
+  caf::reacts_to<client_atom>,
+  // A JSON-RPC message for the MCP server of this name that lives in the client (the Agent
+  // SDK's createSdkMcpServer), sent as an mcp_message request: answered with the client's
+  // mcp_response (for a notification, its acknowledgement).
+  caf::replies_to<mcp_atom, std::string, nlohmann::json>::with<nlohmann::json>,
+  // The actor of an MCP server of the run: the client's own servers' messages go to it, and
+  // mcp_status asks it.
+  caf::reacts_to<mcp_atom, std::string, mcp_server_actor>>;
 
 } // namespace troupe

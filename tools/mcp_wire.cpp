@@ -278,7 +278,8 @@ expected<mcp_server_info> read_initialize_result(const nlohmann::json& result) {
   auto version = result.find("protocolVersion");
   if (version == result.end())
     return failure{"the server's initialize result names no protocolVersion"};
-  info.protocol_version = version->is_string() ? version->get<std::string>() : dump_safely(*version);
+  info.protocol_version =
+    version->is_string() ? version->get<std::string>() : dump_safely(*version);
   if (std::find(mcp_protocol_versions.begin(), mcp_protocol_versions.end(),
                 info.protocol_version) == mcp_protocol_versions.end()) {
     std::string ours;
@@ -472,7 +473,8 @@ bool some_text_holds(const json& content, const json& structured) {
     return false;
   for (auto& block : content)
     if (block.is_object() && string_at(block, "type") == "text")
-      if (auto parsed = parse_json_bounded(string_at(block, "text")); parsed && *parsed == structured)
+      if (auto parsed = parse_json_bounded(string_at(block, "text"));
+          parsed && *parsed == structured)
         return true;
   return false;
 }

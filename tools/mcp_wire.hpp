@@ -33,6 +33,8 @@ inline const std::vector<std::string> mcp_protocol_versions = {"2025-11-25", "20
 enum class mcp_transport : uint8_t {
   stdio, ///< a child process: JSON-RPC lines on its stdin and stdout, its stderr logged
   http,  ///< Streamable HTTP: each message POSTed, answered with JSON or an SSE stream
+  sdk,   ///< inside a stream-json client (the Agent SDK's createSdkMcpServer): each message
+         ///< goes through the client's control channel as an mcp_message request
 };
 
 /// One entry of `mcpServers`, checked.
