@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <climits>
 #include <map>
+#include <set>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -121,6 +122,7 @@ struct mcp_server_state {
   std::vector<std::pair<std::string, nlohmann::json>> held_answers;
   /// The tools of a tools/list in progress, page by page.
   std::vector<mcp_tool> listed;
+  std::set<std::string> listed_names;
   int pages = 0;
   bool listing = false;
   bool list_again = false;
@@ -235,8 +237,15 @@ void send_message(self_ptr self, const nlohmann::json& message, int64_t rpc = 0)
     request.headers.emplace_back("Mcp-Session-Id", st.session_header);
   if (!st.report.protocol_version.empty())
     request.headers.emplace_back("MCP-Protocol-Version", st.report.protocol_version);
-  for (auto& header : st.setup.config.headers)
-    request.headers.push_back(header);
+  // The configuration's headers (Authorization, …), but never over the protocol's own.
+  for (auto& header : st.setup.config.headers) {
+    auto name = header.first;
+    std::transform(name.begin(), name.end(), name.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    if (name != "content-type" && name != "accept" && name != "mcp-session-id" &&
+        name != "mcp-protocol-version")
+      request.headers.push_back(header);
+  }
   request.body = dumped(message);
   auto longest = std::max(st.setup.call_timeout, st.setup.startup_timeout);
   request.idle_timeout_ms = static_cast<int32_t>(std::min<int64_t>(longest.count(), INT32_MAX));
@@ -486,6 +495,7 @@ void list_tools(self_ptr self) {
   }
   st.listing = true;
   st.listed.clear();
+  st.listed_names.clear();
   st.pages = 0;
   send_request(self, "tools/list", nullptr, rpc_for(rpc_purpose::kind::tools_list));
 }
@@ -510,8 +520,11 @@ void take_tools_page(self_ptr self, const nlohmann::json& result) {
     release_held_answers(self);
     return;
   }
-  for (auto& tool : page->tools)
-    st.listed.push_back(std::move(tool));
+  for (auto& tool : page->tools) {
+    // Two tools the model would call by one name (a.b and a_b, or one listed twice): the first.
+    if (st.listed_names.insert(mcp_tool_name(server_name(self), tool.name)).second)
+      st.listed.push_back(std::move(tool));
+  }
   if (!page->next_cursor.empty()) {
     if (++st.pages >= max_tool_pages) {
       st.listing = false;

@@ -714,19 +714,25 @@ int execute_run(run_settings settings, std::FILE* out, std::function<void()> bef
     if (settings.ask_client)
       asker = caf::actor_cast<permission_asker_actor>(client->actor);
   }
-  if (client)
+  if (client) {
+    // The client's servers — those its initialize names, and its own (the Agent SDK's
+    // createSdkMcpServer) — over any of the same name.
+    auto servers = client->mcp_servers;
     for (auto& name : client->sdk_mcp_servers) {
-      // The client's own servers (the Agent SDK's createSdkMcpServer), over any of their names.
       mcp_server_config server;
       server.name = name;
       server.transport = mcp_transport::sdk;
       server.source = "the client's initialize (sdkMcpServers)";
-      auto same = [&](const mcp_server_config& s) { return s.name == name; };
+      servers.push_back(std::move(server));
+    }
+    for (auto& server : servers) {
+      auto same = [&](const mcp_server_config& s) { return s.name == server.name; };
       settings.mcp_servers.erase(
         std::remove_if(settings.mcp_servers.begin(), settings.mcp_servers.end(), same),
         settings.mcp_servers.end());
       settings.mcp_servers.push_back(std::move(server));
     }
+  }
   auto launched = launch_agent(sys, settings, asker);
   if (!launched) {
     std::fprintf(stderr, "troupe: %s\n", launched.error().c_str());

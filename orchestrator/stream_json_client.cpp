@@ -297,6 +297,17 @@ expected<client_initialize> read_initialize(const nlohmann::json& request,
       init.agents.push_back(std::move(type));
     }
   }
+  if (auto servers = request.find("mcpServers"); servers != request.end() && !servers->is_null()) {
+    if (!servers->is_object())
+      return failure{"initialize: mcpServers must be an object of servers by name"};
+    init.mcp_servers_sent = true;
+    for (auto& [name, entry] : servers->items()) {
+      auto server = parse_mcp_server(name, entry, "the client's initialize (mcpServers)");
+      if (!server)
+        return failure{"initialize: " + server.error()};
+      init.mcp_servers.push_back(std::move(*server));
+    }
+  }
   if (auto sdk = request.find("sdkMcpServers"); sdk != request.end() && !sdk->is_null()) {
     if (!sdk->is_array())
       return failure{"initialize: sdkMcpServers must be an array of server names"};
@@ -621,6 +632,8 @@ stream_client_actor::behavior_type stream_client(client_ptr self, stream_client_
       if (st.setup.initialize) {
         auto answer = st.setup.initialize_answer;
         answer["hooks_applied"] = true;
+        if (st.setup.initialize->mcp_servers_sent)
+          answer["mcp_servers_applied"] = true; // started with the run (or reported failed)
         send_line(self, control_success(st.setup.initialize->request_id, answer));
       }
       for (auto& line : std::exchange(st.early, {}))
@@ -791,6 +804,7 @@ expected<client_run> open_client(caf::actor_system& sys, run_settings& settings,
       for (auto& name : init->skipped_events)
         warn("initialize: troupe has no " + name + " event; its hooks never run");
       run.sdk_mcp_servers = init->sdk_mcp_servers;
+      run.mcp_servers = init->mcp_servers;
       setup.initialize = std::move(*init);
     } else {
       run.first_line = std::move(*line);

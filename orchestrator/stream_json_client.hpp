@@ -18,6 +18,7 @@
 #include "protocol/expected.hpp"
 #include "protocol/hooks.hpp"
 #include "protocol/interfaces.hpp"
+#include "tools/mcp_wire.hpp"
 
 namespace caf {
 class actor_system;
@@ -89,6 +90,10 @@ struct client_initialize {
   /// The MCP servers that live in the client (`sdkMcpServers`: the SDK's createSdkMcpServer):
   /// their messages go through the control channel (mcp_message).
   std::vector<std::string> sdk_mcp_servers;
+  /// The other MCP servers it names (`mcpServers`, the SDK's default way to send them), checked,
+  /// over those of the command line and settings of the same name.
+  std::vector<mcp_server_config> mcp_servers;
+  bool mcp_servers_sent = false;
   /// Hook events troupe has none of: their callbacks are never called (told on stderr).
   std::vector<std::string> skipped_events;
 };
@@ -129,6 +134,8 @@ struct client_run {
   std::optional<std::string> first_line;
   /// The MCP servers that live in the client (its initialize's sdkMcpServers).
   std::vector<std::string> sdk_mcp_servers;
+  /// The other MCP servers its initialize named (mcpServers).
+  std::vector<mcp_server_config> mcp_servers;
 };
 
 /// Reads stdin's first line — an initialize request adds its hooks, prompts and answer to the

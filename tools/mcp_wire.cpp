@@ -100,7 +100,7 @@ struct server_fields {
     return std::nullopt;
   }
 
-  // An object of strings, in its keys' order.
+  // An object of strings, in the order of its keys.
   std::optional<failure> string_map(const char* key,
                                     std::vector<std::pair<std::string, std::string>>& into) const {
     auto found = entry.find(key);
@@ -110,7 +110,7 @@ struct server_fields {
       return failure{prefix + "." + key + " must be an object of strings"};
     for (auto& [name, value] : found->items()) {
       if (!value.is_string() || holds_nul(value.get<std::string>()) || holds_nul(name))
-        return failure{prefix + "." + key + "." + name + " must be a string"};
+        return failure{prefix + "." + key + "." + one_line(name) + " must be a string"};
       into.emplace_back(name, value.get<std::string>());
     }
     return std::nullopt;
@@ -223,13 +223,14 @@ expected<std::string> expand_mcp_variables(
     }
     out.append(text, i, dollar - i);
     auto close = text.find('}', dollar + 2);
+    // The text itself is not shown: it may hold a token.
     if (close == std::string::npos)
-      return failure{"\"" + one_line(text) + "\": ${ without its closing }"};
+      return failure{"a ${ without its closing }"};
     auto inner = text.substr(dollar + 2, close - dollar - 2);
     auto split = inner.find(":-");
     auto name = inner.substr(0, split);
     if (name.empty())
-      return failure{"\"" + one_line(text) + "\": ${} names no variable"};
+      return failure{"a ${} that names no variable"};
     // As Claude Code: a variable set to "" is set; only an unset one takes the default.
     if (auto value = lookup(name))
       out += *value;
@@ -466,16 +467,15 @@ std::string rendered_block(const json& block, const blob_saver& save_blob) {
          " that troupe does not show]";
 }
 
-// Whether a text block already says what structuredContent says (servers send both, the text
-// for clients that read only content).
-bool some_text_holds(const json& content, const json& structured) {
+// Whether any block is text: then the text is what the model reads. The specification asks a
+// server that returns structuredContent to give it as text too, and servers that wrap their
+// text as {"content": text} (the filesystem server) would otherwise say everything twice.
+bool holds_text(const json& content) {
   if (!content.is_array())
     return false;
   for (auto& block : content)
     if (block.is_object() && string_at(block, "type") == "text")
-      if (auto parsed = parse_json_bounded(string_at(block, "text"));
-          parsed && *parsed == structured)
-        return true;
+      return true;
   return false;
 }
 
@@ -503,7 +503,7 @@ tool_result render_mcp_call_result(const nlohmann::json& result, const blob_save
   if (has_content)
     for (auto& block : *content)
       pieces.push_back(rendered_block(block, save_blob));
-  if (has_structured && !(has_content && some_text_holds(*content, *structured)))
+  if (has_structured && !(has_content && holds_text(*content)))
     pieces.push_back(dump_safely(*structured));
   tool_result rendered;
   for (size_t i = 0; i < pieces.size(); ++i)

@@ -135,8 +135,8 @@ std::vector<mcp_incoming> read_mcp_message(std::string_view text);
 /// its type, size and where it was saved ("[image image/png, 95 bytes: saved to PATH]"; when
 /// `save_blob` returns empty, "[image image/png, 95 bytes: not saved]"); a resource_link as
 /// "[resource NAME: URI (mimeType)]" with its description; an embedded resource's text (its
-/// blob like an image). structuredContent, when no text block already holds the same JSON, is
-/// appended as JSON. isError makes it an error result. A result that is not an object, or has
+/// blob like an image). structuredContent is appended as JSON when no block is text (a text
+/// block is what the model reads: servers give their structured content as text too). isError makes it an error result. A result that is not an object, or has
 /// no content array and no structuredContent, is an error result saying so.
 tool_result render_mcp_call_result(
   const nlohmann::json& result,

@@ -3,7 +3,8 @@
 // The model is the fake Anthropic server of tests/support on 127.0.0.1.
 //
 //   node sdk_test.mjs TROUPE_BINARY "CASE"
-import { query } from '@anthropic-ai/claude-agent-sdk';
+import { createSdkMcpServer, query, tool } from '@anthropic-ai/claude-agent-sdk';
+import { z } from 'zod';
 import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -477,6 +478,64 @@ const cases = {
       const results = toolResults(messages);
       check(JSON.stringify(results[0]).includes('rm is blocked'), 'the model reads the hook\'s reason', results);
       check(JSON.stringify(results[1]).includes('still here'), 'other commands run', results);
+    } finally { world.close(); }
+  },
+
+  async 'an SDK MCP server tool is called through mcp_message'() {
+    const world = new World([
+      { tool_calls: [{ name: 'mcp__calc__add', input: { a: 2, b: 40 } }] },
+      { text: 'done' },
+    ]);
+    try {
+      const calls = [];
+      const calc = createSdkMcpServer({
+        name: 'calc',
+        version: '1.0.0',
+        tools: [tool('add', 'Adds two numbers', { a: z.number(), b: z.number() }, async ({ a, b }) => {
+          calls.push([a, b]);
+          return { content: [{ type: 'text', text: `sum: ${a + b}` }] };
+        })],
+      });
+      let statuses = null;
+      const q = query({ prompt: 'add them', options: await world.options({
+        mcpServers: { calc }, allowedTools: ['mcp__calc__add'] }) });
+      const { messages, error } = await collect(q, async (m) => {
+        if (m.type === 'system' && m.subtype === 'init') statuses = await q.mcpServerStatus();
+      });
+      check(error === null, 'no error', String(error));
+      const init = messages.find((m) => m.type === 'system' && m.subtype === 'init');
+      check(init.mcp_servers.some((s) => s.name === 'calc' && s.status === 'connected'),
+            'init lists the SDK server as connected', init.mcp_servers);
+      check(init.tools.includes('mcp__calc__add'), 'init names its tool', init.tools);
+      const offered = (world.requests()[0].body.tools || []).map((t) => t.name);
+      check(offered.includes('mcp__calc__add'), 'the model is offered the tool with its schema', offered);
+      check(calls.length === 1 && calls[0][0] === 2 && calls[0][1] === 40, 'the SDK ran the handler once', calls);
+      const results = toolResults(messages);
+      check(JSON.stringify(results[0]).includes('sum: 42') && !results[0].is_error,
+            'the model reads the handler\'s answer', results);
+      check(Array.isArray(statuses) && statuses.some((s) => s.name === 'calc' && s.status === 'connected' &&
+                                                     s.tools.some((t) => t.name === 'add')),
+            'mcpServerStatus() reports the server and its tools', statuses);
+    } finally { world.close(); }
+  },
+
+  async 'a stdio MCP server from mcpServers is started and its call allowed by canUseTool'() {
+    const world = new World([
+      { tool_calls: [{ name: 'mcp__probe__echo', input: { text: 'hello over stdio' } }] },
+      { text: 'done' },
+    ]);
+    try {
+      const server = path.join(here, '..', 'support', 'mcp_stdio_server.py');
+      const asked = [];
+      const { messages, error } = await collect(query({ prompt: 'echo', options: await world.options({
+        mcpServers: { probe: { command: 'python3', args: [server] } },
+        canUseTool: async (name, input) => { asked.push(name); return { behavior: 'allow', updatedInput: input }; },
+      }) }));
+      check(error === null, 'no error', String(error));
+      check(asked.includes('mcp__probe__echo'), 'canUseTool was asked about the MCP call', asked);
+      const results = toolResults(messages);
+      check(JSON.stringify(results[0]).includes('hello over stdio') && !results[0].is_error,
+            'the server answered the call', results);
     } finally { world.close(); }
   },
 };

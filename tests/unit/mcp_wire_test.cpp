@@ -212,8 +212,11 @@ TEST_CASE("${VAR} and ${VAR:-default} expand; a lone $ stays") {
   CHECK(unset.error() == "the variable TOKEN is not set (${TOKEN:-DEFAULT} gives a default)");
   auto open = expand_mcp_variables("${HOME", lookup);
   REQUIRE_FALSE(open);
-  CHECK(open.error() == "\"${HOME\": ${ without its closing }");
+  CHECK(open.error() == "a ${ without its closing }");
   CHECK_FALSE(expand_mcp_variables("ok ${HOME} then ${", lookup));
+  // The text is not repeated in the error: it may hold a token.
+  CHECK(expand_mcp_variables("Bearer sk-123 ${TOKEN", lookup).error().find("sk-123") ==
+        std::string::npos);
   CHECK_FALSE(expand_mcp_variables("${}", lookup));
   CHECK_FALSE(expand_mcp_variables("${:-x}", lookup));
 }
@@ -515,12 +518,16 @@ TEST_CASE("blocks troupe cannot show are named, not dropped or thrown on") {
                "[a text block without text]\n[a text block without text]"));
 }
 
-TEST_CASE("structured content is added unless a text block already says it") {
+TEST_CASE("structured content is added when no block is text") {
   CHECK(render(R"js({"content": [{"type": "text", "text": "{\"temp\": 21}"}],
                      "structuredContent": {"temp": 21}})js") == answer("{\"temp\": 21}"));
-  CHECK(render(R"js({"content": [{"type": "text", "text": "It is warm."}],
-                     "structuredContent": {"temp": 21}})js") ==
-        answer("It is warm.\n{\"temp\":21}"));
+  // The filesystem server's shape: the text, and the same text wrapped as structured content.
+  CHECK(render(R"js({"content": [{"type": "text", "text": "[FILE] a.txt"}],
+                     "structuredContent": {"content": "[FILE] a.txt"}})js") ==
+        answer("[FILE] a.txt"));
+  CHECK(render(R"js({"content": [{"type": "image", "mimeType": "image/png", "data": "AAAA"}],
+                     "structuredContent": {"temp": 21}})js")
+          .output.find("{\"temp\":21}") != std::string::npos);
   CHECK(render(R"js({"structuredContent": {"temp": 21}})js") == answer("{\"temp\":21}"));
   CHECK(render(R"js({"content": "x", "structuredContent": [1, 2]})js") == answer("[1,2]"));
   CHECK(render(R"js({"content": [], "structuredContent": null})js") == answer("[no content]"));
