@@ -129,6 +129,7 @@ struct mcp_server_state {
 
   uint64_t next_timer = 0;
   std::map<uint64_t, timer_purpose> timers;
+  uint64_t next_waiter = 0;
   std::map<uint64_t, caf::typed_response_promise<mcp_server_report>> start_waiters;
 
   std::string session_header;
@@ -990,13 +991,15 @@ mcp_server_actor::behavior_type mcp_server(self_ptr self, mcp_server_setup setup
       return self->state.report;
     },
     [=](list_atom, int64_t timeout_ms) -> caf::result<mcp_server_report> {
+      // 0: at once; a negative wait: until start-up is over, which its own timer bounds.
       auto& s = self->state;
-      if (!s.starting || timeout_ms <= 0)
+      if (!s.starting || timeout_ms == 0)
         return s.report;
       auto promise = self->make_response_promise<mcp_server_report>();
-      auto waiter = s.next_timer + 1;
-      start_timer(self, std::chrono::milliseconds{timeout_ms},
-                  timer_for(timer_purpose::kind::wait, 0, {}, waiter));
+      auto waiter = ++s.next_waiter;
+      if (timeout_ms > 0)
+        start_timer(self, std::chrono::milliseconds{timeout_ms},
+                    timer_for(timer_purpose::kind::wait, 0, {}, waiter));
       s.start_waiters.emplace(waiter, promise);
       return promise;
     },

@@ -187,6 +187,38 @@ void refresh_mcp_tools(step_state& st) {
   st.tools = st.config.registry->descriptors();
 }
 
+// Waits for the servers still starting before the step's model request (their own start-up
+// timers bound it); returns false when none is, and the request can go now.
+bool wait_for_mcp_servers(step_ptr self) {
+  auto& st = self->state;
+  std::vector<mcp_server_actor> starting;
+  for (auto& [name, report] : st.mcp_reports)
+    if (report.status == mcp_status::pending)
+      if (auto server = st.config.mcp_servers.find(name); server != st.config.mcp_servers.end())
+        starting.push_back(server->second);
+  if (starting.empty())
+    return false;
+  st.mcp_waiting = starting.size();
+  auto serial = ++st.mcp_wait_serial;
+  auto answered = [=] {
+    auto& s = self->state;
+    if (serial != s.mcp_wait_serial || --s.mcp_waiting > 0)
+      return;
+    refresh_mcp_tools(s);
+    s.request.tools = s.tools;
+    generate(self, s.request);
+  };
+  for (auto& server : starting)
+    self->request(server, caf::infinite, list_atom::value, int64_t{-1})
+      .then(
+        [=](mcp_server_report& report) {
+          take_mcp_report(self, std::move(report));
+          answered();
+        },
+        [=](caf::error&) { answered(); });
+  return true;
+}
+
 step_actor::behavior_type step_behavior(step_ptr self, step_config config, session_actor session,
                                         model_client_actor model, tool_executor_actor executor) {
   auto& st = self->state;
@@ -226,7 +258,8 @@ step_actor::behavior_type step_behavior(step_ptr self, step_config config, sessi
       s.hook_stop.reset();
       s.phase = step_phase::generating;
       s.request = model_request{s.config.system_prompt, std::move(request.context), s.tools};
-      generate(self, s.request);
+      if (!wait_for_mcp_servers(self))
+        generate(self, s.request);
       return s.promise;
     },
     [=](compact_atom, model_request& request) -> caf::result<model_reply> {
@@ -261,6 +294,13 @@ step_actor::behavior_type step_behavior(step_ptr self, step_config config, sessi
       if (s.phase == step_phase::idle)
         return;
       s.interrupted = true;
+      if (s.mcp_waiting > 0) {
+        // Still waiting for servers to start: no model call to cancel, the step just ends.
+        s.mcp_waiting = 0;
+        ++s.mcp_wait_serial;
+        finish_step(self, step_status::interrupted);
+        return;
+      }
       if (s.asking) {
         // Nobody waits for the answer: the call and the rest are answered as interrupted.
         s.asking = false;

@@ -31,6 +31,11 @@ struct step_state {
   std::shared_ptr<const tool_registry> base_registry;
   std::map<std::string, mcp_server_report> mcp_reports;
   bool mcp_changed = false;
+  /// Servers still starting when the step began (an agent's own, one started again): the
+  /// model request waits for them, as long as their start-up may take at most. The serial
+  /// tells a late answer (after an interrupt) from the current wait.
+  size_t mcp_waiting = 0;
+  uint64_t mcp_wait_serial = 0;
 
   step_phase phase = step_phase::idle;
   bool interrupted = false;

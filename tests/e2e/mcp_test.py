@@ -223,13 +223,14 @@ class World:
         out = [{"tool_calls": [{"name": name, "input": tool_input}]} for name, tool_input in calls]
         return out + [{"text": "done"}]
 
-    def start(self, calls, args, extra_env=None):
-        """Starts troupe run on the fake model; returns (troupe, model server, record path)."""
+    def start(self, calls, args, extra_env=None, replies=None):
+        """Starts troupe run on the fake model; returns (troupe, model server, record path).
+        `replies`, when given, are the model's replies as they are, instead of one per call."""
         self.runs += 1
         script = self.path(f"script{self.runs}.json")
         record = self.path(f"requests{self.runs}.jsonl")
         with open(script, "w") as f:
-            json.dump(self.replies(calls), f)
+            json.dump(replies if replies is not None else self.replies(calls), f)
         model, port = start_server([sys.executable, FAKE_MODEL, "--script", script,
                                     "--record", record])
         env = self.env(dict({"ANTHROPIC_BASE_URL": f"http://127.0.0.1:{port}",
@@ -240,9 +241,9 @@ class World:
                                 stdin=subprocess.DEVNULL, text=True)
         return proc, model, record
 
-    def run(self, calls, args, extra_env=None, timeout=120):
+    def run(self, calls, args, extra_env=None, timeout=120, replies=None):
         started = time.time()
-        proc, model, record = self.start(calls, args, extra_env)
+        proc, model, record = self.start(calls, args, extra_env, replies)
         try:
             stdout, stderr = proc.communicate(timeout=timeout)
         finally:
@@ -728,6 +729,59 @@ def case_mcp_list(w):
     w.no_leftovers()
 
 
+def case_subagents(w):
+    """A subagent uses its parent's servers: one process for both by default; with "scope":
+    "agent" one each, and the subagent's first request already offers its own server's tools."""
+    for scope, processes in (("process", 1), ("agent", 2)):
+        starts = w.path(f"starts-{scope}")
+        server = w.stdio_server("--starts", starts)
+        if scope == "agent":
+            server["scope"] = "agent"
+        config = w.config({"x": server})
+        replies = [
+            {"tool_calls": [{"name": "task", "input": {"prompt": "echo from the child",
+                                                       "description": "child echo"}}]},
+            {"tool_calls": [{"name": "mcp__x__echo", "input": {"text": "from the child"}}]},
+            {"text": "child done"},
+            {"tool_calls": [{"name": "mcp__x__echo", "input": {"text": "from the parent"}}]},
+            {"text": "done"},
+        ]
+        run = w.run([], ["--mcp-config", config, "--allowedTools=mcp__x"], replies=replies)
+        check(run.returncode == 0, f"scope {scope}: the run completes: {run.describe()}")
+        check(len(run.requests) == 5, f"scope {scope}: five model requests: {run.describe()}")
+        check("mcp__x__echo" in run.offered(1),
+              f"scope {scope}: the subagent's first request offers the server's tool: "
+              f"{run.offered(1)}")
+        child_saw = json.dumps(run.requests[2]["body"].get("messages"))
+        check("from the child" in child_saw and "is_error\": true" not in child_saw,
+              f"scope {scope}: the subagent's call ran: {child_saw[-1500:]}")
+        check(any(text == "from the parent" for text, _, _ in run.results),
+              f"scope {scope}: the parent's call ran: {run.results}")
+        check(len(lines_of(starts)) == processes,
+              f"scope {scope}: {processes} server process(es) started: {lines_of(starts)}")
+        w.no_leftovers()
+
+
+def case_chat_command(w):
+    """/mcp in a chat lists the running servers, their states and their tools."""
+    config = w.config({"x": w.stdio_server(), "dead": w.stdio_server("--never-initialize")})
+    script = w.path("chat.jsonl")
+    with open(script, "w") as f:
+        f.write(json.dumps({"text": "unused"}) + "\n")
+    shown = subprocess.run([TROUPE, "chat", "--cwd", w.work, "--model", "scripted:" + script,
+                            "--mcp-config", config], input="/mcp\n/exit\n", env=w.env(
+                               {"MCP_TIMEOUT": "800"}), capture_output=True, text=True, timeout=60)
+    check(shown.returncode == 0, f"the chat ends cleanly: {shown.returncode} {shown.stderr}")
+    out = shown.stdout
+    check("MCP servers:" in out and "x - connected, " in out and "mcp__x__echo" in out,
+          f"/mcp lists x, its state and its tools: {out}")
+    check("dead - failed: " in out and "MCP_TIMEOUT" in out,
+          f"/mcp says why the dead server failed: {out}")
+    check("MCP server dead failed" in shown.stderr, f"the failure was told at the start: "
+          f"{shown.stderr}")
+    w.no_leftovers()
+
+
 CASES = {
     "filesystem": case_filesystem,
     "everything": case_everything,
@@ -741,6 +795,8 @@ CASES = {
     "http": case_http,
     "config": case_config,
     "mcp list and get": case_mcp_list,
+    "subagents share a server, or each has its own": case_subagents,
+    "/mcp in a chat": case_chat_command,
 }
 
 
