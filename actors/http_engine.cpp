@@ -26,6 +26,13 @@
 
 namespace troupe {
 
+const std::string* find_header(const http_headers& headers, const std::string& name) {
+  for (auto& [key, value] : headers)
+    if (key == name)
+      return &value;
+  return nullptr;
+}
+
 namespace {
 
 // The engine sleeps in epoll_wait; senders wake it through this eventfd after queueing a

@@ -16,6 +16,10 @@ class actor_system;
 
 namespace troupe {
 
+/// The value of a response head's header (named in lowercase, as the engine gives them), or
+/// null when it has none.
+const std::string* find_header(const http_headers& headers, const std::string& name);
+
 /// A handle to the engine. Copies share the engine; it runs until stop() or system shutdown.
 class http_engine {
 public:

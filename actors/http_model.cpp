@@ -59,13 +59,6 @@ using self_ptr = http_model_actor::stateful_pointer<http_model_state>;
 
 constexpr size_t excerpt_bytes = 200;
 
-const std::string* find_header(const http_headers& headers, const std::string& name) {
-  for (auto& [k, v] : headers)
-    if (k == name)
-      return &v;
-  return nullptr;
-}
-
 bool is_connection_failure(int32_t code) {
   switch (code) {
     case CURLE_COULDNT_RESOLVE_HOST:

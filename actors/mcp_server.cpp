@@ -19,6 +19,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/process_runner.hpp"
+#include "protocol/private_files.hpp"
 #include "providers/sse.hpp"
 #include "tools/sandbox.hpp"
 #include "tools/tool_spec.hpp"
@@ -40,6 +41,9 @@ constexpr std::chrono::milliseconds flush_retry{5};
 struct pending_call {
   caf::typed_response_promise<tool_result> promise;
   tool_call call;
+  /// Who asked (an agent's executor): call ids are only unique per agent, and a shared
+  /// server serves many, so a cancel names the call by its caller and id.
+  caf::actor_addr caller;
   std::string blob_dir;
   session_actor session;
   /// Its JSON-RPC id once sent (also its progress token); 0: not sent yet.
@@ -53,7 +57,8 @@ struct rpc_purpose {
   enum class kind : uint8_t { initialize, tools_list, call } what = kind::call;
   /// The connection it was sent on: an answer to an earlier one is stale.
   uint64_t connection = 0;
-  std::string call_id;
+  /// The call's key in `calls`.
+  uint64_t call = 0;
 };
 
 /// One HTTP request to a Streamable HTTP server and what came back so far.
@@ -71,23 +76,23 @@ struct http_exchange {
 struct timer_purpose {
   enum class kind : uint8_t { startup, call, flush, wait } what = kind::call;
   uint64_t connection = 0;
-  std::string call_id;
+  uint64_t call = 0;
   uint64_t waiter = 0;
 };
 
-rpc_purpose rpc_for(rpc_purpose::kind what, std::string call_id = {}) {
+rpc_purpose rpc_for(rpc_purpose::kind what, uint64_t call = 0) {
   rpc_purpose purpose;
   purpose.what = what;
-  purpose.call_id = std::move(call_id);
+  purpose.call = call;
   return purpose;
 }
 
-timer_purpose timer_for(timer_purpose::kind what, uint64_t connection = 0,
-                        std::string call_id = {}, uint64_t waiter = 0) {
+timer_purpose timer_for(timer_purpose::kind what, uint64_t connection = 0, uint64_t call = 0,
+                        uint64_t waiter = 0) {
   timer_purpose purpose;
   purpose.what = what;
   purpose.connection = connection;
-  purpose.call_id = std::move(call_id);
+  purpose.call = call;
   purpose.waiter = waiter;
   return purpose;
 }
@@ -114,12 +119,15 @@ struct mcp_server_state {
 
   int64_t next_rpc = 1;
   std::map<int64_t, rpc_purpose> rpcs;
-  std::map<std::string, pending_call> calls;
+  /// Calls in flight by their own key (not the model's call id: a shared server serves many
+  /// agents, whose ids may be alike).
+  std::map<uint64_t, pending_call> calls;
+  uint64_t next_call = 0;
   /// Calls that arrived while the server was being started, in order.
   std::vector<pending_call> queued;
   /// Answers of calls that came while the tools were being listed again: held until the new
   /// list is out, so that the step the answer goes to offers what the server said it has now.
-  std::vector<std::pair<std::string, nlohmann::json>> held_answers;
+  std::vector<std::pair<uint64_t, nlohmann::json>> held_answers;
   /// The tools of a tools/list in progress, page by page.
   std::vector<mcp_tool> listed;
   std::set<std::string> listed_names;
@@ -193,16 +201,15 @@ void flush(self_ptr self) {
   }
 }
 
-std::string dumped(const nlohmann::json& message) {
-  return message.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
-
 uint64_t exchange_id(self_ptr self) {
   // Actor ids are unique in the process; the low bits count this actor's exchanges.
   return (static_cast<uint64_t>(self->id()) << 24) | (++self->state.exchange_sequence & 0xffffff);
 }
 
 void take_text(self_ptr self, std::string_view text);
+
+void fail_calls(self_ptr self, const std::string& why);
+void drop_connection(self_ptr self);
 
 void send_message(self_ptr self, const nlohmann::json& message, int64_t rpc = 0) {
   auto& st = self->state;
@@ -214,18 +221,27 @@ void send_message(self_ptr self, const nlohmann::json& message, int64_t rpc = 0)
       .then(
         [=](nlohmann::json& response) {
           if (rpc != 0 && connection == self->state.connection)
-            take_text(self, dumped(response));
+            take_text(self, mcp_line(response));
         },
         [=](caf::error& err) {
           if (rpc != 0 && connection == self->state.connection)
-            take_text(self, dumped(mcp_error(rpc, -32603, "the client did not answer: " +
+            take_text(self, mcp_line(mcp_error(rpc, -32603, "the client did not answer: " +
                                                             self->system().render(err))));
         });
     return;
   }
   if (st.setup.config.transport == mcp_transport::stdio) {
-    st.outbox += dumped(message);
+    st.outbox += mcp_line(message);
     st.outbox += '\n';
+    if (st.outbox.size() > max_line_bytes) {
+      // It has not read its stdin for 64 MiB: it is stuck. What it was sent is lost; the
+      // next call starts it again.
+      spdlog::warn("MCP server {} stopped reading its input; it is stopped", server_name(self));
+      drop_connection(self);
+      fail_calls(self, quoted_name(self) + " stopped reading its input; it is started again "
+                                           "on the next call");
+      return;
+    }
     flush(self);
     return;
   }
@@ -247,7 +263,7 @@ void send_message(self_ptr self, const nlohmann::json& message, int64_t rpc = 0)
         name != "mcp-protocol-version")
       request.headers.push_back(header);
   }
-  request.body = dumped(message);
+  request.body = mcp_line(message);
   auto longest = std::max(st.setup.call_timeout, st.setup.startup_timeout);
   request.idle_timeout_ms = static_cast<int32_t>(std::min<int64_t>(longest.count(), INT32_MAX));
   request.request_timeout_ms = 0; // the call's own timeout ends it
@@ -348,9 +364,9 @@ std::optional<std::string> decode_base64(const std::string& text) {
   return out;
 }
 
-void answer_call(self_ptr self, const std::string& call_id, tool_result result) {
+void answer_call(self_ptr self, uint64_t key, tool_result result) {
   auto& st = self->state;
-  auto found = st.calls.find(call_id);
+  auto found = st.calls.find(key);
   if (found == st.calls.end())
     return;
   st.timers.erase(found->second.timer);
@@ -359,19 +375,19 @@ void answer_call(self_ptr self, const std::string& call_id, tool_result result) 
   st.calls.erase(found);
 }
 
-void finish_call(self_ptr self, const std::string& call_id, const nlohmann::json& result) {
+void finish_call(self_ptr self, uint64_t key, const nlohmann::json& result) {
   auto& st = self->state;
-  auto found = st.calls.find(call_id);
+  auto found = st.calls.find(key);
   if (found == st.calls.end())
     return;
   if (st.listing && !st.starting) {
     // A call that changed the tools (notifications/tools/list_changed before its answer) is
     // answered once they are listed again.
-    st.held_answers.emplace_back(call_id, result);
+    st.held_answers.emplace_back(key, result);
     return;
   }
   auto dir = found->second.blob_dir;
-  auto name = file_safe(call_id);
+  auto name = file_safe(found->second.call.id);
   int blobs = 0;
   auto rendered = render_mcp_call_result(
     result, [&](const std::string& mime, const std::string& base64) -> std::string {
@@ -382,12 +398,13 @@ void finish_call(self_ptr self, const std::string& call_id, const nlohmann::json
         return {};
       auto path = std::filesystem::path{dir} /
                   ("mcp-" + name + "-" + std::to_string(++blobs) + "." + extension_of(mime));
-      if (!write_whole_file(path, *bytes).empty())
+      // Owner-only, as the session's other saved results are.
+      if (!write_private_file(path, *bytes).empty())
         return {};
       return path.string();
     });
   st.restarts = 0; // it works: a later crash starts the count again
-  answer_call(self, call_id, std::move(rendered));
+  answer_call(self, key, std::move(rendered));
 }
 
 void send_call(self_ptr self, pending_call pending) {
@@ -399,7 +416,15 @@ void send_call(self_ptr self, pending_call pending) {
                                          ")"));
     return;
   }
-  if (auto problem = validate_input(mcp_tool_spec(server_name(self), *tool), pending.call.input)) {
+  std::optional<std::string> problem;
+  try {
+    problem = validate_input(mcp_tool_spec(server_name(self), *tool), pending.call.input);
+  } catch (const std::exception& e) {
+    // An exception out of a handler would end the actor every agent shares.
+    problem = "the call's input cannot be checked against " + quoted_name(self) +
+              "'s schema: " + e.what();
+  }
+  if (problem) {
     pending.promise.deliver(error_result(*problem));
     return;
   }
@@ -408,12 +433,12 @@ void send_call(self_ptr self, pending_call pending) {
                            {"arguments", pending.call.input.is_object() ? pending.call.input
                                                                         : nlohmann::json::object()},
                            {"_meta", {{"progressToken", id}}}};
+  auto key = ++st.next_call;
   pending.rpc = send_request(self, "tools/call", std::move(params),
-                             rpc_for(rpc_purpose::kind::call, pending.call.id));
+                             rpc_for(rpc_purpose::kind::call, key));
   pending.timer =
-    start_timer(self, st.setup.call_timeout, timer_for(timer_purpose::kind::call, 0, pending.call.id));
-  auto call_id = pending.call.id;
-  st.calls.emplace(call_id, std::move(pending));
+    start_timer(self, st.setup.call_timeout, timer_for(timer_purpose::kind::call, 0, key));
+  st.calls.emplace(key, std::move(pending));
 }
 
 void cancel_on_server(self_ptr self, int64_t rpc, const std::string& why) {
@@ -427,8 +452,8 @@ void cancel_on_server(self_ptr self, int64_t rpc, const std::string& why) {
 void release_held_answers(self_ptr self) {
   auto held = std::move(self->state.held_answers);
   self->state.held_answers.clear();
-  for (auto& [call_id, result] : held)
-    finish_call(self, call_id, result);
+  for (auto& [key, result] : held)
+    finish_call(self, key, result);
 }
 
 void answer_start_waiters(self_ptr self) {
@@ -476,7 +501,9 @@ void fail_calls(self_ptr self, const std::string& why) {
 // Start-up failed, or the server died once too often: reported failed, its tools withdrawn.
 void fail(self_ptr self, const std::string& why) {
   auto& st = self->state;
-  spdlog::warn("MCP server {}: {}", server_name(self), why);
+  // Told to the user by the front end (stderr at start-up, /mcp, troupe mcp list) and to the
+  // model in its calls' results: the log has it at info.
+  spdlog::info("MCP server {}: {}", server_name(self), why);
   drop_connection(self);
   st.starting = false;
   st.report.status = mcp_status::failed;
@@ -525,6 +552,10 @@ void take_tools_page(self_ptr self, const nlohmann::json& result) {
     // Two tools the model would call by one name (a.b and a_b, or one listed twice): the first.
     if (st.listed_names.insert(mcp_tool_name(server_name(self), tool.name)).second)
       st.listed.push_back(std::move(tool));
+    else
+      spdlog::warn("MCP server {}: its tool \"{}\" has the name of another one as the model "
+                   "calls them ({}): only the first is offered",
+                   server_name(self), tool.name, mcp_tool_name(server_name(self), tool.name));
   }
   if (!page->next_cursor.empty()) {
     if (++st.pages >= max_tool_pages) {
@@ -605,10 +636,10 @@ void take_answer(self_ptr self, const mcp_incoming& in) {
       break;
     case rpc_purpose::kind::call:
       if (error)
-        answer_call(self, purpose.call_id,
+        answer_call(self, purpose.call,
                     error_result(quoted_name(self) + " answered the call with " + error_text));
       else
-        finish_call(self, purpose.call_id, in.result);
+        finish_call(self, purpose.call, in.result);
       break;
   }
 }
@@ -658,8 +689,8 @@ void take_message(self_ptr self, const mcp_incoming& in) {
       } else if (in.method == "notifications/message") {
         spdlog::info("MCP server {}: {}", server_name(self),
                      in.params.is_object() && in.params.contains("data")
-                       ? dumped(in.params["data"])
-                       : dumped(in.params));
+                       ? mcp_line(in.params["data"])
+                       : mcp_line(in.params));
       }
       return;
   }
@@ -668,6 +699,24 @@ void take_message(self_ptr self, const mcp_incoming& in) {
 void take_text(self_ptr self, std::string_view text) {
   for (auto& in : read_mcp_message(text))
     take_message(self, in);
+}
+
+// The server wrote a line over the cap, which was dropped unread: which request it answered
+// cannot be told, so every call in flight is answered with the error (a later answer to one of
+// them is dropped), rather than left waiting for its timeout.
+void take_oversized(self_ptr self) {
+  auto& st = self->state;
+  auto why = "a line over " + std::to_string(max_line_bytes >> 20) + " MiB";
+  if (st.starting) {
+    fail(self, "it wrote " + why + " during start-up");
+    return;
+  }
+  std::vector<uint64_t> keys;
+  for (auto& [key, call] : st.calls)
+    keys.push_back(key);
+  for (auto key : keys)
+    answer_call(self, key, error_result(quoted_name(self) + " answered with " + why +
+                                        ", which troupe does not read"));
 }
 
 // Splits a server's stdout into lines, on its supervisor's thread, and sends them to the actor.
@@ -764,6 +813,8 @@ void start(self_ptr self) {
                        max_line_bytes >> 20);
           s.partial.clear();
           s.skipping = true;
+          // An empty line, which is never sent otherwise, says one was dropped.
+          caf::anon_send(actor, mcp_atom::value, serial, std::string{});
         }
         if (end == std::string_view::npos)
           break;
@@ -854,11 +905,11 @@ void take_due(self_ptr self, uint64_t serial) {
                      " ms (MCP_TIMEOUT sets the limit)");
       break;
     case timer_purpose::kind::call: {
-      auto call = st.calls.find(purpose.call_id);
+      auto call = st.calls.find(purpose.call);
       if (call == st.calls.end())
         break;
       cancel_on_server(self, call->second.rpc, "timed out");
-      answer_call(self, purpose.call_id,
+      answer_call(self, purpose.call,
                   error_result(quoted_name(self) + " did not answer the call within " +
                                std::to_string(st.setup.call_timeout.count() / 1000) +
                                " s (MCP_TOOL_TIMEOUT sets the limit, in ms)"));
@@ -879,13 +930,6 @@ void take_due(self_ptr self, uint64_t serial) {
 
 // --- Streamable HTTP ----------------------------------------------------------------------
 
-std::string header_value(const http_headers& headers, const std::string& name) {
-  for (auto& [key, value] : headers)
-    if (key == name)
-      return value;
-  return {};
-}
-
 // An HTTP exchange that carried a request ended without its answer.
 void exchange_failed(self_ptr self, const http_exchange& exchange, const std::string& why) {
   auto& st = self->state;
@@ -897,13 +941,15 @@ void exchange_failed(self_ptr self, const http_exchange& exchange, const std::st
   auto purpose = found->second;
   st.rpcs.erase(found);
   if (purpose.what == rpc_purpose::kind::call) {
-    answer_call(self, purpose.call_id, error_result(quoted_name(self) + ": " + why));
+    answer_call(self, purpose.call, error_result(quoted_name(self) + ": " + why));
     return;
   }
-  if (st.starting)
+  if (st.starting) {
     fail(self, why);
-  else
+  } else {
     st.listing = false;
+    release_held_answers(self);
+  }
 }
 
 void take_head(self_ptr self, const http_response_head& head) {
@@ -913,10 +959,11 @@ void take_head(self_ptr self, const http_response_head& head) {
     return;
   auto& exchange = found->second;
   exchange.status = head.status;
-  exchange.sse =
-    header_value(head.headers, "content-type").find("text/event-stream") != std::string::npos;
-  if (auto session = header_value(head.headers, "mcp-session-id"); !session.empty())
-    st.session_header = session;
+  auto type = find_header(head.headers, "content-type");
+  exchange.sse = type != nullptr && type->find("text/event-stream") != std::string::npos;
+  if (auto session = find_header(head.headers, "mcp-session-id");
+      session != nullptr && !session->empty())
+    st.session_header = *session;
 }
 
 void take_chunk(self_ptr self, http_body_chunk& chunk) {
@@ -946,10 +993,13 @@ void take_done(self_ptr self, const http_transfer_done& done) {
     exchange_failed(self, exchange, "the HTTP request failed: " + done.error);
     return;
   }
-  if (exchange.status == 404 && !st.session_header.empty() && !st.starting) {
-    // The server forgot the session: the next call starts a new one.
+  if (exchange.status == 404 && !st.session_header.empty() && !st.starting &&
+      exchange.connection == st.connection) {
+    // The server forgot the session: what was in flight on it is lost, and the next call
+    // starts a new one.
     drop_connection(self);
-    exchange_failed(self, exchange, "the server ended its session (HTTP 404)");
+    fail_calls(self, quoted_name(self) +
+                       " ended its session (HTTP 404); it is started again on the next call");
     return;
   }
   if (exchange.status < 200 || exchange.status >= 300) {
@@ -971,9 +1021,7 @@ mcp_server_actor::behavior_type mcp_server(self_ptr self, mcp_server_setup setup
   auto& st = self->state;
   st.setup = std::move(setup);
   st.report.server = st.setup.config.name;
-  st.report.transport = st.setup.config.transport == mcp_transport::http  ? "http"
-                         : st.setup.config.transport == mcp_transport::sdk ? "sdk"
-                                                                           : "stdio";
+  st.report.transport = to_string(st.setup.config.transport);
   st.report.tools = std::vector<mcp_tool>{};
   self->set_down_handler([=](caf::down_msg& down) {
     auto& subscribers = self->state.subscribers;
@@ -1007,15 +1055,13 @@ mcp_server_actor::behavior_type mcp_server(self_ptr self, mcp_server_setup setup
         session_actor& session) -> caf::result<tool_result> {
       auto& s = self->state;
       pending_call pending;
+      // Before the promise is made: making it takes the sender out of the current message.
+      pending.caller = caf::actor_cast<caf::actor_addr>(self->current_sender());
       pending.promise = self->make_response_promise<tool_result>();
       pending.call = std::move(call);
       pending.blob_dir = std::move(blob_dir);
       pending.session = std::move(session);
       auto promise = pending.promise;
-      if (s.calls.count(pending.call.id) > 0) {
-        promise.deliver(error_result("a call with id " + pending.call.id + " is already running"));
-        return promise;
-      }
       if (s.starting) {
         s.queued.push_back(std::move(pending));
       } else if (s.alive) {
@@ -1034,14 +1080,17 @@ mcp_server_actor::behavior_type mcp_server(self_ptr self, mcp_server_setup setup
       return promise;
     },
     [=](cancel_atom, const std::string& call_id) {
+      // The caller's own call of that id: another agent's call may have the same id.
       auto& s = self->state;
-      if (auto call = s.calls.find(call_id); call != s.calls.end()) {
-        cancel_on_server(self, call->second.rpc, "interrupted by the user");
-        answer_call(self, call_id, interrupted_result());
-        return;
-      }
+      auto caller = caf::actor_cast<caf::actor_addr>(self->current_sender());
+      for (auto& [key, call] : s.calls)
+        if (call.caller == caller && call.call.id == call_id) {
+          cancel_on_server(self, call.rpc, "interrupted by the user");
+          answer_call(self, key, interrupted_result());
+          return;
+        }
       for (auto i = s.queued.begin(); i != s.queued.end(); ++i)
-        if (i->call.id == call_id) {
+        if (i->caller == caller && i->call.id == call_id) {
           i->promise.deliver(interrupted_result());
           s.queued.erase(i);
           return;
@@ -1050,8 +1099,12 @@ mcp_server_actor::behavior_type mcp_server(self_ptr self, mcp_server_setup setup
     [=](mcp_atom, uint64_t serial, std::string& line) {
       // Serial 0: from the client an sdk server lives in, whatever its connection.
       if (serial == self->state.connection ||
-          (serial == 0 && self->state.setup.config.transport == mcp_transport::sdk))
-        take_text(self, line);
+          (serial == 0 && self->state.setup.config.transport == mcp_transport::sdk)) {
+        if (line.empty())
+          take_oversized(self);
+        else
+          take_text(self, line);
+      }
     },
     [=](exited_atom, uint64_t serial, int32_t code, std::string& tail) {
       if (serial == self->state.connection && self->state.alive)

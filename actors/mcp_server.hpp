@@ -47,8 +47,8 @@ struct mcp_server_setup {
   std::chrono::milliseconds startup_timeout{30000};
   /// How long a tool call may go without an answer or a progress notification (MCP_TOOL_TIMEOUT).
   std::chrono::milliseconds call_timeout{600000};
-  /// How many times a server that died is started again (on the next call) before it is
-  /// reported failed for good.
+  /// How many times in a row a server that died is started again (on the next call), with no
+  /// successful call between, before it is reported failed for good.
   int max_restarts = 3;
   /// clientInfo.version in initialize.
   std::string client_version;

@@ -146,7 +146,8 @@ void list_mcp_servers(session_ptr self) {
         text.pop_back();
       answer(self, text);
     };
-    self->request(server, std::chrono::seconds{5}, list_atom::value, int64_t{0})
+    // Once its start-up is over, which its own timer bounds.
+    self->request(server, caf::infinite, list_atom::value, int64_t{-1})
       .then([=](const mcp_server_report& report) { take(describe_mcp_report(report, true)); },
             [=](caf::error& err) { take(" - not answering: " + self->system().render(err)); });
   }

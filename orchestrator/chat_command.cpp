@@ -90,7 +90,6 @@ int chat_until_end(run_settings settings) {
     return 2;
   }
   auto agent = launched->agent;
-  await_mcp_servers(sys, settings);
   render_options options;
   options.colour = colour_wanted(STDOUT_FILENO);
   options.echo_prompts = false; // what the person typed is on the screen already

@@ -441,6 +441,8 @@ void write_fleet_record(const fleet_paths& fleet, const fleet_flags& flags,
                              {"allow", agent.allow},
                              {"deny", agent.deny},
                              {"settings", agent.settings_file},
+                             {"mcp_configs", agent.mcp_configs},
+                             {"strict_mcp_config", agent.strict_mcp_config},
                              {"sandbox", agent.sandbox},
                              {"sandbox_network", agent.sandbox_network},
                              {"add_dirs", agent.add_dirs},
@@ -489,6 +491,9 @@ void fill_from_record(fleet_flags& flags, const nlohmann::json& record) {
   rules(agent.allow, "allow");
   rules(agent.deny, "deny");
   text(agent.settings_file, "settings");
+  rules(agent.mcp_configs, "mcp_configs");
+  if (recorded.value("strict_mcp_config", false))
+    agent.strict_mcp_config = true;
   text(agent.sandbox, "sandbox");
   rules(agent.add_dirs, "add_dirs");
   if (recorded.value("sandbox_network", false))
@@ -629,6 +634,11 @@ fleet_commands add_fleet_command(CLI::App& app, fleet_flags& flags) {
   add_bare_flag(*fleet, agent);
   fleet->add_option("--settings", agent.settings_file, "a settings JSON file read after the others")
     ->type_name("FILE");
+  add_repeated_option(*fleet, "--mcp-config", agent.mcp_configs,
+                      "MCP servers ({\"mcpServers\": {…}}) for every task, a file or JSON; "
+                      "repeatable", "FILE|JSON");
+  fleet->add_flag("--strict-mcp-config", agent.strict_mcp_config,
+                  "only --mcp-config's servers, none from settings or .mcp.json");
   fleet->add_option("--max-retries", agent.max_retries,
                     "retries of a failed API request (429, 5xx, connection errors)")
     ->check(CLI::Range(0, 100));
@@ -867,6 +877,9 @@ int run_fleet(const fleet_flags& flags) {
     recorded.agent.settings_file = std::filesystem::absolute(recorded.agent.settings_file).string();
   for (auto& dir : recorded.agent.add_dirs)
     dir = std::filesystem::absolute(dir).string();
+  for (auto& servers : recorded.agent.mcp_configs)
+    if (servers.find('{') == std::string::npos) // a file, not inline JSON
+      servers = std::filesystem::absolute(servers).string();
   write_fleet_record(fleet, recorded, results_path, source == "-" ? "stdin" : source, total,
                      invalid_ids);
   for (auto& task : parsed->tasks)

@@ -13,6 +13,7 @@
 #include "orchestrator/environment.hpp"
 #include "orchestrator/mcp_config.hpp"
 #include "orchestrator/mcp_connections.hpp"
+#include "orchestrator/signals.hpp"
 #include "tools/process_reaper.hpp"
 
 namespace troupe {
@@ -99,9 +100,11 @@ int run_mcp(const mcp_flags& flags, bool get) {
     for (auto& server : started)
       server.per_agent = false;
     mcp_connections connections{sys, std::move(started), options};
-    auto reports = connections.wait_for_startup(sys);
+    auto reports = connections.wait_for_startup(sys, termination_pending);
+    if (termination_pending())
+      code = 130; // interrupted: what the servers said by then
     std::fputs(describe_mcp_servers(servers, reports, true).c_str(), stdout);
-    if (get && !reports.empty() && reports.front().status != mcp_status::connected)
+    if (code == 0 && get && !reports.empty() && reports.front().status != mcp_status::connected)
       code = 1;
   }
   if (engine)

@@ -156,14 +156,20 @@ expected<mcp_configuration> gather_mcp_servers(const std::vector<settings_source
     auto approvals = read_approvals(settings);
     if (!approvals)
       return failure{approvals.error()};
+    // The repository's file, not the user's words: a broken one is left out with a notice
+    // (as Claude Code goes on without it), never a reason to refuse every run here.
     auto path = workspace / ".mcp.json";
     auto project = read_project_file(path);
-    if (!project)
-      return failure{project.error()};
-    if (!project->is_null())
+    if (!project) {
+      gathered.notices.push_back(project.error() + "; its MCP servers are left out");
+    } else if (!project->is_null()) {
+      auto kept = servers;
       if (auto added = add_servers(*project, path.string(), servers, &*approvals, gathered.notices);
-          !added)
-        return failure{added.error()};
+          !added) {
+        servers = std::move(kept);
+        gathered.notices.push_back(added.error() + "; its MCP servers are left out");
+      }
+    }
   }
   if (!mcp_config.is_null())
     if (auto added = add_servers(mcp_config, "--mcp-config", servers, nullptr, gathered.notices);

@@ -75,32 +75,37 @@ mcp_server_setup mcp_connections::setup_for(const mcp_server_config& config,
 }
 
 std::vector<mcp_server_report>
-mcp_connections::wait_for_startup(caf::actor_system& sys) const {
+mcp_connections::wait_for_startup(caf::actor_system& sys, const std::function<bool()>& stop) const {
+  // A moment past the bound: the servers' own start-up timers, due at the same time, say
+  // "failed" first.
+  auto deadline = started_ + options_.startup_timeout + std::chrono::milliseconds{250};
+  constexpr std::chrono::milliseconds slice{100};
   std::vector<mcp_server_report> reports;
-  auto deadline = started_ + options_.startup_timeout;
   caf::scoped_actor self{sys};
+  bool stopped = false;
   for (auto& config : configs_) {
     mcp_server_report report;
     report.server = config.name;
-    report.transport = config.transport == mcp_transport::http  ? "http"
-                       : config.transport == mcp_transport::sdk ? "sdk"
-                                                                : "stdio";
+    report.transport = to_string(config.transport);
     auto found = shared_.find(config.name);
-    if (found != shared_.end()) {
-      // All started together: each waits for what is left of the one bound.
+    // All started together: each waits for what is left of the one bound, a slice at a time
+    // so that a signal is seen.
+    while (found != shared_.end()) {
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
-      auto wait = std::max<int64_t>(left.count(), 0);
-      // A moment past the bound: the server's own start-up timer, due at the same time, says
-      // "failed" first.
-      wait += 250;
-      self->request(found->second, std::chrono::milliseconds{wait + 2000}, list_atom::value,
-                    static_cast<int64_t>(wait))
+      auto wait = stopped ? std::chrono::milliseconds{0}
+                          : std::clamp(left, std::chrono::milliseconds{0}, slice);
+      self->request(found->second, wait + std::chrono::seconds{2}, list_atom::value,
+                    static_cast<int64_t>(wait.count()))
         .receive([&](mcp_server_report& answer) { report = std::move(answer); },
                  [&](caf::error&) {
                    report.status = mcp_status::failed;
                    report.error = "it did not answer";
                  });
+      if (report.status != mcp_status::pending || stopped || left <= wait)
+        break;
+      if (stop && stop())
+        stopped = true; // what the others say now, without waiting
     }
     reports.push_back(std::move(report));
   }
@@ -126,6 +131,10 @@ void mcp_connections::stop() {
   for (auto& [name, actor] : shared_)
     caf::anon_send_exit(actor, caf::exit_reason::user_shutdown);
   shared_.clear();
+  if (options_.own_http && options_.http) {
+    options_.http->stop();
+    options_.own_http = false;
+  }
 }
 
 nlohmann::json mcp_init_entries(const std::vector<mcp_server_report>& reports) {
@@ -151,10 +160,7 @@ std::string describe_mcp_servers(const std::vector<mcp_server_config>& configs,
                           line += " " + arg;
                         return line;
                       }();
-    text += config.name + ": " + target + " (" +
-            (config.transport == mcp_transport::http  ? "http"
-             : config.transport == mcp_transport::sdk ? "sdk"
-                                                      : "stdio") +
+    text += config.name + ": " + target + " (" + to_string(config.transport) +
             (config.per_agent ? ", one per agent" : "") + ", from " + config.source + ")";
     text += report == nullptr ? std::string{"\n"} : describe_mcp_report(*report, with_tools);
   }

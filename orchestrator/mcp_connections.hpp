@@ -4,6 +4,7 @@
 // each agent's set (the shared actors, and its own for servers of scope "agent"); their end.
 
 #include <chrono>
+#include <functional>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -28,6 +29,9 @@ struct mcp_start_options {
   child_environment environment;
   std::shared_ptr<const sandbox_policy> sandbox;
   std::optional<http_engine> http;
+  /// The engine was started for the servers alone: stop() stops it too (a running engine
+  /// would keep the actor system from ending).
+  bool own_http = false;
   /// The stream-json client that carries the messages of servers of transport "sdk".
   stream_client_actor client;
   /// Start-up's bound (MCP_TIMEOUT) and a call's (MCP_TOOL_TIMEOUT).
@@ -56,9 +60,11 @@ public:
   const std::vector<mcp_server_config>& configs() const { return configs_; }
 
   /// Waits until every process-wide server has started or failed, at most the start-up bound
-  /// from when they were started; returns each server's state in configuration order (one of
-  /// scope "agent" as a fresh actor would report it: pending).
-  std::vector<mcp_server_report> wait_for_startup(caf::actor_system& sys) const;
+  /// from when they were started, or until `stop` says so (a signal came: looked at every
+  /// 100 ms); returns each server's state in configuration order (one still starting, or of
+  /// scope "agent", as pending).
+  std::vector<mcp_server_report> wait_for_startup(caf::actor_system& sys,
+                                                  const std::function<bool()>& stop = {}) const;
 
   /// The servers for one agent: the process-wide actors, and new ones of its own for scope
   /// "agent" (`owned`, stopped with its executor; tagged `owner`).
@@ -71,7 +77,8 @@ public:
   /// The process-wide servers' actors, by name.
   const std::map<std::string, mcp_server_actor>& shared() const { return shared_; }
 
-  /// Stops the process-wide servers (their processes are killed with their groups).
+  /// Stops the process-wide servers (their processes are killed with their groups), and the
+  /// engine started for them.
   void stop();
 
 private:

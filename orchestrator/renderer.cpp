@@ -70,12 +70,14 @@ void print(self_ptr self, const Event& event) {
     if (line.is_null())
       return;
     if constexpr (std::is_same_v<Event, session_started_event>)
-      for (auto& [key, value] : st.options.init_extras.items())
-        if (key == "mcp_tools" && line["tools"].is_array()) // the servers' beside troupe's own
+      for (auto& [key, value] : st.options.init_extras.items()) {
+        if (key == "mcp_tools" && line["tools"].is_array()) { // the servers' beside troupe's own
           for (auto& name : value)
             line["tools"].push_back(name);
-        else
+        } else {
           line[key] = value;
+        }
+      }
     if (st.options.claude_names)
       use_claude_names(line);
     text = line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";

@@ -275,13 +275,6 @@ expected<session_actor> spawn_subagent(caf::actor_system& sys,
   child.subscribers.insert(child.subscribers.end(), setup->watchers.begin(), setup->watchers.end());
   child.process_environment = session_environment(launch.agent_id, parent_settings);
 
-  // Its parent's MCP servers: the shared ones, and its own of those of scope "agent".
-  if (parent_settings.mcp) {
-    auto mine = parent_settings.mcp->attach(sys, launch.agent_id);
-    child.mcp_servers = std::move(mine.servers);
-    child.owned_mcp_servers = std::move(mine.owned);
-  }
-
   tool_context context;
   context.cwd = parent_settings.cwd;
   context.home = parent_settings.home;
@@ -297,6 +290,13 @@ expected<session_actor> spawn_subagent(caf::actor_system& sys,
   std::replace(owner.begin(), owner.end(), '/', ':');
   context.process_owner = owner;
   context.sandbox = parent_settings.sandbox_walls;
+  // Its parent's MCP servers: the shared ones, and its own of those of scope "agent", tagged
+  // with its unique owner.
+  if (parent_settings.mcp) {
+    auto mine = parent_settings.mcp->attach(sys, owner);
+    child.mcp_servers = std::move(mine.servers);
+    child.owned_mcp_servers = std::move(mine.owned);
+  }
 
   model_client_actor client;
   if (model.http_model) {
@@ -326,11 +326,13 @@ expected<bool> start_mcp_servers(caf::actor_system& sys, run_settings& settings,
   if (wants_http && !engine && settings.commons && settings.commons->engine)
     engine = settings.commons->engine;
   if (wants_http && !engine) {
-    // An engine of its own, stopped with the process: an HTTP server's requests need one.
-    if (auto started = http_engine::start(sys, settings.libcurl); started)
+    // An engine of their own, stopped with them: an HTTP server's requests need one.
+    if (auto started = http_engine::start(sys, settings.libcurl); started) {
       engine = std::move(*started);
-    else
+      options.own_http = true;
+    } else {
       spdlog::warn("the MCP servers over HTTP cannot be reached: {}", started.error());
+    }
   }
   options.http = engine;
   settings.mcp = std::make_shared<mcp_connections>(sys, settings.mcp_servers, std::move(options));
@@ -343,14 +345,14 @@ void await_mcp_servers(caf::actor_system& sys, run_settings& settings) {
       settings.render.init_extras["mcp_servers"] = nlohmann::json::array();
     return;
   }
-  auto reports = settings.mcp->wait_for_startup(sys);
+  // A signal ends the wait; the run then starts and takes it as it takes any (no model request).
+  auto reports = settings.mcp->wait_for_startup(sys, termination_pending);
   for (auto& report : reports)
     if (report.status == mcp_status::failed)
       std::fprintf(stderr, "troupe: MCP server %s failed: %s\n", report.server.c_str(),
                    report.error.c_str());
     else if (report.status == mcp_status::pending)
-      spdlog::info("MCP server {} is still starting; its tools come when it is ready",
-                   report.server);
+      spdlog::info("MCP server {} starts with each agent (scope \"agent\")", report.server);
   if (settings.render.format == output_format::stream_json) {
     settings.render.init_extras["mcp_servers"] = mcp_init_entries(reports);
     auto names = nlohmann::json::array();

@@ -314,6 +314,11 @@ expected<client_initialize> read_initialize(const nlohmann::json& request,
     for (auto& name : *sdk) {
       if (!name.is_string())
         return failure{"initialize: sdkMcpServers must be an array of server names"};
+      // The name rules of every server's (mcp__<server>__<tool> must lead back to it).
+      auto checked = parse_mcp_server(name.get<std::string>(), {{"type", "sdk"}},
+                                      "initialize: sdkMcpServers");
+      if (!checked)
+        return failure{checked.error()};
       init.sdk_mcp_servers.push_back(name.get<std::string>());
     }
   }
@@ -360,7 +365,8 @@ struct stream_client_state {
   std::map<std::string, mcp_server_actor> mcp_servers;
   /// stdin ended before the session came: its end is taken once the early lines are.
   bool ended_early = false;
-  /// Lines that came before the session did (none in practice: the launch precedes the reader).
+  /// Lines that came before the session did: stdin is read from the launch on, while the MCP
+  /// servers start (the answers to troupe's own requests are taken at once, not held here).
   std::vector<std::string> early;
   /// stdin ended: nobody can answer a request any more.
   bool input_ended = false;
@@ -543,12 +549,10 @@ void on_control_response(client_ptr self, const client_line& line) {
   if (auto mcp = st.mcp_requests.find(line.request_id); mcp != st.mcp_requests.end()) {
     auto response = line.body.find("mcp_response");
     if (!line.error.empty() || response == line.body.end() || !response->is_object())
-      mcp->second.first.deliver(nlohmann::json{
-        {"jsonrpc", "2.0"},
-        {"id", mcp->second.second},
-        {"error", {{"code", -32603},
-                   {"message", line.error.empty() ? "the client's answer held no mcp_response"
-                                                  : line.error}}}});
+      mcp->second.first.deliver(mcp_error(mcp->second.second, -32603,
+                                          line.error.empty()
+                                            ? "the client's answer held no mcp_response"
+                                            : line.error));
     else
       mcp->second.first.deliver(*response);
     st.mcp_requests.erase(mcp);
@@ -612,11 +616,12 @@ void end_of_input(client_ptr self) {
   }
   st.hooks.clear();
   for (auto& [id, mcp] : st.mcp_requests)
-    mcp.first.deliver(nlohmann::json{
-      {"jsonrpc", "2.0"},
-      {"id", mcp.second},
-      {"error", {{"code", -32603}, {"message", "the client's input ended before it answered"}}}});
+    mcp.first.deliver(mcp_error(mcp.second, -32603, "the client's input ended before it answered"));
   st.mcp_requests.clear();
+  if (!st.session) {
+    st.ended_early = true; // told to the session once it comes, after the lines before the end
+    return;
+  }
   self->request(st.session, std::chrono::seconds{30}, control_atom::value,
                 control_command::end_input, std::string{})
     .then([](const control_reply&) {}, [](caf::error&) {});
@@ -655,22 +660,13 @@ stream_client_actor::behavior_type stream_client(client_ptr self, stream_client_
       }
       on_line(self, line);
     },
-    [=](client_atom) {
-      if (!self->state.session) {
-        self->state.ended_early = true;
-        return;
-      }
-      end_of_input(self);
-    },
+    [=](client_atom) { end_of_input(self); },
     [=](mcp_atom, const std::string& server,
         const nlohmann::json& message) -> caf::result<nlohmann::json> {
       auto& st = self->state;
       auto rpc_id = message.is_object() && message.contains("id") ? message["id"] : nlohmann::json{};
       if (st.input_ended)
-        return nlohmann::json{{"jsonrpc", "2.0"},
-                              {"id", rpc_id},
-                              {"error", {{"code", -32603},
-                                         {"message", "the client's input has ended"}}}};
+        return mcp_error(rpc_id, -32603, "the client's input has ended");
       auto id = next_id(self);
       auto promise = self->make_response_promise<nlohmann::json>();
       st.mcp_requests.emplace(id, std::make_pair(promise, rpc_id));

@@ -26,7 +26,13 @@ std::string name_part(const std::string& text) {
 const char* to_string(mcp_status s) { return detail::enum_to_name(status_names, s); }
 
 std::string mcp_tool_name(const std::string& server, const std::string& tool) {
-  return "mcp__" + name_part(server) + "__" + name_part(tool);
+  // The providers take at most 64 characters (^[a-zA-Z0-9_-]{1,64}$): one longer name would
+  // fail every request. Two names alike in their first 64 are one to the model (the server
+  // offers the first).
+  auto name = "mcp__" + name_part(server) + "__" + name_part(tool);
+  if (name.size() > 64)
+    name.resize(64);
+  return name;
 }
 
 std::string mcp_server_of(const std::string& tool_name) {

@@ -73,7 +73,8 @@ typename Inspector::result_type inspect(Inspector& f, mcp_server_report& x) {
 }
 
 /// The name the model calls a server's tool by: mcp__<server>__<tool>, each part with what is
-/// not a letter, digit, '_' or '-' made '_' (Claude Code's rule).
+/// not a letter, digit, '_' or '-' made '_' (Claude Code's rule), cut at 64 characters (the
+/// providers' limit).
 std::string mcp_tool_name(const std::string& server, const std::string& tool);
 
 /// The server part of a name that starts with mcp__ ("fs" for mcp__fs__read_file); empty for

@@ -169,6 +169,19 @@ expected<mcp_server_config> parse_http(mcp_server_config config, const server_fi
 
 } // namespace
 
+const char* to_string(mcp_transport transport) {
+  switch (transport) {
+    case mcp_transport::http:
+      return "http";
+    case mcp_transport::sdk:
+      return "sdk";
+    default:
+      return "stdio";
+  }
+}
+
+std::string mcp_line(const nlohmann::json& message) { return dump_safely(message); }
+
 expected<mcp_server_config> parse_mcp_server(const std::string& name, const nlohmann::json& entry,
                                              const std::string& source) {
   auto prefix = source + ": mcpServers." + one_line(name);
@@ -177,6 +190,10 @@ expected<mcp_server_config> parse_mcp_server(const std::string& name, const nloh
     return failure{source + ": the MCP server name \"" + one_line(name) +
                    "\" must be letters, digits, '_' and '-', without \"__\" (it becomes part "
                    "of mcp__<server>__<tool>)"};
+  if (name.size() > 40)
+    return failure{source + ": the MCP server name \"" + one_line(name) +
+                   "\" is longer than 40 characters (mcp__<server>__<tool> must fit the "
+                   "providers' 64)"};
   if (!entry.is_object())
     return failure{prefix + " must be an object"};
   server_fields fields{prefix, entry};
@@ -202,6 +219,12 @@ expected<mcp_server_config> parse_mcp_server(const std::string& name, const nloh
     return parse_stdio(std::move(config), fields);
   if (*type == "http" || *type == "streamable-http")
     return parse_http(std::move(config), fields);
+  if (*type == "sdk") {
+    // A server inside the Agent SDK that started troupe: reached through its stream-json
+    // client, so only a client run can start it.
+    config.transport = mcp_transport::sdk;
+    return config;
+  }
   if (*type == "sse")
     return failure{prefix + ": \"type\": \"sse\" is the deprecated HTTP+SSE transport, which "
                             "troupe does not support; use the server's Streamable HTTP endpoint "

@@ -37,6 +37,13 @@ enum class mcp_transport : uint8_t {
          ///< goes through the client's control channel as an mcp_message request
 };
 
+/// Returns the spelling of a transport ("stdio", "http", "sdk").
+const char* to_string(mcp_transport transport);
+
+/// A JSON-RPC message as one line of JSON (invalid UTF-8 replaced, never a throw): what goes on
+/// the wire.
+std::string mcp_line(const nlohmann::json& message);
+
 /// One entry of `mcpServers`, checked.
 struct mcp_server_config {
   /// Its key in mcpServers.
@@ -59,8 +66,9 @@ struct mcp_server_config {
   std::string source;
 };
 
-/// Checks one mcpServers entry: {"command", "args", "env", "cwd"} (type "stdio" or none) or
-/// {"type": "http" (or "streamable-http"), "url", "headers"}; "scope" as above. Unknown
+/// Checks one mcpServers entry: {"command", "args", "env", "cwd"} (type "stdio" or none),
+/// {"type": "http" (or "streamable-http"), "url", "headers"}, or {"type": "sdk"} (a server
+/// inside the stream-json client); "scope" as above. Unknown
 /// types ("sse": the deprecated HTTP+SSE transport, "ws") and wrong field types are errors
 /// that name the server and the field. A name must be non-empty, hold no "__" and be made of
 /// letters, digits, '_' and '-'.

@@ -1,7 +1,5 @@
 #include "tools/permissions.hpp"
 
-#include "protocol/mcp.hpp"
-
 #include <algorithm>
 
 
@@ -129,10 +127,10 @@ bool names_tool(const std::string& rule_tool, const std::string& name) {
   if (rule_tool == name)
     return true;
   auto server = mcp_server_of(name);
-  if (server.empty() || mcp_server_of(rule_tool) != server)
+  if (server.empty() || rule_tool.rfind("mcp__", 0) != 0)
     return false;
-  auto whole_server = "mcp__" + server;
-  return rule_tool == whole_server || rule_tool == whole_server + "__*" ||
+  // mcp__fs__*, mcp__fs__read_*, mcp__*: a pattern over the whole name.
+  return rule_tool == "mcp__" + server ||
          (rule_tool.find('*') != std::string::npos && wildcard_match(rule_tool, name));
 }
 

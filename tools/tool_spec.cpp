@@ -58,17 +58,31 @@ std::optional<std::string> validate_input(const tool_spec& spec, const nlohmann:
     return "input of tool '" + spec.name + "' must be a JSON object" + why + ", got " +
            shown(input);
   }
-  if (auto required = spec.input_schema.find("required"); required != spec.input_schema.end())
-    for (auto& key : *required)
-      if (!input.contains(key.get<std::string>()))
-        return "tool '" + spec.name + "' needs the argument '" + key.get<std::string>() + "'";
-  auto properties = spec.input_schema.find("properties");
-  if (properties == spec.input_schema.end())
+  // An MCP server's schema is its own: whatever shape it has, it is read, never trusted to be
+  // well-formed (a "required" that is no list of names, "properties" that is no object).
+  if (!spec.input_schema.is_object())
     return std::nullopt;
+  if (auto required = spec.input_schema.find("required");
+      required != spec.input_schema.end() && required->is_array())
+    for (auto& key : *required)
+      if (key.is_string() && !input.contains(key.get_ref<const std::string&>()))
+        return "tool '" + spec.name + "' needs the argument '" +
+               key.get_ref<const std::string&>() + "'";
+  auto properties = spec.input_schema.find("properties");
+  if (properties == spec.input_schema.end() || !properties->is_object())
+    return std::nullopt;
+  // troupe's own tools take no argument they do not name; an MCP tool's schema decides, and
+  // JSON Schema allows others unless additionalProperties is false.
+  auto additional = spec.input_schema.find("additionalProperties");
+  bool closed = spec.kind != tool_kind::mcp ||
+                (additional != spec.input_schema.end() && *additional == false);
   for (auto& [key, value] : input.items()) {
     auto property = properties->find(key);
-    if (property == properties->end())
-      return "tool '" + spec.name + "' has no argument '" + key + "'";
+    if (property == properties->end()) {
+      if (closed)
+        return "tool '" + spec.name + "' has no argument '" + key + "'";
+      continue;
+    }
     if (auto type = property->find("type"); type != property->end() && type->is_string())
       if (!has_json_type(value, type->get<std::string>()))
         return "argument '" + key + "' of tool '" + spec.name + "' must be of type " +

@@ -517,6 +517,30 @@ def case_never_initialize(w):
     w.no_leftovers()
 
 
+def case_interrupt_at_startup(w):
+    """Ctrl+C while troupe waits for a server to start ends the wait at once, and the run ends
+    interrupted without asking the model anything."""
+    config = w.config({"x": w.stdio_server("--never-initialize")})
+    proc, model, record = w.start([("mcp__x__echo", {"text": "never"})], ["--mcp-config", config],
+                                  extra_env={"MCP_TIMEOUT": "20000"})
+    try:
+        time.sleep(1.5)
+        signalled = time.time()
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=30)
+        took = time.time() - signalled
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+        stop_server(model)
+    run = Run(proc.returncode, stdout, stderr, record, signalled)
+    check(run.returncode == 130, f"exit 130: {run.describe()}")
+    check(took < 3, f"the wait ended at the signal, not at MCP_TIMEOUT: {took:.1f} s")
+    check(not run.requests, f"no model request: {run.requests}")
+    w.no_leftovers()
+
+
 def case_malformed(w):
     log_file = w.path("troupe.log")
     config = w.config({"x": w.stdio_server("--malformed")})
@@ -763,22 +787,56 @@ def case_subagents(w):
 
 
 def case_chat_command(w):
-    """/mcp in a chat lists the running servers, their states and their tools."""
+    """/mcp in a chat lists the running servers, their states and their tools. The chat does not
+    wait for them to start (its screen is there at once); /mcp answers once they have."""
     config = w.config({"x": w.stdio_server(), "dead": w.stdio_server("--never-initialize")})
     script = w.path("chat.jsonl")
     with open(script, "w") as f:
         f.write(json.dumps({"text": "unused"}) + "\n")
-    shown = subprocess.run([TROUPE, "chat", "--cwd", w.work, "--model", "scripted:" + script,
-                            "--mcp-config", config], input="/mcp\n/exit\n", env=w.env(
-                               {"MCP_TIMEOUT": "800"}), capture_output=True, text=True, timeout=60)
-    check(shown.returncode == 0, f"the chat ends cleanly: {shown.returncode} {shown.stderr}")
-    out = shown.stdout
+    chat = subprocess.Popen([TROUPE, "chat", "--cwd", w.work, "--model", "scripted:" + script,
+                             "--mcp-config", config], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=w.env({"MCP_TIMEOUT": "800"}))
+    chat.stdin.write("/mcp\n")
+    chat.stdin.flush()
+    time.sleep(2)  # its answer comes once the dead server has failed (MCP_TIMEOUT)
+    out, err = chat.communicate("/exit\n", timeout=60)
+    check(chat.returncode == 0, f"the chat ends cleanly: {chat.returncode} {err}")
     check("MCP servers:" in out and "x - connected, " in out and "mcp__x__echo" in out,
           f"/mcp lists x, its state and its tools: {out}")
     check("dead - failed: " in out and "MCP_TIMEOUT" in out,
           f"/mcp says why the dead server failed: {out}")
-    check("MCP server dead failed" in shown.stderr, f"the failure was told at the start: "
-          f"{shown.stderr}")
+    w.no_leftovers()
+
+
+def case_fleet(w):
+    """A fleet's tasks share one server process, and calls of two tasks with the same call id
+    (ids are only unique per agent) run at once, each answered, none refused."""
+    starts = w.path("starts")
+    config = w.config({"x": w.stdio_server("--starts", starts)})
+    script = w.path("task.jsonl")
+    with open(script, "w") as f:
+        f.write(json.dumps({"text": "", "tool_calls": [
+            {"id": "same", "name": "mcp__x__sleep", "input": {"seconds": 1}}]}) + "\n")
+        f.write(json.dumps({"text": "slept well"}) + "\n")
+    tasks = w.path("tasks.jsonl")
+    with open(tasks, "w") as f:
+        for i in range(4):
+            f.write(json.dumps({"id": f"t{i}", "prompt": "sleep"}) + "\n")
+    out = w.path("out.jsonl")
+    started = time.time()
+    r = w.troupe(["fleet", "--cwd", w.work, tasks, "--out", out, "--concurrency", "4",
+                  "--model", "scripted:" + script, "--mcp-config", config, "--allow", "mcp__x"])
+    elapsed = time.time() - started
+    check(r.returncode == 0, f"the fleet completes: {r.returncode} {r.stderr}")
+    lines = [json.loads(line) for line in lines_of(out)]
+    check(len(lines) == 4 and all(l["terminal_reason"] == "completed" for l in lines), lines)
+    for line in lines:
+        shown = w.troupe(["show", line["session_id"]])
+        check("slept" in shown.stdout and "already running" not in shown.stdout,
+              f"task {line['id']}'s call was answered: {shown.stdout[-2000:]}")
+    check(len(lines_of(starts)) == 1, f"one server process for the fleet: {lines_of(starts)}")
+    check(elapsed < 3.5, f"the four one-second calls ran at once ({elapsed:.1f} s)")
     w.no_leftovers()
 
 
@@ -797,6 +855,8 @@ CASES = {
     "mcp list and get": case_mcp_list,
     "subagents share a server, or each has its own": case_subagents,
     "/mcp in a chat": case_chat_command,
+    "a fleet shares a server": case_fleet,
+    "Ctrl+C while a server starts": case_interrupt_at_startup,
 }
 
 

@@ -235,6 +235,26 @@ TEST_CASE("a variable that is unset, or a ${ left open, is an error naming the f
         "--mcp-config: mcpServers.api.url must be an http:// or https:// address");
 }
 
+TEST_CASE("a broken .mcp.json is left out with a notice: the repository's file stops no run") {
+  project p;
+  auto approve = settings_file("/l", R"js({"enableAllProjectMcpServers": true,
+                                           "mcpServers": {"mine": {"command": "m"}}})js");
+  auto notice_for = [&](const std::string& text) {
+    p.write_mcp_json(text);
+    auto gathered = p.gathered({approve});
+    CHECK(names_of(gathered) == strings{"mine"}); // the user's own servers still start
+    REQUIRE(gathered.notices.size() == 1);
+    return gathered.notices[0];
+  };
+  auto left_out = "; its MCP servers are left out";
+  CHECK(notice_for("{") == p.mcp_json() + " is not a JSON object" + left_out);
+  CHECK(notice_for("[]") == p.mcp_json() + " is not a JSON object" + left_out);
+  CHECK(notice_for(std::string(1000, '[') + std::string(1000, ']')) ==
+        p.mcp_json() + " is not a JSON object (JSON nested deeper than 512 levels)" + left_out);
+  CHECK(notice_for(R"js({"mcpServers": []})js") ==
+        p.mcp_json() + ": \"mcpServers\" must be an object of servers" + left_out);
+}
+
 TEST_CASE("a malformed source or entry is an error, not a silent skip") {
   project p;
   auto approve = settings_file("/l", R"js({"enableAllProjectMcpServers": true})js");
@@ -242,12 +262,6 @@ TEST_CASE("a malformed source or entry is an error, not a silent skip") {
     p.write_mcp_json(text);
     return p.error({approve});
   };
-  CHECK(mcp_json_error("{") == p.mcp_json() + " is not a JSON object");
-  CHECK(mcp_json_error("[]") == p.mcp_json() + " is not a JSON object");
-  CHECK(mcp_json_error(std::string(1000, '[') + std::string(1000, ']')) ==
-        p.mcp_json() + " is not a JSON object (JSON nested deeper than 512 levels)");
-  CHECK(mcp_json_error(R"js({"mcpServers": []})js") ==
-        p.mcp_json() + ": \"mcpServers\" must be an object of servers");
   CHECK(mcp_json_error(R"js({"mcpServers": {"fs": "npx fs"}})js") ==
         p.mcp_json() + ": mcpServers.fs must be an object");
   CHECK(mcp_json_error(R"js({"mcpServers": {"a__b": {"command": "x"}}})js") ==
@@ -287,20 +301,28 @@ TEST_CASE("an odd .mcp.json: a link is followed, a directory or a pipe is refuse
   std::filesystem::create_symlink(p.dir.path() / "nowhere.json", p.dir.path() / ".mcp.json");
   CHECK(p.gathered({approve}).servers.empty());
 
+  // Each left out with a notice: the repository's file stops no run.
+  auto notice = [&] {
+    auto gathered = p.gathered({approve});
+    CHECK(gathered.servers.empty());
+    REQUIRE(gathered.notices.size() == 1);
+    return gathered.notices[0];
+  };
+  auto left_out = "; its MCP servers are left out";
   std::filesystem::remove(p.dir.path() / ".mcp.json");
   std::filesystem::create_directory(p.dir.path() / ".mcp.json");
-  CHECK(p.error({approve}) == p.mcp_json() + " is not a regular file");
+  CHECK(notice() == p.mcp_json() + " is not a regular file" + left_out);
 
   // A pipe would block the read for ever.
   std::filesystem::remove(p.dir.path() / ".mcp.json");
   REQUIRE(::mkfifo(p.mcp_json().c_str(), 0600) == 0);
-  CHECK(p.error({approve}) == p.mcp_json() + " is not a regular file");
+  CHECK(notice() == p.mcp_json() + " is not a regular file" + left_out);
 
   // A huge one is refused before it is read.
   std::filesystem::remove(p.dir.path() / ".mcp.json");
   write_file(p.dir.path() / ".mcp.json", "{}");
   std::filesystem::resize_file(p.dir.path() / ".mcp.json", 1ULL << 32);
-  CHECK(p.error({approve}) == p.mcp_json() + " is larger than 16 MiB");
+  CHECK(notice() == p.mcp_json() + " is larger than 16 MiB" + left_out);
   // Strict mode does not look at it at all.
   CHECK(p.gathered({approve}, nullptr, true).servers.empty());
 }

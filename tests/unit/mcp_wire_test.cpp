@@ -191,7 +191,7 @@ TEST_CASE("a server's name is what mcp__<server>__<tool> can hold") {
   CHECK(server("A-9", R"js({"command": "x"})js"));
 }
 
-TEST_CASE("${VAR} and ${VAR:-default} expand; a lone $ stays") {
+TEST_CASE("${VAR} and ${VAR:-default} expand, a lone $ stays") {
   auto lookup = variables({{"HOME", "/home/u"}, {"EMPTY", ""}, {"A", "x}y"}});
   CHECK(*expand_mcp_variables("${HOME}/bin", lookup) == "/home/u/bin");
   CHECK(*expand_mcp_variables("${MISSING:-/opt}/bin", lookup) == "/opt/bin");
@@ -572,4 +572,22 @@ TEST_CASE("a server's tool is offered as mcp__<server>__<tool>, never read-only"
   CHECK(spec.kind == tool_kind::mcp);
   CHECK_FALSE(spec.read_only);
   CHECK(spec.block_names.empty());
+}
+
+TEST_CASE("a tool's name as the model calls it: sanitised, and cut at the providers' 64") {
+  CHECK(mcp_tool_name("fs", "read_file") == "mcp__fs__read_file");
+  CHECK(mcp_tool_name("my.tools", "a b/c") == "mcp__my_tools__a_b_c");
+  auto long_name = mcp_tool_name("server", std::string(80, 'x'));
+  CHECK(long_name.size() == 64);
+  CHECK(long_name == "mcp__server__" + std::string(51, 'x'));
+  CHECK(mcp_server_of(long_name) == "server");
+  CHECK(mcp_server_of("mcp__fs") == "fs");
+  CHECK(mcp_server_of("shell").empty());
+}
+
+TEST_CASE("a server's name must leave its tools' names room within 64 characters") {
+  CHECK(parse_mcp_server(std::string(40, 's'), json{{"command", "x"}}, "--mcp-config"));
+  auto long_name = parse_mcp_server(std::string(41, 's'), json{{"command", "x"}}, "--mcp-config");
+  REQUIRE_FALSE(long_name);
+  CHECK(long_name.error().find("longer than 40 characters") != std::string::npos);
 }

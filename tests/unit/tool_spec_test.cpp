@@ -52,3 +52,31 @@ TEST_CASE("a number's bounds hold for fractions and huge values, not only for in
     CHECK(!with_timeout(600));
   }
 }
+
+TEST_CASE("an MCP server's malformed schema is read, never trusted: no throw, no false refusal") {
+  tool_spec spec;
+  spec.name = "mcp__x__t";
+  spec.kind = tool_kind::mcp;
+  for (auto schema : {json::parse(R"({"type": "object", "required": [1, null, {"a": 1}]})"),
+                      json::parse(R"({"type": "object", "required": "a"})"),
+                      json::parse(R"({"type": "object", "required": {"a": "b"}})"),
+                      json::parse(R"({"type": "object", "properties": [1, 2]})"),
+                      json::parse(R"({"type": "object", "properties": {"a": true}})"),
+                      json::parse(R"([1, 2])"), json::parse(R"("schema")")}) {
+    spec.input_schema = schema;
+    CHECK_NOTHROW(validate_input(spec, json{{"a", 1}}));
+    CHECK_FALSE(validate_input(spec, json{{"a", 1}}));
+  }
+  spec.input_schema = json::parse(R"({"type": "object", "required": ["a", 7],
+                                      "properties": {"a": {"type": "string"}}})");
+  CHECK(*validate_input(spec, json::object()) == "tool 'mcp__x__t' needs the argument 'a'");
+  CHECK(*validate_input(spec, json{{"a", 1}}) ==
+        "argument 'a' of tool 'mcp__x__t' must be of type string, got 1");
+  // JSON Schema allows arguments it does not name unless additionalProperties is false.
+  CHECK_FALSE(validate_input(spec, json{{"a", "x"}, {"extra", 1}}));
+  spec.input_schema["additionalProperties"] = false;
+  CHECK(*validate_input(spec, json{{"a", "x"}, {"extra", 1}}) ==
+        "tool 'mcp__x__t' has no argument 'extra'");
+  // troupe's own tools keep refusing what they do not name.
+  CHECK(validate_input(shell_tool(), json{{"command", "ls"}, {"extra", 1}}));
+}
