@@ -34,6 +34,9 @@ constexpr size_t max_line_bytes = size_t{64} << 20;
 constexpr size_t stderr_tail_bytes = 1500;
 /// Most pages of one tools/list: a server whose cursors never end is not followed forever.
 constexpr int max_tool_pages = 1000;
+/// What the line splitter sends in place of a line it dropped for its size: a NUL byte, which no
+/// JSON text starts with.
+constexpr char dropped_line = '\0';
 /// How soon a write the server's full stdin refused is tried again.
 constexpr std::chrono::milliseconds flush_retry{5};
 
@@ -74,7 +77,7 @@ struct http_exchange {
 
 /// What a timer is for.
 struct timer_purpose {
-  enum class kind : uint8_t { startup, call, flush, wait } what = kind::call;
+  enum class kind : uint8_t { startup, call, flush, wait, list } what = kind::call;
   uint64_t connection = 0;
   uint64_t call = 0;
   uint64_t waiter = 0;
@@ -132,6 +135,8 @@ struct mcp_server_state {
   std::vector<mcp_tool> listed;
   std::set<std::string> listed_names;
   int pages = 0;
+  /// The timer of the tools/list page awaited: a page that never comes ends the listing.
+  uint64_t list_timer = 0;
   bool listing = false;
   bool list_again = false;
 
@@ -233,16 +238,15 @@ void send_message(self_ptr self, const nlohmann::json& message, int64_t rpc = 0)
   if (st.setup.config.transport == mcp_transport::stdio) {
     st.outbox += mcp_line(message);
     st.outbox += '\n';
+    flush(self);
     if (st.outbox.size() > max_line_bytes) {
-      // It has not read its stdin for 64 MiB: it is stuck. What it was sent is lost; the
-      // next call starts it again.
+      // More than 64 MiB it has not read: it is stuck. What it was sent is lost; the next
+      // call starts it again.
       spdlog::warn("MCP server {} stopped reading its input; it is stopped", server_name(self));
       drop_connection(self);
       fail_calls(self, quoted_name(self) + " stopped reading its input; it is started again "
                                            "on the next call");
-      return;
     }
-    flush(self);
     return;
   }
   http_request request;
@@ -409,6 +413,11 @@ void finish_call(self_ptr self, uint64_t key, const nlohmann::json& result) {
 
 void send_call(self_ptr self, pending_call pending) {
   auto& st = self->state;
+  if (!st.alive) { // it went away while calls waited to be sent (a stuck input, say)
+    pending.promise.deliver(error_result(quoted_name(self) +
+                                         " is not running; it is started again on the next call"));
+    return;
+  }
   const auto* tool = find_tool(self, pending.call.name);
   if (tool == nullptr) {
     pending.promise.deliver(error_result("no tool '" + pending.call.name + "' on " +
@@ -433,12 +442,13 @@ void send_call(self_ptr self, pending_call pending) {
                            {"arguments", pending.call.input.is_object() ? pending.call.input
                                                                         : nlohmann::json::object()},
                            {"_meta", {{"progressToken", id}}}};
+  // In `calls` before it is sent: a send that finds the server stuck answers it with the rest.
   auto key = ++st.next_call;
-  pending.rpc = send_request(self, "tools/call", std::move(params),
-                             rpc_for(rpc_purpose::kind::call, key));
+  pending.rpc = id;
   pending.timer =
     start_timer(self, st.setup.call_timeout, timer_for(timer_purpose::kind::call, 0, key));
   st.calls.emplace(key, std::move(pending));
+  send_request(self, "tools/call", std::move(params), rpc_for(rpc_purpose::kind::call, key));
 }
 
 void cancel_on_server(self_ptr self, int64_t rpc, const std::string& why) {
@@ -514,6 +524,16 @@ void fail(self_ptr self, const std::string& why) {
   answer_start_waiters(self);
 }
 
+// One page of tools/list, with a timer: answers held for the listing must not wait on a
+// server that never sends it (start-up has its own bound).
+void request_tools_page(self_ptr self, nlohmann::json params) {
+  auto& st = self->state;
+  st.timers.erase(st.list_timer);
+  st.list_timer = start_timer(self, st.setup.startup_timeout,
+                              timer_for(timer_purpose::kind::list, st.connection));
+  send_request(self, "tools/list", std::move(params), rpc_for(rpc_purpose::kind::tools_list));
+}
+
 // tools/list from the first page (once start-up has initialized, and after list_changed).
 void list_tools(self_ptr self) {
   auto& st = self->state;
@@ -525,7 +545,7 @@ void list_tools(self_ptr self) {
   st.listed.clear();
   st.listed_names.clear();
   st.pages = 0;
-  send_request(self, "tools/list", nullptr, rpc_for(rpc_purpose::kind::tools_list));
+  request_tools_page(self, nullptr);
 }
 
 void run_queued(self_ptr self) {
@@ -538,6 +558,9 @@ void run_queued(self_ptr self) {
 
 void take_tools_page(self_ptr self, const nlohmann::json& result) {
   auto& st = self->state;
+  if (!st.listing)
+    return; // a page that came after its listing was given up
+  st.timers.erase(st.list_timer);
   auto page = read_tools_page(result);
   if (!page) {
     st.listing = false;
@@ -563,8 +586,7 @@ void take_tools_page(self_ptr self, const nlohmann::json& result) {
       fail(self, "its tools/list went on for " + std::to_string(max_tool_pages) + " pages");
       return;
     }
-    send_request(self, "tools/list", {{"cursor", page->next_cursor}},
-                 rpc_for(rpc_purpose::kind::tools_list));
+    request_tools_page(self, {{"cursor", page->next_cursor}});
     return;
   }
   st.listing = false;
@@ -711,9 +733,14 @@ void take_oversized(self_ptr self) {
     fail(self, "it wrote " + why + " during start-up");
     return;
   }
+  // Calls whose answer is in (held for a re-listing) are not among them. A dropped line that
+  // was a notification fails the calls all the same: no way to tell, and no call waits for
+  // its timeout.
   std::vector<uint64_t> keys;
   for (auto& [key, call] : st.calls)
-    keys.push_back(key);
+    if (std::none_of(st.held_answers.begin(), st.held_answers.end(),
+                     [key = key](const auto& held) { return held.first == key; }))
+      keys.push_back(key);
   for (auto key : keys)
     answer_call(self, key, error_result(quoted_name(self) + " answered with " + why +
                                         ", which troupe does not read"));
@@ -813,16 +840,14 @@ void start(self_ptr self) {
                        max_line_bytes >> 20);
           s.partial.clear();
           s.skipping = true;
-          // An empty line, which is never sent otherwise, says one was dropped.
-          caf::anon_send(actor, mcp_atom::value, serial, std::string{});
+          caf::anon_send(actor, mcp_atom::value, serial, std::string(1, dropped_line));
         }
         if (end == std::string_view::npos)
           break;
-        if (!s.skipping && !s.partial.empty()) {
-          if (s.partial.back() == '\r')
-            s.partial.pop_back();
+        if (!s.skipping && !s.partial.empty() && s.partial.back() == '\r')
+          s.partial.pop_back();
+        if (!s.skipping && !s.partial.empty()) // a blank line is no message
           caf::anon_send(actor, mcp_atom::value, serial, std::move(s.partial));
-        }
         s.partial.clear();
         s.skipping = false;
         chunk.remove_prefix(end + 1);
@@ -923,6 +948,17 @@ void take_due(self_ptr self, uint64_t serial) {
       if (auto waiter = st.start_waiters.find(purpose.waiter); waiter != st.start_waiters.end()) {
         waiter->second.deliver(st.report);
         st.start_waiters.erase(waiter);
+      }
+      break;
+    case timer_purpose::kind::list:
+      // A re-listing the server never answered: its tools stay as they were, and the answers
+      // held for it go out.
+      if (purpose.connection == st.connection && st.listing && !st.starting) {
+        spdlog::warn("MCP server {}: tools/list got no answer within {} ms; its tools stay as "
+                     "they were", server_name(self), st.setup.startup_timeout.count());
+        st.listing = false;
+        st.list_again = false;
+        release_held_answers(self);
       }
       break;
   }
@@ -1085,8 +1121,11 @@ mcp_server_actor::behavior_type mcp_server(self_ptr self, mcp_server_setup setup
       auto caller = caf::actor_cast<caf::actor_addr>(self->current_sender());
       for (auto& [key, call] : s.calls)
         if (call.caller == caller && call.call.id == call_id) {
-          cancel_on_server(self, call.rpc, "interrupted by the user");
-          answer_call(self, key, interrupted_result());
+          // Copies: telling the server may find it stuck and clear `calls` under the loop.
+          auto found = key;
+          auto rpc = call.rpc;
+          cancel_on_server(self, rpc, "interrupted by the user");
+          answer_call(self, found, interrupted_result());
           return;
         }
       for (auto i = s.queued.begin(); i != s.queued.end(); ++i)
@@ -1100,7 +1139,7 @@ mcp_server_actor::behavior_type mcp_server(self_ptr self, mcp_server_setup setup
       // Serial 0: from the client an sdk server lives in, whatever its connection.
       if (serial == self->state.connection ||
           (serial == 0 && self->state.setup.config.transport == mcp_transport::sdk)) {
-        if (line.empty())
+        if (line.size() == 1 && line[0] == dropped_line)
           take_oversized(self);
         else
           take_text(self, line);

@@ -30,6 +30,7 @@
 #include "actors/fleet_dispatcher.hpp"
 #include "actors/runtime.hpp"
 #include "context/context_window.hpp"
+#include "orchestrator/claude_flags.hpp"
 #include "orchestrator/environment.hpp"
 #include "orchestrator/model_flags.hpp"
 #include "orchestrator/output_format.hpp"
@@ -878,7 +879,7 @@ int run_fleet(const fleet_flags& flags) {
   for (auto& dir : recorded.agent.add_dirs)
     dir = std::filesystem::absolute(dir).string();
   for (auto& servers : recorded.agent.mcp_configs)
-    if (servers.find('{') == std::string::npos) // a file, not inline JSON
+    if (!is_inline_json(servers))
       servers = std::filesystem::absolute(servers).string();
   write_fleet_record(fleet, recorded, results_path, source == "-" ? "stdin" : source, total,
                      invalid_ids);

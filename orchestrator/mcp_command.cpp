@@ -74,7 +74,9 @@ int run_mcp(const mcp_flags& flags, bool get) {
     std::fputs(describe_mcp_servers({}, {}, true).c_str(), stdout);
     return 0;
   }
-  // Its servers' processes, and what they leave, go with the listing.
+  // A signal is taken, not obeyed: the wait ends, what is known is printed, and the servers'
+  // processes, and what they leave, go with the listing.
+  block_termination_signals();
   process_reaper reaper;
   caf::actor_system_config cfg;
   configure_actor_system(cfg);

@@ -347,12 +347,17 @@ void await_mcp_servers(caf::actor_system& sys, run_settings& settings) {
   }
   // A signal ends the wait; the run then starts and takes it as it takes any (no model request).
   auto reports = settings.mcp->wait_for_startup(sys, termination_pending);
-  for (auto& report : reports)
+  const auto& configs = settings.mcp->configs();
+  for (size_t i = 0; i < reports.size(); ++i) {
+    const auto& report = reports[i];
     if (report.status == mcp_status::failed)
       std::fprintf(stderr, "troupe: MCP server %s failed: %s\n", report.server.c_str(),
                    report.error.c_str());
-    else if (report.status == mcp_status::pending)
+    else if (report.status == mcp_status::pending && configs[i].per_agent)
       spdlog::info("MCP server {} starts with each agent (scope \"agent\")", report.server);
+    else if (report.status == mcp_status::pending)
+      spdlog::info("MCP server {} is still starting (the wait was ended)", report.server);
+  }
   if (settings.render.format == output_format::stream_json) {
     settings.render.init_extras["mcp_servers"] = mcp_init_entries(reports);
     auto names = nlohmann::json::array();

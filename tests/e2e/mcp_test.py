@@ -541,6 +541,39 @@ def case_interrupt_at_startup(w):
     w.no_leftovers()
 
 
+def case_deaf_relist(w):
+    """A server that says its tools changed and then never answers tools/list: the answers held
+    for the new list go out once the listing is given up (MCP_TIMEOUT), not at the calls'
+    timeout, and they are the server's own answers."""
+    config = w.config({"x": w.stdio_server("--deaf-relist")})
+    run = w.run([("mcp__x__echo", {"text": "first"}), ("mcp__x__echo", {"text": "second"})],
+                ["--mcp-config", config, "--allowedTools=mcp__x"],
+                extra_env={"MCP_TIMEOUT": "1500", "MCP_TOOL_TIMEOUT": "20000"}, timeout=60)
+    check(run.returncode == 0, f"the run completes: {run.describe()}")
+    check([text for text, _, _ in run.results] == ["first", "second"],
+          f"both calls have the server's answers: {run.results}")
+    check(time.time() - run.started < 10, "within the listing's bound, not the calls' timeout")
+    w.no_leftovers()
+
+
+def case_mcp_list_interrupt(w):
+    """Ctrl+C during `troupe mcp list` ends its wait: what is known is printed, exit 130, and
+    no server process is left."""
+    config = w.config({"x": w.stdio_server("--never-initialize")})
+    proc = subprocess.Popen([TROUPE, "mcp", "list", "--mcp-config", config], cwd=w.work,
+                            env=w.env({"MCP_TIMEOUT": "20000"}), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    time.sleep(1.5)
+    signalled = time.time()
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    took = time.time() - signalled
+    check(proc.returncode == 130, f"exit 130: {proc.returncode} {out} {err}")
+    check(took < 3, f"at the signal, not at MCP_TIMEOUT: {took:.1f} s")
+    check("x: " in out and "pending" in out, f"the server is listed as it stands: {out}")
+    w.no_leftovers()
+
+
 def case_malformed(w):
     log_file = w.path("troupe.log")
     config = w.config({"x": w.stdio_server("--malformed")})
@@ -857,6 +890,8 @@ CASES = {
     "/mcp in a chat": case_chat_command,
     "a fleet shares a server": case_fleet,
     "Ctrl+C while a server starts": case_interrupt_at_startup,
+    "a re-listing the server never answers": case_deaf_relist,
+    "Ctrl+C during mcp list": case_mcp_list_interrupt,
 }
 
 

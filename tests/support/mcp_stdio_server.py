@@ -13,6 +13,8 @@ CLI: python3 mcp_stdio_server.py [MODE] [--starts FILE] [--log FILE]
     --list-changed      tool `add_tool` makes tool `extra` appear, then sends
                         notifications/tools/list_changed before answering
     --paginate          tools/list answers one tool per page, with nextCursor
+    --deaf-relist       sends notifications/tools/list_changed before each call's answer, and
+                        never answers a tools/list after the first
   --starts FILE  appends one line ("start PID") to FILE at each start: its line count is how many
                  times the server was started
   --log FILE     appends one JSON line per message received: {"method", "id", "params"}, and
@@ -32,7 +34,8 @@ import threading
 import time
 
 SUPPORTED = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"]
-MODES = ("--never-initialize", "--malformed", "--exit-mid-call", "--list-changed", "--paginate")
+MODES = ("--never-initialize", "--malformed", "--exit-mid-call", "--list-changed", "--paginate",
+         "--deaf-relist")
 NOT_JSON = "this line is not JSON-RPC {{{"
 
 
@@ -179,6 +182,9 @@ def call_tool(rid, params):
         text_result(rid, f"{name} ran")
 
 
+LISTED = False
+
+
 def handle(message):
     method = message.get("method")
     rid = message.get("id")
@@ -196,6 +202,7 @@ def handle(message):
         return  # notifications/initialized and other notifications
     if MODE == "--malformed" and method != "initialize":
         write_line(NOT_JSON)
+        write_line("\r")  # a blank line (CRLF) is no message either
     if method == "initialize":
         asked = params.get("protocolVersion")
         result(rid, {"protocolVersion": asked if asked in SUPPORTED else SUPPORTED[1],
@@ -206,8 +213,14 @@ def handle(message):
     elif method == "ping":
         result(rid, {})
     elif method == "tools/list":
+        global LISTED
+        if MODE == "--deaf-relist" and LISTED:
+            return
+        LISTED = True
         list_tools(rid, params)
     elif method == "tools/call":
+        if MODE == "--deaf-relist":
+            send({"method": "notifications/tools/list_changed"})
         call_tool(rid, params)
     else:
         error(rid, -32601, f"Method not found: {method}")
