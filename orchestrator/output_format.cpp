@@ -360,6 +360,9 @@ std::string to_text(const notice_event& e, const text_style& style) {
   auto text = printable(e.text);
   if (e.kind == "command")
     return text + (text.empty() || text.back() != '\n' ? "\n" : "");
+  // An MCP tool's progress is news about the call under way, not a warning.
+  if (e.kind == "mcp_progress")
+    return style.dim + "  … " + text + style.reset + "\n";
   return style.yellow + "! " + e.kind + ": " + text + style.reset + "\n";
 }
 

@@ -110,3 +110,13 @@ TEST_CASE("a refused call is shown as refused, not as a command that ran and fai
   CHECK(to_text(message_event{"s", refused}, false, text_style::make(true))
           .rfind("\033[33m← shell refused\033[0m", 0) == 0);
 }
+
+TEST_CASE("an MCP tool's progress reads as news about the call, not as a warning") {
+  auto plain = text_style::make(false);
+  CHECK(to_text(notice_event{"s", "mcp_progress", "mcp__ev__slow 2/4: halfway"}, plain) ==
+        "  … mcp__ev__slow 2/4: halfway\n");
+  CHECK(to_text(notice_event{"s", "warning", "careful"}, plain) == "! warning: careful\n");
+  CHECK(to_stream_json(notice_event{"s", "mcp_progress", "mcp__ev__slow 2/4"}) ==
+        nlohmann::json{{"type", "system"}, {"subtype", "mcp_progress"},
+                       {"message", "mcp__ev__slow 2/4"}, {"session_id", "s"}});
+}
