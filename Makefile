@@ -10,7 +10,10 @@ ifeq ($(CI),true)
   CMAKE_FLAGS += -DTROUPE_WERROR=ON
 endif
 
-.PHONY: deps sdk-deps mcp-deps fuzz-deps configure build demo test bench asan fuzz-build fuzz-smoke mutants clean
+.PHONY: deps sdk-deps mcp-deps fuzz-deps configure build demo install test bench asan fuzz-build fuzz-smoke mutants clean
+
+# Where `make install` puts bin/troupe.
+PREFIX ?= $(HOME)/.local
 
 deps:
 	@scripts/install-deps.sh
@@ -25,6 +28,9 @@ build: configure
 
 demo: build
 	$(BUILD_DIR)/troupe demo
+
+install: build
+	cmake --install $(BUILD_DIR) --prefix $(PREFIX)
 
 # The Claude Agent SDK the tests drive troupe with, as pinned (its platform binaries are
 # optional and not needed: the SDK runs troupe).

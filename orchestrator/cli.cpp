@@ -45,7 +45,8 @@ int run_cli(int argc, char** argv) {
                "troupe"};
   app.require_subcommand(1);
   app.fallthrough(); // --log-file/--log-level may also follow the subcommand
-  app.set_version_flag("--version,-v", std::string{"troupe "} + troupe_version);
+  app.set_version_flag("--version,-v", std::string{"troupe "} + troupe_version + " (commit " +
+                                         std::string{source_commit()} + ")");
   std::string log_file;
   std::string log_level = env_or("TROUPE_LOG");
   app.add_option("--log-file", log_file, "write diagnostics to this file instead of stderr");
