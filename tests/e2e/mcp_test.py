@@ -397,15 +397,16 @@ def case_everything(w):
     w.no_leftovers()
 
 
-def interrupt_during(w, calls, args, wait_for, extra_env=None):
-    """Starts a run, waits until `wait_for(event)` is true of a stream-json line, sends SIGINT;
-    returns (Run, seconds from the signal to troupe's exit)."""
+def interrupt_during(w, calls, args, wait_for, extra_env=None, settle=1.0):
+    """Starts a run, waits until `wait_for(event)` is true of a stream-json line (None: for
+    nothing), then `settle` seconds more, sends SIGINT; returns (Run, seconds from the signal to
+    troupe's exit)."""
     started = time.time()
     proc, model, record = w.start(calls, args, extra_env)
     out = []
     try:
         deadline = time.time() + 60
-        for line in proc.stdout:
+        for line in (proc.stdout if wait_for else []):
             out.append(line)
             try:
                 event = json.loads(line)
@@ -415,9 +416,10 @@ def interrupt_during(w, calls, args, wait_for, extra_env=None):
                 break
             check(time.time() < deadline, f"nothing to interrupt: {''.join(out)}")
         else:
-            raise AssertionError(f"the run ended before the interrupt: {''.join(out)} "
-                                 f"{proc.stderr.read()}")
-        time.sleep(1.0)  # the call is under way
+            if wait_for:
+                raise AssertionError(f"the run ended before the interrupt: {''.join(out)} "
+                                     f"{proc.stderr.read()}")
+        time.sleep(settle)  # the call (or the start-up) is under way
         signalled = time.time()
         proc.send_signal(signal.SIGINT)
         rest, stderr = proc.communicate(timeout=30)
@@ -521,20 +523,9 @@ def case_interrupt_at_startup(w):
     """Ctrl+C while troupe waits for a server to start ends the wait at once, and the run ends
     interrupted without asking the model anything."""
     config = w.config({"x": w.stdio_server("--never-initialize")})
-    proc, model, record = w.start([("mcp__x__echo", {"text": "never"})], ["--mcp-config", config],
-                                  extra_env={"MCP_TIMEOUT": "20000"})
-    try:
-        time.sleep(1.5)
-        signalled = time.time()
-        proc.send_signal(signal.SIGINT)
-        stdout, stderr = proc.communicate(timeout=30)
-        took = time.time() - signalled
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-        stop_server(model)
-    run = Run(proc.returncode, stdout, stderr, record, signalled)
+    run, took = interrupt_during(w, [("mcp__x__echo", {"text": "never"})],
+                                 ["--mcp-config", config], None,
+                                 extra_env={"MCP_TIMEOUT": "20000"}, settle=1.5)
     check(run.returncode == 130, f"exit 130: {run.describe()}")
     check(took < 3, f"the wait ended at the signal, not at MCP_TIMEOUT: {took:.1f} s")
     check(not run.requests, f"no model request: {run.requests}")
