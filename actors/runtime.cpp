@@ -21,6 +21,12 @@ void configure_actor_system(caf::actor_system_config& cfg) {
   // queue, which sleeps on a condition variable) without the extra pollers.
   cfg.set("scheduler.max-threads",
           static_cast<size_t>(std::max(2u, std::thread::hardware_concurrency())));
+  // After its quick polls (100, no sleep) an idle worker waits on its condition variable, which
+  // a message from outside the scheduler (the HTTP engine, a process reader) signals. CAF's
+  // default first polls 500 more times with a 50 µs sleep between: each sleep is a wake-up
+  // that takes the CPU from the session's bash and the model server, and a message arriving
+  // during one waits for it to end. Measured on two cores: 1.5 ms per step instead of 1.9.
+  cfg.set("work-stealing.moderate-poll-attempts", size_t{0});
 }
 
 } // namespace troupe

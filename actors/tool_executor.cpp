@@ -1,6 +1,7 @@
 #include "actors/tool_executor.hpp"
 
 #include <fcntl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -23,6 +24,7 @@
 #include "actors/process_runner.hpp"
 #include "tools/child_process.hpp"
 #include "protocol/mcp.hpp"
+#include "protocol/shell_reader.hpp"
 #include "tools/process_reaper.hpp"
 #include "tools/sandbox.hpp"
 #include "tools/shell.hpp"
@@ -84,6 +86,10 @@ struct tool_executor_state {
   std::unordered_map<uint64_t, runner> busy_runners;
   /// The session's bash, started on first use and again after it ends.
   shell_process shell;
+  /// Reads each command's output (protocol/shell_reader.hpp); started with the shell.
+  shell_reader_actor shell_reader;
+  /// The shell was started ahead of its first command (see warm_up_shell) and has run none.
+  bool shell_warm = false;
   /// A shell or a background task was ever started: only then can something be left behind
   /// to sweep at the end (a fleet's ten thousand agents that ran no process skip the walk).
   bool started_processes = false;
@@ -122,6 +128,9 @@ struct tool_executor_state {
     // the session's tag. Background tasks' waiters sweep their own units as they reap them.
     if (started_processes)
       stop_owned_processes(context.process_owner);
+    // Its command (if any) was given up above: it ends as soon as that supervision returns.
+    if (shell_reader)
+      caf::anon_send_exit(shell_reader, caf::exit_reason::user_shutdown);
     for (auto& idle : idle_runners)
       caf::anon_send_exit(idle.actor, caf::exit_reason::user_shutdown);
     // A busy runner is a thread the actor system waits for at exit: its scan stops now.
@@ -163,15 +172,53 @@ constexpr size_t max_idle_runners = 10;
 
 using self_ptr = tool_executor_actor::stateful_pointer<tool_executor_state>;
 
+/// How long a killed command may take to close its output before it is given up on.
+constexpr std::chrono::seconds kill_grace{2};
+
+shell_reader_actor spawn_shell_reader(self_ptr self) {
+  auto cap = self->state.context.capture_cap;
+  return self->system().spawn<caf::detached>(
+    [cap, executor = tool_executor_actor{self}](
+      shell_reader_actor::pointer) -> shell_reader_actor::behavior_type {
+      return {[=](execute_atom, uint64_t job, int32_t pid, int32_t output, int32_t control,
+                  const std::string& nonce) {
+        shell_process framed;
+        framed.nonce = nonce;
+        auto end = supervise_child(started_child{pid, -1, output, -1},
+                                   command_supervision(framed, cap, kill_grace), control);
+        auto exit = command_exit(end);
+        exit.job = job;
+        caf::anon_send(executor, exited_atom::value, std::move(exit));
+      }};
+    });
+}
+
+/// Starts the shell and its reader before the first command: bash (in its sandbox, ~10 ms)
+/// then starts beside the session's first model request instead of inside its first step.
+/// Only where shells are kept (no idle stop: not a fleet's thousands of agents) and offered.
+void warm_up_shell(self_ptr self) {
+  auto& st = self->state;
+  const auto* shell = st.registry->find("shell");
+  if (st.context.shell_idle_stop.count() > 0 || !shell || shell->kind != tool_kind::process)
+    return;
+  auto started = start_shell(st.context, random_hex(16));
+  if (!started) {
+    // Said again, as the call's result, by the first command that tries to start it.
+    spdlog::debug("the shell was not started ahead: {}", started.error());
+    return;
+  }
+  st.shell = std::move(*started);
+  st.started_processes = true;
+  st.shell_warm = true;
+  st.shell_reader = spawn_shell_reader(self);
+}
+
 std::string available_tools(const tool_registry& registry) {
   std::string names;
   for (auto& name : registry.names())
     names += (names.empty() ? "" : ", ") + name;
   return names;
 }
-
-/// How long a killed command may take to close its output before it is given up on.
-constexpr std::chrono::seconds kill_grace{2};
 
 tool_result run_function_tool(const tool_spec& spec, const tool_call& call,
                               const tool_context& context) {
@@ -397,6 +444,14 @@ caf::result<tool_result> execute(self_ptr self, const tool_call& call) {
   if (!st.jobs.empty())
     return error_result("the shell is busy with another command; run commands one at a time");
   ++st.shell_commands;
+  if (st.shell_warm) {
+    // Started ahead and never used: if it has died meanwhile, this command gets a fresh one
+    // (and its error, if bash cannot start), not a broken pipe.
+    st.shell_warm = false;
+    int status = 0;
+    if (wait_child(st.shell.pid, status, WNOHANG) != 0)
+      stop_shell(st.shell, false);
+  }
   if (st.shell.pid < 0) {
     auto started = start_shell(st.context, random_hex(16));
     if (!started)
@@ -424,16 +479,13 @@ caf::result<tool_result> execute(self_ptr self, const tool_call& call) {
   auto promise = job.promise;
   self->delayed_send(self, job.timeout, due_atom::value, id);
   st.jobs.emplace(id, std::move(job));
-  // Read to the command's end marker on a thread of its own, from the reader's own copy of
-  // the pipe; a stop kills the shell's group, a dropped hold gives the command up.
-  started_child reading{st.shell.pid, -1, output_copy, -1};
-  run_child_detached(self->system(), reading,
-                     command_supervision(st.shell, st.context.capture_cap, kill_grace),
-                     control->second, [id, executor = tool_executor_actor{self}](child_end end) {
-                       auto exit = command_exit(end);
-                       exit.job = id;
-                       caf::anon_send(executor, exited_atom::value, std::move(exit));
-                     });
+  // Read to the command's end marker on the reader's thread, from the reader's own copy of the
+  // pipe; a stop kills the shell's group, a dropped hold gives the command up.
+  if (!st.shell_reader)
+    st.shell_reader = spawn_shell_reader(self);
+  self->send(st.shell_reader, execute_atom::value, id, static_cast<int32_t>(st.shell.pid),
+             static_cast<int32_t>(output_copy), static_cast<int32_t>(control->second),
+             st.shell.nonce);
   return promise;
 }
 
@@ -447,6 +499,7 @@ tool_executor_actor::behavior_type tool_executor(self_ptr self,
   self->state.owned_mcp_servers = std::move(owned);
   self->state.context = std::move(context);
   self->state.disk = std::move(disk);
+  warm_up_shell(self);
   return {
     [=](execute_atom, const tool_call& call) -> caf::result<tool_result> {
       return execute(self, call);
