@@ -1,6 +1,10 @@
 # Thin wrapper: dependencies, configure, build, test, demo. The real build is CMake + Ninja.
+# build/: what users run, optimised (Release, no tests). build-debug/: the test suite's build
+# (Debug, every test program). Each has its own CMake cache; neither rebuilds the other.
 BUILD_DIR ?= build
-BUILD_TYPE ?= Debug
+BUILD_TYPE ?= Release
+TEST_DIR ?= build-debug
+TEST_BUILD_TYPE ?= Debug
 JOBS ?= 2
 CMAKE_FLAGS ?=
 # Seconds each fuzz target runs in `make fuzz-smoke`.
@@ -10,7 +14,7 @@ ifeq ($(CI),true)
   CMAKE_FLAGS += -DTROUPE_WERROR=ON
 endif
 
-.PHONY: deps sdk-deps mcp-deps fuzz-deps configure build demo install test bench asan fuzz-build fuzz-smoke mutants clean
+.PHONY: deps sdk-deps mcp-deps fuzz-deps configure build demo install test-build test bench asan fuzz-build fuzz-smoke mutants clean
 
 # Where `make install` puts bin/troupe.
 PREFIX ?= $(HOME)/.local
@@ -19,12 +23,17 @@ deps:
 	@scripts/install-deps.sh
 
 $(BUILD_DIR)/build.ninja:
-	cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CMAKE_FLAGS)
+	cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DTROUPE_BUILD_TESTS=OFF \
+	  $(CMAKE_FLAGS)
+
+$(TEST_DIR)/build.ninja:
+	cmake -S . -B $(TEST_DIR) -G Ninja -DCMAKE_BUILD_TYPE=$(TEST_BUILD_TYPE) $(CMAKE_FLAGS)
 
 configure: deps $(BUILD_DIR)/build.ninja
 
+# Only the binary: the benchmarks are built by `make bench`.
 build: configure
-	cmake --build $(BUILD_DIR) -j $(JOBS)
+	cmake --build $(BUILD_DIR) -j $(JOBS) --target troupe
 
 demo: build
 	$(BUILD_DIR)/troupe demo
@@ -45,13 +54,15 @@ tests/mcp/node_modules/.package-lock.json: tests/mcp/package-lock.json tests/mcp
 
 mcp-deps: tests/mcp/node_modules/.package-lock.json
 
-test: build sdk-deps mcp-deps
-	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
+test-build: deps $(TEST_DIR)/build.ninja
+	cmake --build $(TEST_DIR) -j $(JOBS)
 
-bench: deps
-	cmake -S . -B build-release -G Ninja -DCMAKE_BUILD_TYPE=Release -DTROUPE_BUILD_TESTS=OFF $(CMAKE_FLAGS)
-	cmake --build build-release -j $(JOBS)
-	bench/run_all.sh build-release
+test: test-build sdk-deps mcp-deps
+	cd $(TEST_DIR) && ctest --output-on-failure -j $(JOBS)
+
+bench: configure
+	cmake --build $(BUILD_DIR) -j $(JOBS)
+	bench/run_all.sh $(BUILD_DIR)
 
 asan: deps
 	cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DTROUPE_SANITIZE=ON $(CMAKE_FLAGS)
@@ -78,4 +89,4 @@ mutants: deps
 	python3 tests/mutants.py --work build-mutants --jobs $(JOBS) $(MUTANTS_ARGS)
 
 clean:
-	rm -rf $(BUILD_DIR) build-release build-asan build-fuzz build-mutants
+	rm -rf $(BUILD_DIR) $(TEST_DIR) build-asan build-fuzz build-mutants

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Builds nothing: runs every benchmark against an existing Release build directory.
+# Builds nothing: runs every benchmark against an existing Release build directory (make bench).
 # Usage: bench/run_all.sh BUILD_DIR
 set -euo pipefail
-build=${1:-build-release}
+build=${1:-build}
 here=$(cd "$(dirname "$0")" && pwd)
 
 "$build/bench/bench_step_overhead" 1000 3
@@ -33,3 +33,7 @@ ulimit -n 8192
 # own time, and the time to the first model request with two servers configured vs none
 # (needs `make mcp-deps`).
 python3 "$here/mcp_calls.py" "$build/troupe" 200 3
+
+# troupe beside the floor (bench/floor_client.py: keep-alive HTTP, SSE, one persistent bash) and curl, in one run, at 0 and 100 ms of model latency.
+python3 "$here/side_by_side.py" "$build/troupe" --steps 20 --rounds 5
+python3 "$here/side_by_side.py" "$build/troupe" --steps 20 --rounds 3 --latency-ms 100

@@ -5,16 +5,70 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include <dlfcn.h>
+
 #include <clocale>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 
 #include <editline/readline.h>
 
 namespace troupe {
 
 namespace {
+
+// libedit (and the libtinfo, libbsd and libmd it brings) is opened here, by the chat only:
+// linked, every `troupe run` paid for loading it (four more libraries to map and bind).
+struct editline_functions {
+  decltype(&::using_history) using_history;
+  decltype(&::stifle_history) stifle_history;
+  decltype(&::read_history) read_history;
+  decltype(&::write_history) write_history;
+  decltype(&::add_history) add_history;
+  decltype(&::rl_callback_handler_install) callback_handler_install;
+  decltype(&::rl_callback_handler_remove) callback_handler_remove;
+  decltype(&::rl_callback_read_char) callback_read_char;
+  decltype(&::rl_insert_text) insert_text;
+  decltype(&::rl_forced_update_display) forced_update_display;
+  decltype(&::rl_resize_terminal) resize_terminal;
+  decltype(&::rl_catch_signals) catch_signals;
+  decltype(&::rl_catch_sigwinch) catch_sigwinch;
+  decltype(&::rl_line_buffer) line_buffer;
+};
+
+const editline_functions* lib = nullptr;
+
+expected<const editline_functions*> open_editline() {
+  constexpr const char* name = "libedit.so.2";
+  void* handle = ::dlopen(name, RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr)
+    return failure{std::string{"cannot load "} + name + ": " + ::dlerror()};
+  static editline_functions found;
+  bool complete = true;
+  auto take = [&](auto& into, const char* symbol) {
+    into = reinterpret_cast<std::remove_reference_t<decltype(into)>>(::dlsym(handle, symbol));
+    complete = complete && into != nullptr;
+  };
+  take(found.using_history, "using_history");
+  take(found.stifle_history, "stifle_history");
+  take(found.read_history, "read_history");
+  take(found.write_history, "write_history");
+  take(found.add_history, "add_history");
+  take(found.callback_handler_install, "rl_callback_handler_install");
+  take(found.callback_handler_remove, "rl_callback_handler_remove");
+  take(found.callback_read_char, "rl_callback_read_char");
+  take(found.insert_text, "rl_insert_text");
+  take(found.forced_update_display, "rl_forced_update_display");
+  take(found.resize_terminal, "rl_resize_terminal");
+  take(found.catch_signals, "rl_catch_signals");
+  take(found.catch_sigwinch, "rl_catch_sigwinch");
+  take(found.line_buffer, "rl_line_buffer");
+  if (!complete)
+    return failure{std::string{name} + " lacks a function the chat needs"};
+  return &found;
+}
 
 // libedit's readline interface keeps one editor per process and calls a plain function with
 // each line: it reaches the editor's handler through this pointer, set while a prompt is up.
@@ -45,20 +99,30 @@ void use_utf8_locale() {
 
 } // namespace
 
+expected<bool> line_editor::load() {
+  static std::once_flag once;
+  static expected<const editline_functions*> loaded = failure{""};
+  std::call_once(once, [] { loaded = open_editline(); });
+  if (!loaded)
+    return failure{loaded.error()};
+  lib = *loaded;
+  return true;
+}
+
 line_editor::line_editor(std::string history_file) : history_file_(std::move(history_file)) {
   use_utf8_locale();
   saved_terminal_ = ::tcgetattr(STDIN_FILENO, &original_terminal) == 0;
-  rl_catch_signals = 0; // SIGINT reaches troupe's signal thread, never libedit's handler
-  rl_catch_sigwinch = 0;
-  using_history();
-  stifle_history(1000);
+  *lib->catch_signals = 0; // SIGINT reaches troupe's signal thread, never libedit's handler
+  *lib->catch_sigwinch = 0;
+  lib->using_history();
+  lib->stifle_history(1000);
   if (!history_file_.empty())
-    read_history(history_file_.c_str());
+    lib->read_history(history_file_.c_str());
 }
 
 line_editor::~line_editor() {
   if (active_ || hidden_)
-    rl_callback_handler_remove();
+    lib->callback_handler_remove();
   if (saved_terminal_)
     ::tcsetattr(STDIN_FILENO, TCSANOW, &original_terminal);
   current_handler = nullptr;
@@ -67,12 +131,12 @@ line_editor::~line_editor() {
 void line_editor::prompt(const std::string& prompt,
                          std::function<void(std::optional<std::string>)> on_line_done) {
   if (active_ || hidden_)
-    rl_callback_handler_remove();
+    lib->callback_handler_remove();
   prompt_ = prompt;
   on_line_ = [this, done = std::move(on_line_done)](std::optional<std::string> line) {
     active_ = false;
     hidden_ = false;
-    rl_callback_handler_remove();
+    lib->callback_handler_remove();
     done(std::move(line));
   };
   current_handler = &on_line_;
@@ -82,16 +146,16 @@ void line_editor::prompt(const std::string& prompt,
 void line_editor::install() {
   active_ = true;
   hidden_ = false;
-  rl_callback_handler_install(prompt_.c_str(), on_line);
+  lib->callback_handler_install(prompt_.c_str(), on_line);
   installed_text_ = kept_;
   key_read_ = false;
   if (!kept_.empty()) {
-    rl_insert_text(kept_.c_str());
+    lib->insert_text(kept_.c_str());
     kept_.clear();
     // The install drew the prompt; the refresh draws it again with the text, from column 0.
     std::fputs("\r\033[K", stdout);
     std::fflush(stdout);
-    rl_forced_update_display();
+    lib->forced_update_display();
   }
 }
 
@@ -99,7 +163,7 @@ void line_editor::hide() {
   if (!active_)
     return;
   kept_ = current_line();
-  rl_callback_handler_remove();
+  lib->callback_handler_remove();
   std::fputs("\r\033[K", stdout);
   std::fflush(stdout);
   active_ = false;
@@ -115,7 +179,7 @@ void line_editor::stop() {
   if (active_)
     kept_ = current_line();
   if (active_ || hidden_) {
-    rl_callback_handler_remove();
+    lib->callback_handler_remove();
     if (active_) {
       std::fputs("\r\033[K", stdout);
       std::fflush(stdout);
@@ -129,7 +193,7 @@ void line_editor::read_input() {
   if (!active_)
     return;
   key_read_ = true;
-  rl_callback_read_char();
+  lib->callback_read_char();
 }
 
 std::string line_editor::current_line() const {
@@ -137,13 +201,13 @@ std::string line_editor::current_line() const {
     return {};
   if (!key_read_)
     return installed_text_;
-  return rl_line_buffer != nullptr ? std::string{rl_line_buffer} : std::string{};
+  return *lib->line_buffer != nullptr ? std::string{*lib->line_buffer} : std::string{};
 }
 
 void line_editor::clear_line() {
   if (!active_)
     return;
-  rl_callback_handler_remove();
+  lib->callback_handler_remove();
   std::fputs("\n", stdout);
   std::fflush(stdout);
   kept_.clear();
@@ -151,9 +215,9 @@ void line_editor::clear_line() {
 }
 
 void line_editor::remember(const std::string& line) {
-  add_history(line.c_str());
+  lib->add_history(line.c_str());
   if (!history_file_.empty())
-    write_history(history_file_.c_str());
+    lib->write_history(history_file_.c_str());
 }
 
 std::string line_editor::take_typed_ahead() {
@@ -184,9 +248,9 @@ bool line_editor::give_back(const std::string& keys) {
 }
 
 void line_editor::resize() {
-  rl_resize_terminal();
+  lib->resize_terminal();
   if (active_)
-    rl_forced_update_display();
+    lib->forced_update_display();
 }
 
 void line_editor::quiet_terminal() {

@@ -8,10 +8,16 @@
 #include <string>
 #include <utility>
 
+#include "protocol/expected.hpp"
+
 namespace troupe {
 
 class line_editor {
 public:
+  /// Opens libedit (once; the chat alone needs it): true, or why it cannot be used. Call it,
+  /// successfully, before constructing an editor.
+  static expected<bool> load();
+
   /// Takes over the terminal on stdin/stdout. History is read from and saved to
   /// `history_file` (empty: none).
   explicit line_editor(std::string history_file);

@@ -2,7 +2,7 @@
 """Fake LLM API server for troupe's tests. Python 3.11 standard library only (asyncio streams).
 
 CLI: python3 fake_model_server.py --script SCRIPT.json [--port 0] [--record REQUESTS.jsonl]
-                                  [--loop] [--strict-tool-order] [--verbose]
+                                  [--loop] [--strict-tool-order] [--nodelay] [--verbose]
   Binds 127.0.0.1:PORT (0 = a free port), prints exactly one line "PORT <n>" to stdout, then logs
   only to stderr. Exits on SIGTERM/SIGINT, and when stdin reaches EOF (give it a pipe; if stdin is
   /dev/null or a regular file it is not watched). --record appends one JSON line per request:
@@ -54,6 +54,9 @@ import traceback
 from http import HTTPStatus
 
 VERBOSE = False
+# --nodelay: each SSE frame leaves at once (TCP_NODELAY), as from the real APIs' servers, for
+# benchmarks; off by default, where frames may coalesce as the tests have always seen them.
+NODELAY = False
 # What marks a request of troupe's session namer (actors/namer.cpp), and how it is answered.
 NAMING_MARKER = b"Title this coding session"
 NAMING_REPLY = "Fake Session Title"
@@ -280,6 +283,8 @@ class Conn:
 async def handle_connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
     task = asyncio.current_task()
     STATE.tasks.add(task)
+    if NODELAY and (sock := writer.get_extra_info("socket")) is not None:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     conn = Conn(reader, writer)
     try:
         while True:
@@ -964,7 +969,7 @@ async def serve(args) -> int:
 
 
 def main() -> int:
-    global STATE, VERBOSE, NAMING_REPLY, NAMING_LATENCY_MS
+    global STATE, VERBOSE, NAMING_REPLY, NAMING_LATENCY_MS, NODELAY
     ap = argparse.ArgumentParser(description="Fake OpenAI/Anthropic model server for tests.")
     ap.add_argument("--script", required=True, help="JSON array of reply entries")
     ap.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0 = any free port)")
@@ -977,8 +982,11 @@ def main() -> int:
     ap.add_argument("--naming-latency-ms", type=int, default=0,
                     help="delay before the namer's title")
     ap.add_argument("-v", "--verbose", action="store_true", help="log every request to stderr")
+    ap.add_argument("--nodelay", action="store_true",
+                    help="TCP_NODELAY on every connection (benchmarks: no Nagle delay per frame)")
     args = ap.parse_args()
     VERBOSE = args.verbose
+    NODELAY = args.nodelay
     NAMING_REPLY = args.naming_reply
     NAMING_LATENCY_MS = args.naming_latency_ms
     try:
