@@ -302,7 +302,26 @@ expected<bool> load_project_files(run_settings& settings) {
   return true;
 }
 
+namespace {
+
+// The model resolve_agent will pick is an API's as far as its name says (an explicit --model,
+// TROUPE_MODEL, or a provider's key alone); a resumed session's recorded model may say
+// otherwise, which only makes the early load below unneeded.
+bool names_api_model(const run_flags& flags) {
+  auto spec = !flags.model.empty() ? flags.model : env_or("TROUPE_MODEL");
+  if (spec.empty())
+    return !env_or("ANTHROPIC_API_KEY").empty() || !env_or("OPENAI_API_KEY").empty();
+  return spec.rfind("scripted", 0) != 0;
+}
+
+} // namespace
+
 expected<run_settings> resolve_run(const run_flags& flags, bool interactive) {
+  // libcurl (about 30 libraries and OpenSSL's set-up, ~8 ms) loads on a helper thread from the
+  // first moment, beside everything below, when the model is an API's by its name; otherwise
+  // resolve_agent starts it once the model is known.
+  if (names_api_model(flags))
+    http_engine::warm_up(env_or("TROUPE_LIBCURL", "libcurl.so.4"));
   run_settings settings;
   if (auto basics = resolve_basics(flags, settings); !basics)
     return failure{basics.error()};
