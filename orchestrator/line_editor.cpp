@@ -40,11 +40,13 @@ struct editline_functions {
 
 const editline_functions* lib = nullptr;
 
+// $TROUPE_LIBEDIT names another build of the library (a file name or path for dlopen).
 expected<const editline_functions*> open_editline() {
-  constexpr const char* name = "libedit.so.2";
-  void* handle = ::dlopen(name, RTLD_NOW | RTLD_LOCAL);
+  const char* configured = std::getenv("TROUPE_LIBEDIT");
+  std::string name = configured != nullptr && *configured != '\0' ? configured : "libedit.so.2";
+  void* handle = ::dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr)
-    return failure{std::string{"cannot load "} + name + ": " + ::dlerror()};
+    return failure{"cannot load " + name + " (" + ::dlerror() + ")"};
   static editline_functions found;
   bool complete = true;
   auto take = [&](auto& into, const char* symbol) {
@@ -66,7 +68,7 @@ expected<const editline_functions*> open_editline() {
   take(found.catch_sigwinch, "rl_catch_sigwinch");
   take(found.line_buffer, "rl_line_buffer");
   if (!complete)
-    return failure{std::string{name} + " lacks a function the chat needs"};
+    return failure{name + " lacks a function the chat needs"};
   return &found;
 }
 

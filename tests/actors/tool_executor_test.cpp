@@ -3,9 +3,15 @@
 #include <doctest/doctest.h>
 
 #include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <future>
 #include <memory>
+#include <set>
 #include <thread>
 
 #include <caf/actor_system.hpp>
@@ -471,4 +477,114 @@ TEST_CASE("a file tool holds its path to where the permission check found it to 
           std::string::npos);
     CHECK(result->output.find("hunter2") == std::string::npos);
   }
+}
+
+namespace {
+
+// This process's children whose command name is `name` (every thread's list in /proc).
+std::set<long> children_named(const std::string& name) {
+  std::set<long> found;
+  for (auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream list{task.path() / "children"};
+    long pid = 0;
+    while (list >> pid) {
+      std::ifstream comm{"/proc/" + std::to_string(pid) + "/comm"};
+      std::string command;
+      if (std::getline(comm, command) && command == name)
+        found.insert(pid);
+    }
+  }
+  return found;
+}
+
+std::set<std::string> thread_ids() {
+  std::set<std::string> ids;
+  for (auto& task : std::filesystem::directory_iterator("/proc/self/task"))
+    ids.insert(task.path().filename().string());
+  return ids;
+}
+
+} // namespace
+
+TEST_CASE("the shell starts with the executor, before its first command, and serves it") {
+  using namespace std::chrono_literals;
+  auto before = children_named("bash");
+  executor_fixture f;
+  std::set<long> started;
+  for (int i = 0; i < 300 && started.empty(); ++i) {
+    std::this_thread::sleep_for(10ms);
+    for (long pid : children_named("bash"))
+      if (!before.count(pid))
+        started.insert(pid);
+  }
+  REQUIRE(started.size() == 1);
+  CHECK(f.shell("echo $$").output == std::to_string(*started.begin()) + "\n");
+}
+
+TEST_CASE("a fleet's executor (shells stopped when idle) starts its shell on first use") {
+  using namespace std::chrono_literals;
+  auto before = children_named("bash");
+  executor_fixture f{30000, 10 << 20, "", 30s};
+  std::this_thread::sleep_for(300ms);
+  CHECK(children_named("bash") == before);
+  CHECK(f.shell("echo used").output == "used\n");
+}
+
+TEST_CASE("a shell started ahead that died before its first command is replaced, unnoticed") {
+  using namespace std::chrono_literals;
+  auto before = children_named("bash");
+  executor_fixture f;
+  long warm = 0;
+  for (int i = 0; i < 300 && warm == 0; ++i) {
+    std::this_thread::sleep_for(10ms);
+    for (long pid : children_named("bash"))
+      if (!before.count(pid))
+        warm = pid;
+  }
+  REQUIRE(warm != 0);
+  ::kill(static_cast<pid_t>(warm), SIGKILL);
+  std::this_thread::sleep_for(50ms);
+  auto r = f.shell("echo fine; echo $$");
+  CHECK_FALSE(r.is_error);
+  CHECK(r.output.rfind("fine\n", 0) == 0);
+  CHECK(r.output != "fine\n" + std::to_string(warm) + "\n");
+}
+
+TEST_CASE("one reader thread serves every command: none is started per command") {
+  using namespace std::chrono_literals;
+  executor_fixture f;
+  f.shell("true");
+  auto during = [&] {
+    std::atomic<long> caller{0};
+    auto running = std::async(std::launch::async, [&] {
+      caller = ::syscall(SYS_gettid);
+      return f.shell("sleep 0.4; echo done");
+    });
+    std::this_thread::sleep_for(200ms);
+    auto ids = thread_ids();
+    ids.erase(std::to_string(caller.load())); // the caller's own thread is new each time
+    CHECK(running.get().output == "done\n");
+    return ids;
+  };
+  auto first = during();
+  auto second = during();
+  auto third = during();
+  CHECK(first == second);
+  CHECK(second == third);
+}
+
+TEST_CASE("the framing's functions cannot be redefined or unset, and declarations outlive their "
+          "command") {
+  executor_fixture f;
+  auto redefined = f.run("shell", {{"command", "__troupe_done() { :; }; echo tried"},
+                                   {"timeout", 10}});
+  CHECK(redefined.output.find("readonly") != std::string::npos);
+  CHECK(redefined.output.find("timed out") == std::string::npos);
+  auto unset = f.run("shell", {{"command", "unset -f __troupe_read __troupe_done; echo still"},
+                               {"timeout", 10}});
+  CHECK(unset.output.find("still\n") != std::string::npos);
+  CHECK(unset.output.find("timed out") == std::string::npos);
+  CHECK(f.shell("echo next").output == "next\n");
+  CHECK_FALSE(f.shell("declare -a LIST=(a b); declare -i N=3; local_fn() { :; }").is_error);
+  CHECK(f.shell("echo ${LIST[1]} $N; type -t local_fn").output == "b 3\nfunction\n");
 }

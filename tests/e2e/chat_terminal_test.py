@@ -145,6 +145,19 @@ class ChatInATerminal(unittest.TestCase):
         c.wait_for("EXIT=0")
         self.assertEqual(self.transcript(c), [])
 
+    def test_without_libedit_lines_are_still_read(self):
+        # The chat opens libedit itself (troupe run never loads it); where it cannot, it says
+        # so once and reads lines as the terminal edits them.
+        c = self.chat([{"text": "answered without libedit"}],
+                      env={"TROUPE_LIBEDIT": "/nonexistent/libedit.so.2"})
+        c.wait_for("cannot load /nonexistent/libedit.so.2")
+        c.wait_for("line editing and history are off")
+        c.type("hello")
+        c.keys("Enter")
+        c.wait_for("answered without libedit")
+        c.keys("C-d")
+        c.wait_for("EXIT=0")
+
     def test_ctrl_d_exits(self):
         c = self.chat([{"text": "unused"}])
         prompt_ready(c)

@@ -306,6 +306,57 @@ def case_unavailable(box):
           f"a bwrap that only exits 0 is not a sandbox: {liar.stdout!r}")
 
 
+def case_probe_remembered(box):
+    """A working bubblewrap is probed once per user and boot, not on every run: the answer is
+    remembered in the runtime directory, only while bwrap and the kernel's settings stay as they
+    were, only in a directory closed to others, and `sandbox --check` always probes."""
+    runtime = os.path.join(box.root, "runtime")
+    os.makedirs(runtime, mode=0o700)
+    count = os.path.join(box.root, "bwrap-calls")
+    counting = os.path.join(box.root, "counting-bwrap")
+    with open(counting, "w") as f:
+        f.write(f"#!/bin/sh\necho x >> {count}\nexec {shutil.which('bwrap')} \"$@\"\n")
+    os.chmod(counting, stat.S_IRWXU)
+    env = {"TROUPE_BWRAP": counting, "XDG_RUNTIME_DIR": runtime}
+    remembered = os.path.join(runtime, "troupe", "sandbox-works")
+    calls = [("shell", {"command": "echo hi"})]
+
+    def calls_made(args=("--permission-mode", "bypass")):
+        before = len(read(count).splitlines()) if os.path.exists(count) else 0
+        done, out = box.run(calls, list(args), env)
+        check(done.returncode == 0 and out == ["hi\n"], f"the run works: {done.stderr}")
+        return len(read(count).splitlines()) - before
+
+    check(calls_made() == 2, "the first run probes, then starts the shell")
+    check(os.path.isfile(remembered) and stat.S_IMODE(os.stat(remembered).st_mode) == 0o600,
+          "the answer is kept, owner-only")
+    check(calls_made() == 1, "the next run only starts the shell")
+    os.chmod(counting, stat.S_IRWXU)  # a changed bwrap (its inode's change time) is probed again
+    check(calls_made() == 2, "a bwrap changed since is probed again")
+    check(calls_made() == 1, "and remembered again")
+    os.chmod(os.path.join(runtime, "troupe"), 0o755)
+    check(calls_made() == 2, "a directory others can read proves nothing: probed")
+    os.chmod(os.path.join(runtime, "troupe"), 0o700)
+    with open(remembered, "w") as f:
+        f.write("bwrap /usr/bin/bwrap 1:2 3 4.5\n")
+    check(calls_made() == 2, "a key that does not match is probed again")
+    check(calls_made() == 1, "and replaced by the right one")
+    before = len(read(count).splitlines())
+    check_run = box.troupe(["sandbox", "--check"], env)
+    check(check_run.returncode == 0 and "sandbox: works" in check_run.stdout, check_run.stdout)
+    check(len(read(count).splitlines()) == before + 1, "sandbox --check always probes")
+    # What one bwrap proved says nothing of another: a failing one is refused as before.
+    failing = os.path.join(box.root, "failing-bwrap")
+    with open(failing, "w") as f:
+        f.write("#!/bin/sh\necho 'bwrap: No permissions to creating new namespace' >&2\nexit 1\n")
+    os.chmod(failing, stat.S_IRWXU)
+    done, out = box.run(calls, ["--permission-mode", "bypass"],
+                        {"TROUPE_BWRAP": failing, "XDG_RUNTIME_DIR": runtime})
+    check(done.returncode == 2 and "No permissions" in done.stderr and not out,
+          f"a failing bwrap is still refused: {done.returncode} {done.stderr!r}")
+    check(calls_made() == 1, "and the working one's answer is still remembered")
+
+
 def case_escapes(box):
     """What would undo the walls from inside: capabilities (root's too), git pointed at other
     hooks, the user's settings created where they were missing, a host Unix socket."""
@@ -391,6 +442,7 @@ CASES = {
     "read-only": case_read_only,
     "defaults and settings": case_defaults,
     "unavailable": case_unavailable,
+    "probe remembered": case_probe_remembered,
 }
 
 
