@@ -14,7 +14,7 @@ ifeq ($(CI),true)
   CMAKE_FLAGS += -DTROUPE_WERROR=ON
 endif
 
-.PHONY: deps sdk-deps mcp-deps fuzz-deps configure build demo install test-build test bench asan fuzz-build fuzz-smoke mutants clean
+.PHONY: deps sdk-deps mcp-deps fuzz-deps configure test-configure build demo install test-build test bench asan fuzz-build fuzz-smoke mutants clean
 
 # Where `make install` puts bin/troupe.
 PREFIX ?= $(HOME)/.local
@@ -22,14 +22,15 @@ PREFIX ?= $(HOME)/.local
 deps:
 	@scripts/install-deps.sh
 
-$(BUILD_DIR)/build.ninja:
+# Configured every time (a second or two): a build/ made by an older Makefile (Debug, with the
+# tests) becomes the Release build it must be, not the binary `make install` copies unchanged.
+configure: deps
 	cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DTROUPE_BUILD_TESTS=OFF \
 	  $(CMAKE_FLAGS)
 
-$(TEST_DIR)/build.ninja:
-	cmake -S . -B $(TEST_DIR) -G Ninja -DCMAKE_BUILD_TYPE=$(TEST_BUILD_TYPE) $(CMAKE_FLAGS)
-
-configure: deps $(BUILD_DIR)/build.ninja
+test-configure: deps
+	cmake -S . -B $(TEST_DIR) -G Ninja -DCMAKE_BUILD_TYPE=$(TEST_BUILD_TYPE) \
+	  -DTROUPE_BUILD_TESTS=ON $(CMAKE_FLAGS)
 
 # Only the binary: the benchmarks are built by `make bench`.
 build: configure
@@ -54,7 +55,7 @@ tests/mcp/node_modules/.package-lock.json: tests/mcp/package-lock.json tests/mcp
 
 mcp-deps: tests/mcp/node_modules/.package-lock.json
 
-test-build: deps $(TEST_DIR)/build.ninja
+test-build: test-configure
 	cmake --build $(TEST_DIR) -j $(JOBS)
 
 test: test-build sdk-deps mcp-deps
@@ -89,4 +90,4 @@ mutants: deps
 	python3 tests/mutants.py --work build-mutants --jobs $(JOBS) $(MUTANTS_ARGS)
 
 clean:
-	rm -rf $(BUILD_DIR) $(TEST_DIR) build-asan build-fuzz build-mutants
+	rm -rf $(BUILD_DIR) $(TEST_DIR) build-release build-asan build-fuzz build-mutants

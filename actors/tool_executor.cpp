@@ -1,6 +1,7 @@
 #include "actors/tool_executor.hpp"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -182,6 +183,8 @@ shell_reader_actor spawn_shell_reader(self_ptr self) {
       shell_reader_actor::pointer) -> shell_reader_actor::behavior_type {
       return {[=](execute_atom, uint64_t job, int32_t pid, int32_t output, int32_t control,
                   const std::string& nonce) {
+        // Named, so that `ps -L` (and the tests) tell it from CAF's own threads.
+        ::pthread_setname_np(::pthread_self(), "shell.reader");
         shell_process framed;
         framed.nonce = nonce;
         auto end = supervise_child(started_child{pid, -1, output, -1},
@@ -193,13 +196,15 @@ shell_reader_actor spawn_shell_reader(self_ptr self) {
     });
 }
 
+void start_shell_reader(self_ptr self);
+
 /// Starts the shell and its reader before the first command: bash (in its sandbox, ~10 ms)
 /// then starts beside the session's first model request instead of inside its first step.
-/// Only where shells are kept (no idle stop: not a fleet's thousands of agents) and offered.
+/// Only for the top-level agent (tool_context::start_shell_early), where the shell is offered.
 void warm_up_shell(self_ptr self) {
   auto& st = self->state;
   const auto* shell = st.registry->find("shell");
-  if (st.context.shell_idle_stop.count() > 0 || !shell || shell->kind != tool_kind::process)
+  if (!st.context.start_shell_early || !shell || shell->kind != tool_kind::process)
     return;
   auto started = start_shell(st.context, random_hex(16));
   if (!started) {
@@ -210,7 +215,24 @@ void warm_up_shell(self_ptr self) {
   st.shell = std::move(*started);
   st.started_processes = true;
   st.shell_warm = true;
+  start_shell_reader(self);
+}
+
+/// The reader for the executor's shell, watched: if it ever ends before the executor, the
+/// command it was reading is answered with an error and the next command gets a new reader.
+void start_shell_reader(self_ptr self) {
+  auto& st = self->state;
   st.shell_reader = spawn_shell_reader(self);
+  self->monitor(st.shell_reader);
+}
+
+/// Ends the reader (its thread): with the shell stopped for being idle, a fleet's thousands of
+/// waiting agents keep no thread each. The next command starts another.
+void stop_shell_reader(tool_executor_state& st) {
+  if (!st.shell_reader)
+    return;
+  caf::anon_send_exit(st.shell_reader, caf::exit_reason::user_shutdown);
+  st.shell_reader = nullptr;
 }
 
 std::string available_tools(const tool_registry& registry) {
@@ -482,7 +504,7 @@ caf::result<tool_result> execute(self_ptr self, const tool_call& call) {
   // Read to the command's end marker on the reader's thread, from the reader's own copy of the
   // pipe; a stop kills the shell's group, a dropped hold gives the command up.
   if (!st.shell_reader)
-    st.shell_reader = spawn_shell_reader(self);
+    start_shell_reader(self);
   self->send(st.shell_reader, execute_atom::value, id, static_cast<int32_t>(st.shell.pid),
              static_cast<int32_t>(output_copy), static_cast<int32_t>(control->second),
              st.shell.nonce);
@@ -499,6 +521,20 @@ tool_executor_actor::behavior_type tool_executor(self_ptr self,
   self->state.owned_mcp_servers = std::move(owned);
   self->state.context = std::move(context);
   self->state.disk = std::move(disk);
+  self->set_down_handler([=](caf::down_msg& down) {
+    auto& st = self->state;
+    if (!st.shell_reader || down.source != caf::actor_cast<caf::actor_addr>(st.shell_reader))
+      return; // one stopped on purpose
+    // The command it read for would never be answered: it is now, and the shell, whose
+    // output nobody reads any more, starts again with the next command.
+    st.shell_reader = nullptr;
+    for (auto& [id, job] : st.jobs)
+      job.promise.deliver(error_result("the shell's output reader ended (" +
+                                       self->system().render(down.reason) +
+                                       "); the shell was restarted, run the command again"));
+    st.jobs.clear();
+    stop_shell(st.shell, true);
+  });
   warm_up_shell(self);
   return {
     [=](execute_atom, const tool_call& call) -> caf::result<tool_result> {
@@ -589,6 +625,7 @@ tool_executor_actor::behavior_type tool_executor(self_ptr self,
         }
         spdlog::debug("stopping the shell after {} ms idle", st.context.shell_idle_stop.count());
         stop_shell(st.shell, true);
+        stop_shell_reader(st);
         st.shell_stopped_idle = true;
         return;
       }

@@ -91,16 +91,8 @@ public:
         first_prompt_(std::move(first_prompt)), show_working_(show_working) {
     // The terminal stays as it is until the first prompt: libedit learns its special keys
     // (Ctrl+D as end of input among them) from a terminal it first finds in cooked mode.
-    if (terminal_) {
-      if (auto loaded = line_editor::load(); loaded) {
-        editor_.emplace(history.string());
-      } else {
-        // Lines are still read, as the terminal's own line discipline edits them.
-        std::fprintf(stderr, "troupe: %s; line editing and history are off\n",
-                     loaded.error().c_str());
-        terminal_ = false;
-      }
-    }
+    if (terminal_)
+      editor_.emplace(history.string()); // line_editor::load succeeded (cli.cpp)
   }
 
   int run() {

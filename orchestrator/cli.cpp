@@ -14,6 +14,7 @@
 #include "orchestrator/demo_command.hpp"
 #include "orchestrator/environment.hpp"
 #include "orchestrator/fleet_command.hpp"
+#include "orchestrator/line_editor.hpp"
 #include "orchestrator/remote_commands.hpp"
 #include "orchestrator/run_command.hpp"
 #include "orchestrator/run_flags.hpp"
@@ -167,6 +168,13 @@ int run_cli(int argc, char** argv) {
   if (*rm)
     return run_rm(target_id);
   if (*chat) {
+    // On a terminal the chat edits lines with libedit, which it opens itself: checked before
+    // anything is written, a missing one is a one-line error, never a chat that cannot ask.
+    if (::isatty(STDIN_FILENO) != 0 && ::isatty(STDOUT_FILENO) != 0)
+      if (auto editor = line_editor::load(); !editor)
+        return fail(editor.error() + ": troupe chat needs it on a terminal (Debian: apt-get "
+                                     "install libedit2; or point TROUPE_LIBEDIT at it); troupe "
+                                     "run works without it");
     auto settings = resolve_run(chat_flags, true);
     if (!settings)
       return fail(settings.error());

@@ -12,6 +12,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <string>
+#include <vector>
 
 #include <editline/readline.h>
 
@@ -40,13 +42,26 @@ struct editline_functions {
 
 const editline_functions* lib = nullptr;
 
-// $TROUPE_LIBEDIT names another build of the library (a file name or path for dlopen).
+// $TROUPE_LIBEDIT names another build of the library (a file name or path for dlopen); else
+// Debian's name, then other distributions' (Fedora and Arch ship libedit.so.0).
 expected<const editline_functions*> open_editline() {
   const char* configured = std::getenv("TROUPE_LIBEDIT");
-  std::string name = configured != nullptr && *configured != '\0' ? configured : "libedit.so.2";
-  void* handle = ::dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
+  std::vector<std::string> names = {"libedit.so.2", "libedit.so.0", "libedit.so"};
+  if (configured != nullptr && *configured != '\0')
+    names = {configured};
+  void* handle = nullptr;
+  std::string name, problem;
+  for (auto& candidate : names) {
+    handle = ::dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (handle != nullptr) {
+      name = candidate;
+      break;
+    }
+    if (problem.empty())
+      problem = ::dlerror();
+  }
   if (handle == nullptr)
-    return failure{"cannot load " + name + " (" + ::dlerror() + ")"};
+    return failure{"cannot load libedit (" + problem + ")"};
   static editline_functions found;
   bool complete = true;
   auto take = [&](auto& into, const char* symbol) {

@@ -474,6 +474,7 @@ expected<launched_agent> launch_agent(caf::actor_system& sys, run_settings& sett
   tools.notification_queue = paths.queue();
   tools.process_owner = settings.session_id;
   tools.sandbox = settings.sandbox_walls;
+  tools.start_shell_early = commons == nullptr;
 
   session_config session;
   session.session_id = settings.session_id;

@@ -123,7 +123,8 @@ std::string probe_key(const std::string& bwrap) {
                     std::to_string(info.st_ctim.tv_nsec) + "\n";
   for (const char* setting :
        {"/proc/sys/kernel/random/boot_id", "/proc/sys/user/max_user_namespaces",
-        "/proc/sys/kernel/unprivileged_userns_clone",
+        "/proc/sys/user/max_pid_namespaces", "/proc/sys/user/max_net_namespaces",
+        "/proc/sys/user/max_mnt_namespaces", "/proc/sys/kernel/unprivileged_userns_clone",
         "/proc/sys/kernel/apparmor_restrict_unprivileged_userns"}) {
     std::string value;
     read_whole_file(setting, value);
@@ -154,6 +155,16 @@ bool probe_remembered(const std::string& key) {
   std::string content;
   return !key.empty() && private_to_user(file.parent_path(), true) &&
          private_to_user(file, false) && read_whole_file(file, content).empty() && content == key;
+}
+
+// A failed probe of the bwrap a remembered answer is about takes that answer back (what the key
+// does not see, an AppArmor profile or a container's seccomp filter, may have changed).
+void forget_probe(const std::string& bwrap) {
+  auto file = probe_cache_file();
+  std::string content;
+  if (private_to_user(file.parent_path(), true) && read_whole_file(file, content).empty() &&
+      content.rfind("bwrap " + bwrap + " ", 0) == 0)
+    ::unlink(file.c_str());
 }
 
 void remember_probe(const std::string& key) {
@@ -220,6 +231,8 @@ sandbox_support look_for_sandbox(const std::string& bwrap, bool recall) {
   ::close(err[0]);
   if (support.works)
     remember_probe(key);
+  else
+    forget_probe(bwrap);
   if (!support.works) {
     while (!said.empty() && (said.back() == '\n' || said.back() == ' '))
       said.pop_back();
@@ -231,22 +244,28 @@ sandbox_support look_for_sandbox(const std::string& bwrap, bool recall) {
   return support;
 }
 
-} // namespace
-
-sandbox_support probe_sandbox(const std::string& bwrap) {
+// What this process found, per bwrap: one probe (or remembered answer) per run.
+sandbox_support known_sandbox(const std::string& bwrap, bool recall) {
   static std::mutex mutex;
   static std::map<std::string, sandbox_support> known;
   std::lock_guard<std::mutex> lock{mutex};
   auto found = known.find(bwrap);
-  if (found == known.end())
-    found = known.emplace(bwrap, look_for_sandbox(bwrap, true)).first;
-  return found->second;
+  if (!recall) // asked to test now: what it finds is the answer from here on
+    known.insert_or_assign(bwrap, look_for_sandbox(bwrap, false));
+  else if (found == known.end())
+    known.emplace(bwrap, look_for_sandbox(bwrap, true));
+  return known.at(bwrap);
 }
+
+} // namespace
+
+sandbox_support probe_sandbox(const std::string& bwrap) { return known_sandbox(bwrap, true); }
 
 std::vector<std::string> describe_sandbox_support(const std::string& bwrap) {
   std::vector<std::string> lines;
-  // A check the user asked for tests bwrap now, whatever an earlier run remembered.
-  auto support = look_for_sandbox(bwrap, false);
+  // A check the user asked for tests bwrap now, whatever an earlier run remembered; its
+  // answer is the one probe_sandbox gives from here on (the check's exit status).
+  auto support = known_sandbox(bwrap, false);
   lines.push_back("bubblewrap: " +
                   (support.bwrap.empty() ? std::string{"not found"}
                    : ::access(support.bwrap.c_str(), X_OK) != 0

@@ -95,13 +95,12 @@ expected<shell_process> start_shell(const tool_context& ctx, std::string nonce) 
   // fd 99 keeps the original pipe for the end markers (not 63: bash gives that to a process
   // substitution and closes it after the command); credential prompts must not wait for a
   // terminal the agent does not have. bash reads a script from a pipe one byte per read(2):
-  // the framing's fixed parts are functions defined here once, read-only so that no command
-  // can redefine them, and each command's script names them (see send_command).
+  // the reading of each command is a function defined here once, read-only so that no command
+  // can redefine it (see send_command). It holds nothing secret: the nonce never lives in a
+  // function or a variable, where a command could read it and forge an end.
   std::string setup = "exec 99>&1\nexport GIT_TERMINAL_PROMPT=0\n"
                       "__troupe_read() { __troupe_cmd=; IFS= read -r -d '' __troupe_cmd || :; }\n"
-                      "__troupe_done() { printf '\\n__TROUPE_DONE_" +
-                      shell.nonce + " %d\\n' \"$1\" >&99; }\n"
-                      "readonly -f __troupe_read __troupe_done\n";
+                      "readonly -f __troupe_read\n";
   if (::write(shell.input_fd, setup.data(), setup.size()) != static_cast<ssize_t>(setup.size())) {
     stop_shell(shell, true);
     return failure{"cannot set up " + ctx.shell_program};
@@ -135,13 +134,14 @@ expected<bool> send_command(const shell_process& shell, const std::string& comma
   // command cannot contain, so even a syntax error in it cannot break the framing.
   auto delimiter = "__TROUPE_CMD_" + shell.nonce;
   // __troupe_read (defined at start) reads the here-document, with `|| :` so that a `set -e`
-  // left by an earlier command does not end the shell at `read`'s normal status 1;
-  // __troupe_done writes the marker to fd 99, a copy of the pipe made at start that the
-  // command cannot redirect (it runs with fd 99 closed). The eval stays here, at the top
-  // level: in a function, the command's `declare`s and `local`s would not outlive the call.
+  // left by an earlier command does not end the shell at `read`'s normal status 1. The eval
+  // stays here, at the top level: in a function, the command's `declare`s would not outlive
+  // the call. The marker goes to fd 99, a copy of the pipe made at start that the command
+  // cannot redirect (it runs with fd 99 closed).
   std::string script = "__troupe_read <<'" + delimiter + "'\n" + command +
                        (command.empty() || command.back() != '\n' ? "\n" : "") + delimiter +
-                       "\neval \"$__troupe_cmd\" </dev/null 2>&1 99>&-\n__troupe_done $?\n";
+                       "\neval \"$__troupe_cmd\" </dev/null 2>&1 99>&-\nprintf '\\n__TROUPE_DONE_" +
+                       shell.nonce + " %d\\n' \"$?\" >&99\n";
   size_t done = 0;
   while (done < script.size()) {
     auto n = write(shell.input_fd, script.data() + done, script.size() - done);

@@ -35,9 +35,11 @@ struct executor_fixture {
 
   explicit executor_fixture(size_t output_cap = 30000, size_t capture_cap = 10 << 20,
                             std::string owner = "",
-                            std::chrono::milliseconds shell_idle_stop = {}) {
+                            std::chrono::milliseconds shell_idle_stop = {},
+                            bool start_shell_early = false) {
     context.cwd = dir.path();
     context.shell_idle_stop = shell_idle_stop;
+    context.start_shell_early = start_shell_early;
     context.process_owner = std::move(owner);
     context.output_cap = output_cap;
     context.capture_cap = capture_cap;
@@ -497,6 +499,18 @@ std::set<long> children_named(const std::string& name) {
   return found;
 }
 
+// This process's shell reader threads (actors/tool_executor.cpp names them).
+std::set<std::string> readers() {
+  std::set<std::string> ids;
+  for (auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream comm{task.path() / "comm"};
+    std::string name;
+    if (std::getline(comm, name) && name == "shell.reader")
+      ids.insert(task.path().filename().string());
+  }
+  return ids;
+}
+
 std::set<std::string> thread_ids() {
   std::set<std::string> ids;
   for (auto& task : std::filesystem::directory_iterator("/proc/self/task"))
@@ -509,7 +523,7 @@ std::set<std::string> thread_ids() {
 TEST_CASE("the shell starts with the executor, before its first command, and serves it") {
   using namespace std::chrono_literals;
   auto before = children_named("bash");
-  executor_fixture f;
+  executor_fixture f{30000, 10 << 20, "", {}, true};
   std::set<long> started;
   for (int i = 0; i < 300 && started.empty(); ++i) {
     std::this_thread::sleep_for(10ms);
@@ -521,10 +535,11 @@ TEST_CASE("the shell starts with the executor, before its first command, and ser
   CHECK(f.shell("echo $$").output == std::to_string(*started.begin()) + "\n");
 }
 
-TEST_CASE("a fleet's executor (shells stopped when idle) starts its shell on first use") {
+TEST_CASE("an executor not asked to start its shell early (a subagent's, a fleet task's) "
+          "starts it on first use") {
   using namespace std::chrono_literals;
   auto before = children_named("bash");
-  executor_fixture f{30000, 10 << 20, "", 30s};
+  executor_fixture f;
   std::this_thread::sleep_for(300ms);
   CHECK(children_named("bash") == before);
   CHECK(f.shell("echo used").output == "used\n");
@@ -533,7 +548,7 @@ TEST_CASE("a fleet's executor (shells stopped when idle) starts its shell on fir
 TEST_CASE("a shell started ahead that died before its first command is replaced, unnoticed") {
   using namespace std::chrono_literals;
   auto before = children_named("bash");
-  executor_fixture f;
+  executor_fixture f{30000, 10 << 20, "", {}, true};
   long warm = 0;
   for (int i = 0; i < 300 && warm == 0; ++i) {
     std::this_thread::sleep_for(10ms);
@@ -573,18 +588,45 @@ TEST_CASE("one reader thread serves every command: none is started per command")
   CHECK(second == third);
 }
 
-TEST_CASE("the framing's functions cannot be redefined or unset, and declarations outlive their "
+TEST_CASE("the framing's function cannot be redefined or unset, and declarations outlive their "
           "command") {
   executor_fixture f;
-  auto redefined = f.run("shell", {{"command", "__troupe_done() { :; }; echo tried"},
+  auto redefined = f.run("shell", {{"command", "__troupe_read() { :; }; echo tried"},
                                    {"timeout", 10}});
   CHECK(redefined.output.find("readonly") != std::string::npos);
   CHECK(redefined.output.find("timed out") == std::string::npos);
-  auto unset = f.run("shell", {{"command", "unset -f __troupe_read __troupe_done; echo still"},
+  auto unset = f.run("shell", {{"command", "unset -f __troupe_read; echo still"},
                                {"timeout", 10}});
   CHECK(unset.output.find("still\n") != std::string::npos);
   CHECK(unset.output.find("timed out") == std::string::npos);
   CHECK(f.shell("echo next").output == "next\n");
   CHECK_FALSE(f.shell("declare -a LIST=(a b); declare -i N=3; local_fn() { :; }").is_error);
   CHECK(f.shell("echo ${LIST[1]} $N; type -t local_fn").output == "b 3\nfunction\n");
+}
+
+TEST_CASE("the end marker's nonce is nowhere a command can read it, and no IFS bends the status") {
+  executor_fixture f;
+  // Functions and variables: the marker's text is written with each command, never kept.
+  CHECK(f.shell("(set; declare -f) | grep -c '__TROUPE''_DONE' || true").output == "0\n");
+  CHECK(f.shell("IFS=1; (exit 1)").exit_code == 1);
+  CHECK(f.shell("(exit 10)").exit_code == 10);
+  CHECK(f.shell("(exit 21)").exit_code == 21);
+  CHECK(f.shell("unset IFS; echo fine").output == "fine\n");
+}
+
+TEST_CASE("a shell stopped for being idle takes its reader thread with it") {
+  using namespace std::chrono_literals;
+  executor_fixture f{30000, 10 << 20, "idle-reader", 150ms};
+  auto alive = [](long pid) { return ::kill(static_cast<pid_t>(pid), 0) == 0; };
+  CHECK(readers().empty());
+  auto bash_pid = std::stol(f.shell("echo $$").output);
+  CHECK(readers().size() == 1); // kept between commands
+  for (int i = 0; i < 200 && alive(bash_pid); ++i)
+    std::this_thread::sleep_for(10ms);
+  REQUIRE_FALSE(alive(bash_pid));
+  for (int i = 0; i < 200 && !readers().empty(); ++i)
+    std::this_thread::sleep_for(10ms);
+  CHECK(readers().empty());
+  CHECK(f.shell("echo again").output.find("again\n") != std::string::npos);
+  CHECK(readers().size() == 1);
 }

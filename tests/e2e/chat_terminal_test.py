@@ -145,18 +145,16 @@ class ChatInATerminal(unittest.TestCase):
         c.wait_for("EXIT=0")
         self.assertEqual(self.transcript(c), [])
 
-    def test_without_libedit_lines_are_still_read(self):
-        # The chat opens libedit itself (troupe run never loads it); where it cannot, it says
-        # so once and reads lines as the terminal edits them.
-        c = self.chat([{"text": "answered without libedit"}],
+    def test_without_libedit_the_chat_says_so_and_ends(self):
+        # The chat opens libedit itself (troupe run never loads it); where it cannot, it is a
+        # one-line error before anything is written, not a chat that could not ask questions.
+        c = self.chat([{"text": "never asked"}],
                       env={"TROUPE_LIBEDIT": "/nonexistent/libedit.so.2"})
-        c.wait_for("cannot load /nonexistent/libedit.so.2")
-        c.wait_for("line editing and history are off")
-        c.type("hello")
-        c.keys("Enter")
-        c.wait_for("answered without libedit")
-        c.keys("C-d")
-        c.wait_for("EXIT=0")
+        c.wait_for("cannot load libedit (/nonexistent/libedit.so.2")
+        c.wait_for("troupe chat needs it on a terminal")
+        c.wait_for("EXIT=2")
+        self.assertFalse(os.path.exists(os.path.join(c.home, "sessions")),
+                         "no session was made")
 
     def test_ctrl_d_exits(self):
         c = self.chat([{"text": "unused"}])

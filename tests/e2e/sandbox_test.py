@@ -315,7 +315,9 @@ def case_probe_remembered(box):
     count = os.path.join(box.root, "bwrap-calls")
     counting = os.path.join(box.root, "counting-bwrap")
     with open(counting, "w") as f:
-        f.write(f"#!/bin/sh\necho x >> {count}\nexec {shutil.which('bwrap')} \"$@\"\n")
+        f.write(f"#!/bin/sh\necho x >> {count}\n"
+                "if [ -n \"$BREAK_BWRAP\" ]; then echo 'bwrap: No permissions' >&2; exit 1; fi\n"
+                f"exec {shutil.which('bwrap')} \"$@\"\n")
     os.chmod(counting, stat.S_IRWXU)
     env = {"TROUPE_BWRAP": counting, "XDG_RUNTIME_DIR": runtime}
     remembered = os.path.join(runtime, "troupe", "sandbox-works")
@@ -355,6 +357,13 @@ def case_probe_remembered(box):
     check(done.returncode == 2 and "No permissions" in done.stderr and not out,
           f"a failing bwrap is still refused: {done.returncode} {done.stderr!r}")
     check(calls_made() == 1, "and the working one's answer is still remembered")
+    # The same bwrap failing now (a profile, a container's filter: what the key cannot see):
+    # --check says so in its exit status too, and the remembered answer is taken back.
+    broken = box.troupe(["sandbox", "--check"], dict(env, BREAK_BWRAP="1"))
+    check(broken.returncode == 1 and "NOT available" in broken.stdout,
+          f"--check's exit status is its own probe's: {broken.returncode} {broken.stdout!r}")
+    check(not os.path.exists(remembered), "a failed probe takes the remembered answer back")
+    check(calls_made() == 2, "so the next run probes again")
 
 
 def case_escapes(box):
