@@ -61,7 +61,7 @@ test-build: test-configure
 test: test-build sdk-deps mcp-deps
 	cd $(TEST_DIR) && ctest --output-on-failure -j $(JOBS)
 
-bench: configure
+bench: configure mcp-deps
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 	bench/run_all.sh $(BUILD_DIR)
 

@@ -14,6 +14,7 @@
 #include <optional>
 #include <vector>
 #include <unordered_map>
+#include <utility>
 
 #include <caf/actor_system.hpp>
 #include <caf/event_based_actor.hpp>
@@ -183,8 +184,10 @@ shell_reader_actor spawn_shell_reader(self_ptr self) {
       shell_reader_actor::pointer) -> shell_reader_actor::behavior_type {
       return {[=](execute_atom, uint64_t job, int32_t pid, int32_t output, int32_t control,
                   const std::string& nonce) {
-        // Named, so that `ps -L` (and the tests) tell it from CAF's own threads.
-        ::pthread_setname_np(::pthread_self(), "shell.reader");
+        // Named (once), so that `ps -L` (and the tests) tell it from CAF's own threads.
+        static thread_local bool named = false;
+        if (!std::exchange(named, true))
+          ::pthread_setname_np(::pthread_self(), "shell.reader");
         shell_process framed;
         framed.nonce = nonce;
         auto end = supervise_child(started_child{pid, -1, output, -1},

@@ -21,8 +21,12 @@ SERVER = os.path.join(HERE, "..", "tests", "support", "fake_model_server.py")
 BODY = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
 
 
-def smaps(pid):
-    """{mapping name: [size kB, rss kB]}; anonymous mappings (heap, stacks) under one name."""
+PROGRAM = "troupe (the program)"
+
+
+def smaps(pid, program=""):
+    """{mapping name: [size kB, rss kB]}; anonymous mappings (heap, stacks) under one name, the
+    executable `program` (a real path) under PROGRAM wherever it lives."""
     table = collections.defaultdict(lambda: [0, 0])
     name = None
     with open(f"/proc/{pid}/smaps") as f:
@@ -31,7 +35,9 @@ def smaps(pid):
             if "-" in fields[0] and ":" not in fields[0]:
                 path = fields[5] if len(fields) > 5 else ""
                 name = os.path.basename(path) if path.startswith("/") else "[anonymous]"
-                if path.startswith("/") and os.path.realpath(path).startswith("/tmp/"):
+                if path.startswith("/") and os.path.realpath(path) == program:
+                    name = PROGRAM
+                elif path.startswith("/") and os.path.realpath(path).startswith("/tmp/"):
                     name = "[workspace files]"
             elif fields[0] == "Size:":
                 table[name][0] += int(fields[1])
@@ -49,7 +55,7 @@ def sample(command, env, cwd, wait_for):
         while not wait_for() and time.time() < deadline:
             time.sleep(0.005)
         time.sleep(0.05)
-        return smaps(proc.pid)
+        return smaps(proc.pid, os.path.realpath(command[0]))
     finally:
         proc.wait(timeout=60)
 
@@ -109,13 +115,13 @@ def main():
         c = curl.get(n, [0, 0])
         if max(t[1], c[1]) < 64:
             continue
-        label = "troupe (the program)" if n == os.path.basename(args.troupe) else n
+        label = n
         print(f"| {label} | {mb(t[0])} | {mb(t[1])} | {mb(c[0]) if c[0] else '—'} | "
               f"{mb(c[1]) if c[0] else '—'} |")
     t_total = sum(v[1] for v in troupe.values())
     c_total = sum(v[1] for v in curl.values())
     shared = sum(min(troupe[n][1], curl[n][1]) for n in troupe if n in curl and
-                 n not in ("[anonymous]", "curl"))
+                 n not in ("[anonymous]", PROGRAM))
     print(f"| **total** | | **{mb(t_total)}** | | **{mb(c_total)}** |")
     print(f"libraries both map: {mb(shared)} MB of troupe's resident set; troupe/curl "
           f"{t_total / c_total:.2f}")

@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build ccache pkg-config
   libcaf-dev libcurl4-openssl-dev nlohmann-json3-dev libspdlog-dev
-  doctest-dev libcli11-dev libbenchmark-dev libedit-dev python3 tmux bubblewrap jq time
+  doctest-dev libcli11-dev libbenchmark-dev libedit-dev python3 tmux bubblewrap jq time curl
 )
 # The Agent SDK tests run on node; a machine with its own node keeps it.
 command -v node >/dev/null && command -v npm >/dev/null || packages+=(nodejs npm)
