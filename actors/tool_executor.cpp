@@ -44,6 +44,7 @@ struct running_job {
   /// Stops its supervision (kills the shell's group); dropped, it gives the command up.
   child_control control;
   std::chrono::milliseconds timeout{0};
+  std::chrono::steady_clock::time_point started;
   bool timed_out = false;
   bool interrupted = false;
 };
@@ -166,7 +167,7 @@ bool has_children(pid_t pid) {
   return in && (in >> first) && !first.empty();
 }
 
-/// Marks an idle timer's due_atom (its count below) apart from a job's timeout (a job id).
+/// Marks an idle timer's due_atom (its count below); a command's timeout is its reader's.
 constexpr uint64_t idle_timer_bit = uint64_t{1} << 63;
 
 /// Most idle runners kept for the next calls (one reply runs at most 10 read-only calls).
@@ -183,15 +184,18 @@ shell_reader_actor spawn_shell_reader(self_ptr self) {
     [cap, executor = tool_executor_actor{self}](
       shell_reader_actor::pointer) -> shell_reader_actor::behavior_type {
       return {[=](execute_atom, uint64_t job, int32_t pid, int32_t output, int32_t control,
-                  const std::string& nonce) {
+                  const std::string& nonce, int64_t timeout_ms) {
         // Named (once), so that `ps -L` (and the tests) tell it from CAF's own threads.
         static thread_local bool named = false;
         if (!std::exchange(named, true))
           ::pthread_setname_np(::pthread_self(), "shell.reader");
         shell_process framed;
         framed.nonce = nonce;
-        auto end = supervise_child(started_child{pid, -1, output, -1},
-                                   command_supervision(framed, cap, kill_grace), control);
+        // The timeout is kept here, on the reader's clock: a timer of the actor system's per
+        // command woke its clock thread at every step.
+        auto how = command_supervision(framed, cap, kill_grace);
+        how.timeout = std::chrono::milliseconds{timeout_ms};
+        auto end = supervise_child(started_child{pid, -1, output, -1}, how, control);
         auto exit = command_exit(end);
         exit.job = job;
         caf::anon_send(executor, exited_atom::value, std::move(exit));
@@ -501,8 +505,9 @@ caf::result<tool_result> execute(self_ptr self, const tool_call& call) {
   job.call_id = call.id;
   job.control = std::move(control->first);
   job.timeout = shell_timeout(call.input, st.context);
+  job.started = std::chrono::steady_clock::now();
   auto promise = job.promise;
-  self->delayed_send(self, job.timeout, due_atom::value, id);
+  auto timeout_ms = static_cast<int64_t>(job.timeout.count());
   st.jobs.emplace(id, std::move(job));
   // Read to the command's end marker on the reader's thread, from the reader's own copy of the
   // pipe; a stop kills the shell's group, a dropped hold gives the command up.
@@ -510,7 +515,7 @@ caf::result<tool_result> execute(self_ptr self, const tool_call& call) {
     start_shell_reader(self);
   self->send(st.shell_reader, execute_atom::value, id, static_cast<int32_t>(st.shell.pid),
              static_cast<int32_t>(output_copy), static_cast<int32_t>(control->second),
-             st.shell.nonce);
+             st.shell.nonce, timeout_ms);
   return promise;
 }
 
@@ -630,20 +635,20 @@ tool_executor_actor::behavior_type tool_executor(self_ptr self,
         stop_shell(st.shell, true);
         stop_shell_reader(st);
         st.shell_stopped_idle = true;
-        return;
       }
-      auto i = self->state.jobs.find(id);
-      if (i == self->state.jobs.end() || i->second.interrupted)
-        return;
-      spdlog::debug("tool job {} timed out after {} ms", i->first, i->second.timeout.count());
-      i->second.timed_out = true;
-      i->second.control.stop();
     },
     [=](exited_atom, const process_exit& exit) {
       auto i = self->state.jobs.find(exit.job);
       if (i == self->state.jobs.end())
         return;
       auto& job = i->second;
+      // The reader killed the shell's group at the command's timeout: the shell went, and the
+      // time to it is the timeout's (a shell that exits on its own does so before it).
+      if (exit.shell_exited && !job.interrupted &&
+          std::chrono::steady_clock::now() - job.started >= job.timeout) {
+        spdlog::debug("tool job {} timed out after {} ms", i->first, job.timeout.count());
+        job.timed_out = true;
+      }
       auto result = shell_result(exit, job.timed_out, job.timeout, job.interrupted);
       if (const auto& sandbox = self->state.context.sandbox) {
         if (auto note = sandbox->note_for(exit.output); !note.empty())

@@ -13,9 +13,10 @@
 namespace troupe {
 
 /// (job, the shell's pid, the reader's own copy of the shell's output pipe, the read end of the
-/// job's child_control, the shell's nonce): reads one command's output up to its end marker and
-/// sends its process_exit to the executor. It owns and closes both descriptors.
-using shell_reader_actor =
-  caf::typed_actor<caf::reacts_to<execute_atom, uint64_t, int32_t, int32_t, int32_t, std::string>>;
+/// job's child_control, the shell's nonce, the command's timeout in ms): reads one command's
+/// output up to its end marker, killing the shell's group at the timeout, and sends its
+/// process_exit to the executor. It owns and closes both descriptors.
+using shell_reader_actor = caf::typed_actor<
+  caf::reacts_to<execute_atom, uint64_t, int32_t, int32_t, int32_t, std::string, int64_t>>;
 
 } // namespace troupe
