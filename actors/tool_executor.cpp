@@ -662,6 +662,9 @@ tool_executor_actor::behavior_type tool_executor(self_ptr self,
         stop_shell(self->state.shell, true);
         if (!job.timed_out && !job.interrupted)
           result.output += "\n[the shell exited; the next command starts a new one]";
+        else // the kill took the shell too: its directory and variables are gone
+          result.output += "\n[the shell was killed with it; the next command starts a new one, "
+                           "in the workspace]";
       }
       auto& st = self->state;
       if (st.shell_stopped_idle) {

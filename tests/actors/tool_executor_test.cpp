@@ -137,6 +137,8 @@ TEST_CASE("a shell that exits or is killed is started again for the next command
   CHECK(fresh.output == std::filesystem::canonical(f.dir.path()).string() + "\nunset\n");
   auto killed = f.run("shell", {{"command", "sleep 30"}, {"timeout", 0.2}});
   CHECK(killed.exit_code == 137);
+  CHECK(killed.output.find("the shell was killed with it; the next command starts a new one") !=
+        std::string::npos);
   CHECK(f.shell("echo alive").output == "alive\n");
 }
 
