@@ -150,8 +150,21 @@ struct mcp_server_state {
   uint64_t exchange_sequence = 0;
 
   ~mcp_server_state() {
-    if (input_fd >= 0)
+    if (input_fd >= 0) {
+      // A call still in flight as the server is stopped is cancelled at it first: the exit
+      // that ends this actor is taken ahead of a cancel still in its mailbox. Best effort, what
+      // the pipe takes at once (after what the outbox still held, which may end a line).
+      std::string last = outbox;
+      for (auto& [key, call] : calls)
+        if (call.rpc != 0)
+          last += mcp_line(mcp_notification("notifications/cancelled",
+                                            {{"requestId", call.rpc},
+                                             {"reason", "troupe is stopping"}})) +
+                  "\n";
+      if (!last.empty() && alive)
+        [[maybe_unused]] auto written = ::write(input_fd, last.data(), last.size());
       ::close(input_fd);
+    }
     // Dropping the hold kills the process's group; its supervisor reaps it and what it left.
     control = child_control{};
     if (setup.http)
