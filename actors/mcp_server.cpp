@@ -100,6 +100,11 @@ timer_purpose timer_for(timer_purpose::kind what, uint64_t connection = 0, uint6
   return purpose;
 }
 
+// The spec's notifications/cancelled for the request `rpc`.
+nlohmann::json cancel_notification(int64_t rpc, const std::string& why) {
+  return mcp_notification("notifications/cancelled", {{"requestId", rpc}, {"reason", why}});
+}
+
 struct mcp_server_state {
   mcp_server_setup setup;
   mcp_server_report report;
@@ -157,10 +162,7 @@ struct mcp_server_state {
       std::string last = outbox;
       for (auto& [key, call] : calls)
         if (call.rpc != 0)
-          last += mcp_line(mcp_notification("notifications/cancelled",
-                                            {{"requestId", call.rpc},
-                                             {"reason", "troupe is stopping"}})) +
-                  "\n";
+          last += mcp_line(cancel_notification(call.rpc, "troupe is stopping")) + "\n";
       if (!last.empty() && alive)
         [[maybe_unused]] auto written = ::write(input_fd, last.data(), last.size());
       ::close(input_fd);
@@ -466,8 +468,7 @@ void send_call(self_ptr self, pending_call pending) {
 
 void cancel_on_server(self_ptr self, int64_t rpc, const std::string& why) {
   if (self->state.alive && rpc != 0)
-    send_message(self, mcp_notification("notifications/cancelled",
-                                        {{"requestId", rpc}, {"reason", why}}));
+    send_message(self, cancel_notification(rpc, why));
 }
 
 // --- start-up and failure -----------------------------------------------------------------

@@ -203,7 +203,13 @@ shell_reader_actor spawn_shell_reader(self_ptr self) {
     });
 }
 
-void start_shell_reader(self_ptr self);
+/// The reader for the executor's shell, watched: if it ever ends before the executor, the
+/// command it was reading is answered with an error and the next command gets a new reader.
+void start_shell_reader(self_ptr self) {
+  auto& st = self->state;
+  st.shell_reader = spawn_shell_reader(self);
+  self->monitor(st.shell_reader);
+}
 
 /// Starts the shell and its reader before the first command: bash (in its sandbox, ~10 ms)
 /// then starts beside the session's first model request instead of inside its first step.
@@ -223,14 +229,6 @@ void warm_up_shell(self_ptr self) {
   st.started_processes = true;
   st.shell_warm = true;
   start_shell_reader(self);
-}
-
-/// The reader for the executor's shell, watched: if it ever ends before the executor, the
-/// command it was reading is answered with an error and the next command gets a new reader.
-void start_shell_reader(self_ptr self) {
-  auto& st = self->state;
-  st.shell_reader = spawn_shell_reader(self);
-  self->monitor(st.shell_reader);
 }
 
 /// Ends the reader (its thread): with the shell stopped for being idle, a fleet's thousands of

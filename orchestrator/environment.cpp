@@ -57,6 +57,8 @@ std::string sandbox_program() {
   return configured.empty() ? find_program("bwrap") : configured;
 }
 
+std::string libcurl_library() { return env_or("TROUPE_LIBCURL", "libcurl.so.4"); }
+
 std::filesystem::path troupe_home() {
   auto configured = env_or("TROUPE_HOME");
   return configured.empty() ? home_dir() / ".local/share/troupe"

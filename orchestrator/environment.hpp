@@ -44,6 +44,10 @@ std::string find_bash();
 /// "" for none.
 std::string sandbox_program();
 
+/// The libcurl an API model's engine loads: $TROUPE_LIBCURL (a file name or path for dlopen),
+/// else libcurl.so.4.
+std::string libcurl_library();
+
 /// Parses a flag's or variable's value as a whole number in [low, high]; the error names
 /// `where` it came from and `what` it counts.
 expected<long> parse_count(const std::string& text, const std::string& where, long low, long high,

@@ -90,7 +90,7 @@ int run_mcp(const mcp_flags& flags, bool get) {
   std::optional<http_engine> engine;
   if (std::any_of(servers.begin(), servers.end(),
                   [](auto& s) { return s.transport == mcp_transport::http; })) {
-    auto started = http_engine::start(sys, env_or("TROUPE_LIBCURL", "libcurl.so.4"));
+    auto started = http_engine::start(sys, libcurl_library());
     if (started)
       engine = std::move(*started);
     options.http = engine;

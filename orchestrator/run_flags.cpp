@@ -214,7 +214,7 @@ expected<bool> resolve_basics(const run_flags& flags, run_settings& settings) {
   settings.home = home_dir();
   settings.shell_program = find_bash();
   settings.troupe_home = troupe_home();
-  settings.libcurl = env_or("TROUPE_LIBCURL", "libcurl.so.4");
+  settings.libcurl = libcurl_library();
   return true;
 }
 
@@ -321,7 +321,7 @@ expected<run_settings> resolve_run(const run_flags& flags, bool interactive) {
   // first moment, beside everything below, when the model is an API's by its name; otherwise
   // resolve_agent starts it once the model is known.
   if (names_api_model(flags))
-    http_engine::warm_up(env_or("TROUPE_LIBCURL", "libcurl.so.4"));
+    http_engine::warm_up(libcurl_library());
   run_settings settings;
   if (auto basics = resolve_basics(flags, settings); !basics)
     return failure{basics.error()};

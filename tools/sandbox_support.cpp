@@ -18,6 +18,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <optional>
 
 #include "protocol/private_files.hpp"
 #include "tools/child_process.hpp"
@@ -150,20 +151,24 @@ bool private_to_user(const std::filesystem::path& path, bool directory) {
          info.st_uid == ::getuid() && (info.st_mode & 077) == 0;
 }
 
+// What the remembered file says, from a directory closed to others; nothing otherwise.
+std::optional<std::string> remembered_key(const std::filesystem::path& file) {
+  std::string content;
+  if (!private_to_user(file.parent_path(), true) || !read_whole_file(file, content).empty())
+    return std::nullopt;
+  return content;
+}
+
 bool probe_remembered(const std::string& key) {
   auto file = probe_cache_file();
-  std::string content;
-  return !key.empty() && private_to_user(file.parent_path(), true) &&
-         private_to_user(file, false) && read_whole_file(file, content).empty() && content == key;
+  return !key.empty() && private_to_user(file, false) && remembered_key(file) == key;
 }
 
 // A failed probe of the bwrap a remembered answer is about takes that answer back (what the key
 // does not see, an AppArmor profile or a container's seccomp filter, may have changed).
 void forget_probe(const std::string& bwrap) {
   auto file = probe_cache_file();
-  std::string content;
-  if (private_to_user(file.parent_path(), true) && read_whole_file(file, content).empty() &&
-      content.rfind("bwrap " + bwrap + " ", 0) == 0)
+  if (auto key = remembered_key(file); key && key->rfind("bwrap " + bwrap + " ", 0) == 0)
     ::unlink(file.c_str());
 }
 
@@ -249,12 +254,12 @@ sandbox_support known_sandbox(const std::string& bwrap, bool recall) {
   static std::mutex mutex;
   static std::map<std::string, sandbox_support> known;
   std::lock_guard<std::mutex> lock{mutex};
-  auto found = known.find(bwrap);
   if (!recall) // asked to test now: what it finds is the answer from here on
-    known.insert_or_assign(bwrap, look_for_sandbox(bwrap, false));
-  else if (found == known.end())
-    known.emplace(bwrap, look_for_sandbox(bwrap, true));
-  return known.at(bwrap);
+    return known.insert_or_assign(bwrap, look_for_sandbox(bwrap, false)).first->second;
+  auto found = known.find(bwrap);
+  if (found == known.end())
+    found = known.emplace(bwrap, look_for_sandbox(bwrap, true)).first;
+  return found->second;
 }
 
 } // namespace
