@@ -2,6 +2,7 @@
 #include "actors/provider_gate.hpp"
 
 #include "actors/curl_library.hpp"
+#include "actors/plain_http.hpp"
 
 #include <sys/epoll.h>
 #include <sys/resource.h>
@@ -127,9 +128,11 @@ size_t on_body(char* data, size_t size, size_t count, void* user) {
   return n;
 }
 
-// curl_multi_socket_action over epoll: each wake-up costs in proportion to the sockets that
-// are ready, not to the transfers in flight. (curl_multi_poll and curl_multi_perform visit
-// every transfer on every wake-up, which at a thousand streams is most of the CPU.)
+// One epoll set for both transports: the engine's own client (plain http to a local server)
+// and libcurl's, loaded on the first request that needs it. libcurl runs through
+// curl_multi_socket_action: each wake-up costs in proportion to the sockets that are ready, not
+// to the transfers in flight. (curl_multi_poll and curl_multi_perform visit every transfer on
+// every wake-up, which at a thousand streams is most of the CPU.)
 class engine_loop {
 public:
   static long connection_cap() {
@@ -139,27 +142,20 @@ public:
     return std::clamp(static_cast<long>(limit.rlim_cur / 4), 64L, 8192L);
   }
 
-  engine_loop(const curl_functions& curl, int wake_fd)
-    : curl_(curl), multi_(curl.multi_init()), epoll_(epoll_create1(EPOLL_CLOEXEC)),
-      wake_fd_(wake_fd) {
+  engine_loop(std::string library, int wake_fd)
+    : library_(std::move(library)), epoll_(epoll_create1(EPOLL_CLOEXEC)), wake_fd_(wake_fd),
+      plain_(epoll_, connection_cap()) {
     watch(wake_fd_, EPOLLIN);
-    curl_.multi_setopt(multi_, CURLMOPT_MAXCONNECTS, 2048L);
-    // Ten thousand agents asking at once must not open ten thousand sockets beside their own
-    // files: past a quarter of the descriptors the process may open, requests wait in curl's
-    // queue for a connection instead of failing with EMFILE.
-    curl_.multi_setopt(multi_, CURLMOPT_MAX_TOTAL_CONNECTIONS, connection_cap());
-    curl_.multi_setopt(multi_, CURLMOPT_SOCKETFUNCTION, on_socket);
-    curl_.multi_setopt(multi_, CURLMOPT_SOCKETDATA, this);
-    curl_.multi_setopt(multi_, CURLMOPT_TIMERFUNCTION, on_timer);
-    curl_.multi_setopt(multi_, CURLMOPT_TIMERDATA, this);
   }
 
   ~engine_loop() {
-    for (auto& [id, t] : transfers_)
-      remove(*t);
-    for (CURL* easy : spare_handles_)
-      curl_.easy_cleanup(easy);
-    curl_.multi_cleanup(multi_);
+    if (multi_ != nullptr) {
+      for (auto& [id, t] : transfers_)
+        remove(*t);
+      for (CURL* easy : spare_handles_)
+        curl_->easy_cleanup(easy);
+      curl_->multi_cleanup(multi_);
+    }
     close(epoll_);
   }
 
@@ -167,43 +163,22 @@ public:
   engine_loop& operator=(const engine_loop&) = delete;
 
   void add(http_request& request, http_client_actor requester) {
-    auto t = std::make_unique<transfer>();
-    t->curl = &curl_;
-    t->id = request.id;
-    t->requester = std::move(requester);
-    t->body = std::move(request.body);
-    t->max_body_bytes = request.max_body_bytes;
-    t->easy = take_handle();
-    for (auto& [name, value] : request.headers)
-      t->headers = curl_.slist_append(t->headers, (name + ": " + value).c_str());
-    t->headers = curl_.slist_append(t->headers, "Expect:");
-    auto* e = t->easy;
-    curl_.easy_setopt(e, CURLOPT_URL, request.url.c_str());
-    curl_.easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_.easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-    curl_.easy_setopt(e, CURLOPT_HTTPHEADER, t->headers);
-    curl_.easy_setopt(e, CURLOPT_POSTFIELDS, t->body.c_str());
-    curl_.easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(t->body.size()));
-    curl_.easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
-    curl_.easy_setopt(e, CURLOPT_HEADERDATA, t.get());
-    curl_.easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
-    curl_.easy_setopt(e, CURLOPT_WRITEDATA, t.get());
-    curl_.easy_setopt(e, CURLOPT_ERRORBUFFER, t->error);
-    curl_.easy_setopt(e, CURLOPT_PRIVATE, t.get());
-    curl_.easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(request.connect_timeout_ms));
-    // The requester watches for silence precisely; this is only a backstop for a requester
-    // that went away (curl's low-speed check averages over a window, seconds late).
-    curl_.easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
-    curl_.easy_setopt(e, CURLOPT_LOW_SPEED_TIME,
-                     std::max(1L, static_cast<long>(2 * request.idle_timeout_ms / 1000 + 10)));
-    curl_.easy_setopt(e, CURLOPT_TIMEOUT_MS,
-                      static_cast<long>(request.request_timeout_ms) + 10000L);
-    curl_.easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
-    curl_.multi_add_handle(multi_, e); // sets a zero timer: the next run_once starts it
-    transfers_.emplace(t->id, std::move(t));
+    if (plain_.add(request, requester))
+      return;
+    if (auto loaded = load_libcurl(); !loaded) {
+      http_transfer_done done;
+      done.id = request.id;
+      done.error = loaded.error();
+      done.curl_code = CURLE_FAILED_INIT;
+      caf::anon_send(requester, std::move(done));
+      return;
+    }
+    add_to_curl(request, std::move(requester));
   }
 
   void cancel(uint64_t id) {
+    if (plain_.cancel(id))
+      return;
     auto i = transfers_.find(id);
     if (i == transfers_.end())
       return;
@@ -211,39 +186,104 @@ public:
     transfers_.erase(i);
   }
 
-  /// Waits for sockets, the timer or a wake-up, and lets curl work. Returns true when the
-  /// wake-up fired, i.e. the mailbox may hold new messages.
+  /// Waits for sockets, the timers or a wake-up, and lets the transports work. Returns true
+  /// when the wake-up fired, i.e. the mailbox may hold new messages.
   bool run_once() {
     int timeout = 1000;
-    if (deadline_) {
-      auto left = std::chrono::ceil<std::chrono::milliseconds>(*deadline_ - clock_type::now());
-      timeout = static_cast<int>(std::clamp<int64_t>(left.count(), 0, 1000));
-    }
+    auto now = clock_type::now();
+    for (auto& at : {deadline_, plain_.next_deadline()})
+      if (at) {
+        auto left = std::chrono::ceil<std::chrono::milliseconds>(*at - now);
+        timeout = std::min(timeout, static_cast<int>(std::clamp<int64_t>(left.count(), 0, 1000)));
+      }
     int n = epoll_wait(epoll_, events_.data(), static_cast<int>(events_.size()), timeout);
     bool woken = false;
     int running = 0;
     for (int i = 0; i < n; ++i) {
       int fd = events_[i].data.fd;
+      auto ready = events_[i].events;
       if (fd == wake_fd_) {
         woken = true;
-        continue;
+      } else if (plain_.owns(fd)) {
+        plain_.on_ready(fd, ready);
+      } else if (multi_ != nullptr) {
+        int flags = ((ready & EPOLLIN) != 0 ? CURL_CSELECT_IN : 0) |
+                    ((ready & EPOLLOUT) != 0 ? CURL_CSELECT_OUT : 0) |
+                    ((ready & (EPOLLERR | EPOLLHUP)) != 0 ? CURL_CSELECT_ERR : 0);
+        curl_->multi_socket_action(multi_, fd, flags, &running);
       }
-      auto ready = events_[i].events;
-      int flags = ((ready & EPOLLIN) != 0 ? CURL_CSELECT_IN : 0) |
-                  ((ready & EPOLLOUT) != 0 ? CURL_CSELECT_OUT : 0) |
-                  ((ready & (EPOLLERR | EPOLLHUP)) != 0 ? CURL_CSELECT_ERR : 0);
-      curl_.multi_socket_action(multi_, fd, flags, &running);
     }
-    if (deadline_ && clock_type::now() >= *deadline_) {
-      deadline_.reset();
-      curl_.multi_socket_action(multi_, CURL_SOCKET_TIMEOUT, 0, &running);
+    plain_.on_time();
+    if (multi_ != nullptr) {
+      if (deadline_ && clock_type::now() >= *deadline_) {
+        deadline_.reset();
+        curl_->multi_socket_action(multi_, CURL_SOCKET_TIMEOUT, 0, &running);
+      }
+      report_finished();
     }
-    report_finished();
     return woken;
   }
 
 private:
   using clock_type = std::chrono::steady_clock;
+
+  // libcurl and its multi handle, on the first request the engine's own client cannot carry.
+  expected<bool> load_libcurl() {
+    if (multi_ != nullptr)
+      return true;
+    auto loaded = load_curl(library_);
+    if (!loaded)
+      return failure{loaded.error()};
+    curl_ = *loaded;
+    multi_ = curl_->multi_init();
+    curl_->multi_setopt(multi_, CURLMOPT_MAXCONNECTS, 2048L);
+    // Ten thousand agents asking at once must not open ten thousand sockets beside their own
+    // files: past a quarter of the descriptors the process may open, requests wait in curl's
+    // queue for a connection instead of failing with EMFILE.
+    curl_->multi_setopt(multi_, CURLMOPT_MAX_TOTAL_CONNECTIONS, connection_cap());
+    curl_->multi_setopt(multi_, CURLMOPT_SOCKETFUNCTION, on_socket);
+    curl_->multi_setopt(multi_, CURLMOPT_SOCKETDATA, this);
+    curl_->multi_setopt(multi_, CURLMOPT_TIMERFUNCTION, on_timer);
+    curl_->multi_setopt(multi_, CURLMOPT_TIMERDATA, this);
+    return true;
+  }
+
+  void add_to_curl(http_request& request, http_client_actor requester) {
+    auto t = std::make_unique<transfer>();
+    t->curl = curl_;
+    t->id = request.id;
+    t->requester = std::move(requester);
+    t->body = std::move(request.body);
+    t->max_body_bytes = request.max_body_bytes;
+    t->easy = take_handle();
+    for (auto& [name, value] : request.headers)
+      t->headers = curl_->slist_append(t->headers, (name + ": " + value).c_str());
+    t->headers = curl_->slist_append(t->headers, "Expect:");
+    auto* e = t->easy;
+    curl_->easy_setopt(e, CURLOPT_URL, request.url.c_str());
+    curl_->easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_->easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_->easy_setopt(e, CURLOPT_HTTPHEADER, t->headers);
+    curl_->easy_setopt(e, CURLOPT_POSTFIELDS, t->body.c_str());
+    curl_->easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(t->body.size()));
+    curl_->easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+    curl_->easy_setopt(e, CURLOPT_HEADERDATA, t.get());
+    curl_->easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+    curl_->easy_setopt(e, CURLOPT_WRITEDATA, t.get());
+    curl_->easy_setopt(e, CURLOPT_ERRORBUFFER, t->error);
+    curl_->easy_setopt(e, CURLOPT_PRIVATE, t.get());
+    curl_->easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(request.connect_timeout_ms));
+    // The requester watches for silence precisely; this is only a backstop for a requester
+    // that went away (curl's low-speed check averages over a window, seconds late).
+    curl_->easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
+    curl_->easy_setopt(e, CURLOPT_LOW_SPEED_TIME,
+                     std::max(1L, static_cast<long>(2 * request.idle_timeout_ms / 1000 + 10)));
+    curl_->easy_setopt(e, CURLOPT_TIMEOUT_MS,
+                      static_cast<long>(request.request_timeout_ms) + 10000L);
+    curl_->easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
+    curl_->multi_add_handle(multi_, e); // sets a zero timer: the next run_once starts it
+    transfers_.emplace(t->id, std::move(t));
+  }
 
   static int on_socket(CURL*, curl_socket_t fd, int what, void* self, void*) {
     auto* loop = static_cast<engine_loop*>(self);
@@ -278,11 +318,11 @@ private:
 
   void report_finished() {
     int queued = 0;
-    while (CURLMsg* msg = curl_.multi_info_read(multi_, &queued)) {
+    while (CURLMsg* msg = curl_->multi_info_read(multi_, &queued)) {
       if (msg->msg != CURLMSG_DONE)
         continue;
       transfer* t = nullptr;
-      curl_.easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &t);
+      curl_->easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &t);
       auto code = msg->data.result;
       http_transfer_done done;
       done.id = t->id;
@@ -294,7 +334,7 @@ private:
       } else if (code == CURLE_OK) {
         t->send_head();
       } else {
-        done.error = t->error[0] != '\0' ? t->error : curl_.easy_strerror(code);
+        done.error = t->error[0] != '\0' ? t->error : curl_->easy_strerror(code);
       }
       caf::anon_send(t->requester, std::move(done));
       auto id = t->id;
@@ -308,26 +348,28 @@ private:
   // streams.
   CURL* take_handle() {
     if (spare_handles_.empty())
-      return curl_.easy_init();
+      return curl_->easy_init();
     CURL* easy = spare_handles_.back();
     spare_handles_.pop_back();
     return easy;
   }
 
   void remove(transfer& t) {
-    curl_.multi_remove_handle(multi_, t.easy);
+    curl_->multi_remove_handle(multi_, t.easy);
     if (spare_handles_.size() < max_spare_handles) {
-      curl_.easy_reset(t.easy);
+      curl_->easy_reset(t.easy);
       spare_handles_.push_back(t.easy);
     } else {
-      curl_.easy_cleanup(t.easy);
+      curl_->easy_cleanup(t.easy);
     }
   }
 
-  const curl_functions& curl_;
-  CURLM* multi_;
+  std::string library_;
+  const curl_functions* curl_ = nullptr;
+  CURLM* multi_ = nullptr;
   int epoll_;
   int wake_fd_;
+  plain_http_client plain_;
   std::optional<clock_type::time_point> deadline_;
   std::array<epoll_event, 256> events_{};
   std::unordered_map<uint64_t, std::unique_ptr<transfer>> transfers_;
@@ -345,20 +387,28 @@ struct http_engine::handle {
   void wake() const { signal->notify(); }
 };
 
-void http_engine::warm_up(const std::string& library) { preload_curl(library); }
+void http_engine::warm_up(const std::string& library, const std::string& url) {
+  if (needs_libcurl(url))
+    preload_curl(library);
+}
+
+bool http_engine::needs_libcurl(const std::string& url) { return !plain_http_reaches(url); }
+
+expected<bool> http_engine::load_libcurl(const std::string& library) {
+  auto loaded = load_curl(library);
+  if (!loaded)
+    return failure{loaded.error()};
+  return true;
+}
 
 expected<http_engine> http_engine::start(caf::actor_system& sys, const std::string& library) {
-  auto curl = load_curl(library);
-  if (!curl)
-    return failure{curl.error()};
-  const curl_functions& functions = **curl;
   http_engine result;
   result.handle_ = std::make_shared<handle>();
   auto wake = std::make_shared<wake_signal>();
   result.handle_->signal = wake;
   result.handle_->gate = spawn_provider_gate(sys);
-  result.handle_->engine = sys.spawn<caf::detached>([wake, &functions](caf::blocking_actor* self) {
-    engine_loop loop{functions, wake->fd};
+  result.handle_->engine = sys.spawn<caf::detached>([wake, library](caf::blocking_actor* self) {
+    engine_loop loop{library, wake->fd};
     bool running = true;
     bool woken = true;
     while (running) {

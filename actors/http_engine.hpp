@@ -1,6 +1,7 @@
 #pragma once
-// The HTTP engine: one curl_multi loop on its own thread carries every model request of the
-// process, so a thousand agents streaming at once need one thread, not a thousand.
+// The HTTP engine: one loop on its own thread carries every model request of the process, so a
+// thousand agents streaming at once need one thread, not a thousand. Plain http to a local
+// server goes through its own client (actors/plain_http.hpp); the rest through curl_multi.
 
 #include <memory>
 #include <string>
@@ -24,12 +25,21 @@ const std::string* find_header(const http_headers& headers, const std::string& n
 class http_engine {
 public:
   /// Starts loading libcurl (`library`: a file name or path for dlopen) and its global set-up
-  /// (~10 ms) on a helper thread, so that it overlaps other start-up work. Optional: start()
-  /// waits for it or does it itself. The first library named is the one loaded.
-  static void warm_up(const std::string& library);
+  /// (~10 ms) on a helper thread, so that it overlaps other start-up work, when a request to
+  /// `url` will need it. Optional: the engine waits for it or does it itself. The first library
+  /// named is the one loaded.
+  static void warm_up(const std::string& library, const std::string& url);
 
-  /// Starts the engine on a thread of its own (a detached actor), or says why libcurl (the one
-  /// warm_up named, else `library`) is unusable.
+  /// False when the engine's own client carries requests to `url` (plain http to a loopback or
+  /// numeric address, no proxy set): such a process never loads libcurl.
+  static bool needs_libcurl(const std::string& url);
+
+  /// Loads libcurl now (or waits for warm_up's load): says why it is unusable, if it is.
+  static expected<bool> load_libcurl(const std::string& library);
+
+  /// Starts the engine on a thread of its own (a detached actor). libcurl (the one warm_up
+  /// named, else `library`) is loaded on the first request that needs it; if it cannot be,
+  /// that request fails with the reason.
   static expected<http_engine> start(caf::actor_system& sys, const std::string& library);
 
   /// Starts a transfer; its head, chunks and end go to `requester` as messages.

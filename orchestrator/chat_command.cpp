@@ -69,7 +69,7 @@ constexpr std::chrono::seconds chat_shutdown_grace{2};
 int chat_until_end(run_settings settings) {
   block_termination_signals();
   if (settings.http_model)
-    http_engine::warm_up(settings.libcurl);
+    http_engine::warm_up(settings.libcurl, settings.http_model->provider.base_url);
   bool terminal = ::isatty(STDIN_FILENO) != 0 && ::isatty(STDOUT_FILENO) != 0;
   // Outlives the actor system: once the session has ended, what its tools left goes too.
   process_reaper reaper;

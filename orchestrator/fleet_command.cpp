@@ -895,7 +895,7 @@ int run_fleet(const fleet_flags& flags) {
 
   block_termination_signals();
   if (base.http_model)
-    http_engine::warm_up(base.libcurl);
+    http_engine::warm_up(base.libcurl, base.http_model->provider.base_url);
   process_reaper reaper;
   warn_without_subreaper(reaper);
   caf::actor_system_config cfg;

@@ -74,6 +74,15 @@ std::string ollama_base_url(std::string host) {
   return host;
 }
 
+// Where a provider's requests go, as configured: unchecked.
+std::string configured_base_url(const std::string& provider) {
+  if (provider == "anthropic")
+    return env_or("ANTHROPIC_BASE_URL", "https://api.anthropic.com");
+  if (provider == "openai")
+    return env_or("OPENAI_BASE_URL", "https://api.openai.com/v1");
+  return ollama_base_url(env_or("OLLAMA_HOST", "http://127.0.0.1:11434/v1"));
+}
+
 const char* no_model_help =
   "no model configured: pass --model openai/MODEL (with OPENAI_API_KEY), anthropic/MODEL "
   "(with ANTHROPIC_API_KEY), ollama/MODEL or scripted:PATH, or set TROUPE_MODEL "
@@ -99,6 +108,16 @@ expected<std::string> qualified_model_spec(const std::string& model) {
                  "': use openai/MODEL, anthropic/MODEL, ollama/MODEL or scripted:PATH; without a "
                  "provider, claude-*, sonnet, opus and haiku are Anthropic's and gpt-*, "
                  "chatgpt-*, o1*, o3* and o4* OpenAI's"};
+}
+
+std::optional<std::string> api_base_url(const std::string& model) {
+  auto qualified = qualified_model_spec(model);
+  if (!qualified)
+    return std::nullopt;
+  auto provider = qualified->substr(0, qualified->find('/'));
+  if (provider != "openai" && provider != "anthropic" && provider != "ollama")
+    return std::nullopt;
+  return configured_base_url(provider);
 }
 
 expected<model_choice> resolve_model_spec(const std::string& given, const run_flags& flags) {
@@ -136,17 +155,14 @@ expected<model_choice> resolve_model_spec(const std::string& given, const run_fl
     http.provider.api_key = env_or("ANTHROPIC_API_KEY");
     if (http.provider.api_key.empty())
       return failure{"anthropic/" + name + " needs an API key: set ANTHROPIC_API_KEY"};
-    base = check_base_url(env_or("ANTHROPIC_BASE_URL", "https://api.anthropic.com"),
-                          "ANTHROPIC_BASE_URL");
+    base = check_base_url(configured_base_url(provider), "ANTHROPIC_BASE_URL");
   } else if (provider == "openai") {
     http.provider.api_key = env_or("OPENAI_API_KEY");
     if (http.provider.api_key.empty())
       return failure{"openai/" + name + " needs an API key: set OPENAI_API_KEY"};
-    base = check_base_url(env_or("OPENAI_BASE_URL", "https://api.openai.com/v1"),
-                          "OPENAI_BASE_URL");
+    base = check_base_url(configured_base_url(provider), "OPENAI_BASE_URL");
   } else {
-    base = check_base_url(ollama_base_url(env_or("OLLAMA_HOST", "http://127.0.0.1:11434/v1")),
-                          "OLLAMA_HOST");
+    base = check_base_url(configured_base_url(provider), "OLLAMA_HOST");
   }
   if (!base)
     return failure{base.error()};

@@ -3,6 +3,7 @@
 // endpoint checked before any request, a key from the environment and a tool format.
 
 #include <filesystem>
+#include <optional>
 #include <string>
 
 #include "orchestrator/run_command.hpp"
@@ -20,6 +21,10 @@ inline constexpr const char* haiku_model = "claude-haiku-4-5";
 /// Claude Code's aliases (sonnet, opus, haiku) and claude-* names are Anthropic's, gpt-*,
 /// chatgpt-*, o1*, o3* and o4* names OpenAI's; any other name is an error naming the forms.
 expected<std::string> qualified_model_spec(const std::string& model);
+
+/// The base URL an API model spec's requests would go to, from the environment as it stands
+/// (unchecked); nothing for a scripted or unknown spec.
+std::optional<std::string> api_base_url(const std::string& model);
 
 /// Resolves one model spec the way --model is resolved: the provider, its endpoint and key
 /// from the environment, and the tool format.

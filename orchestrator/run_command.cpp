@@ -524,6 +524,10 @@ expected<launched_agent> launch_agent(caf::actor_system& sys, run_settings& sett
   std::optional<http_engine> engine;
   model_client_actor model;
   if (settings.http_model) {
+    // A model that needs libcurl fails here, before its session starts, when it cannot load.
+    if (http_engine::needs_libcurl(settings.http_model->provider.base_url))
+      if (auto usable = http_engine::load_libcurl(settings.libcurl); !usable)
+        return failure{usable.error()};
     if (commons && commons->engine) {
       engine = commons->engine;
     } else {
@@ -697,7 +701,7 @@ int execute_run(run_settings settings, std::FILE* out, std::function<void()> bef
                           ? session_paths::top_level(settings.troupe_home, settings.session_id).dir()
                           : settings.session_dir};
   if (settings.http_model)
-    http_engine::warm_up(settings.libcurl);
+    http_engine::warm_up(settings.libcurl, settings.http_model->provider.base_url);
   // Outlives the actor system: once every session has ended, what their tools left goes too.
   process_reaper reaper;
   warn_without_subreaper(reaper);

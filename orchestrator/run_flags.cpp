@@ -232,7 +232,7 @@ expected<bool> resolve_agent(const run_flags& flags, bool interactive, run_setti
     spdlog::warn("{}", notice);
   settings.mcp_servers = std::move(mcp->servers);
   if (settings.http_model)
-    http_engine::warm_up(settings.libcurl); // libcurl loads while the rest is checked and the run starts
+    http_engine::warm_up(settings.libcurl, settings.http_model->provider.base_url); // loads while the rest is checked and the run starts
 
   auto permissions = resolve_permissions(flags, settings.cwd);
   if (!permissions)
@@ -307,21 +307,30 @@ namespace {
 // The model resolve_agent will pick is an API's as far as its name says (an explicit --model,
 // TROUPE_MODEL, or a provider's key alone); a resumed session's recorded model may say
 // otherwise, which only makes the early load below unneeded.
-bool names_api_model(const run_flags& flags) {
+// The base URL of the run's model when its name already says it is an API's (before the
+// session, whose recorded model a resume may take, is read).
+std::optional<std::string> named_api_url(const run_flags& flags) {
   auto spec = !flags.model.empty() ? flags.model : env_or("TROUPE_MODEL");
   if (spec.empty())
-    return !env_or("ANTHROPIC_API_KEY").empty() || !env_or("OPENAI_API_KEY").empty();
-  return spec.rfind("scripted", 0) != 0;
+    spec = !env_or("ANTHROPIC_API_KEY").empty() ? "anthropic/m"
+           : !env_or("OPENAI_API_KEY").empty()  ? "openai/m"
+                                                : "";
+  return api_base_url(spec);
 }
 
 } // namespace
 
 expected<run_settings> resolve_run(const run_flags& flags, bool interactive) {
   // libcurl (about 30 libraries and OpenSSL's set-up, ~8 ms) loads on a helper thread from the
-  // first moment, beside everything below, when the model is an API's by its name; otherwise
-  // resolve_agent starts it once the model is known.
-  if (names_api_model(flags))
-    http_engine::warm_up(libcurl_library());
+  // first moment, beside everything below, when the model is an API's by its name and its
+  // requests need libcurl; otherwise resolve_agent starts it once the model is known.
+  if (auto client = env_or("TROUPE_HTTP_CLIENT");
+      !client.empty() && client != "builtin" && client != "libcurl")
+    return failure{"invalid TROUPE_HTTP_CLIENT '" + client +
+                   "': expected builtin (plain http to a local server without libcurl, the "
+                   "default) or libcurl (every request through libcurl)"};
+  if (auto url = named_api_url(flags))
+    http_engine::warm_up(libcurl_library(), *url);
   run_settings settings;
   if (auto basics = resolve_basics(flags, settings); !basics)
     return failure{basics.error()};
