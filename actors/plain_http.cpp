@@ -657,8 +657,8 @@ struct plain_http_client::state {
     }
     fail(t, CURLE_PARTIAL_FILE,
          t.reader.in_head()
-           ? t.where.shown + " closed the connection in the middle of the reply's head"
-           : t.where.shown + " closed the connection before the end of the reply (" +
+           ? "transfer closed by " + t.where.shown + " in the middle of the reply's head"
+           : "transfer closed by " + t.where.shown + " before the end of the reply (" +
                std::to_string(t.body_bytes) + " bytes of body received)");
   }
 

@@ -305,6 +305,8 @@ TEST_CASE("provider configuration errors exit 2 before any request") {
      "invalid OPENAI_BASE_URL"},
     {{{"OPENAI_API_KEY", "k"}, {"TROUPE_LIBCURL", "/nonexistent/libcurl.so"}}, "openai/m",
      "cannot load libcurl (/nonexistent/libcurl.so)"},
+    {{{"OPENAI_API_KEY", "k"}, {"TROUPE_HTTP_CLIENT", "curl"}}, "openai/m",
+     "invalid TROUPE_HTTP_CLIENT 'curl': expected builtin"},
     {{}, "mistral/large", "unknown model 'mistral/large'"},
     {{}, "openai/", "unknown model 'openai/'"},
   };
@@ -338,7 +340,7 @@ TEST_CASE("ollama needs no key and defaults to the local OpenAI-compatible endpo
   CHECK_FALSE(requests[0]["headers"].contains("authorization"));
 }
 
-TEST_CASE("libcurl is loaded by API runs only") {
+TEST_CASE("libcurl is loaded only by a run whose requests need it") {
   // The session's shell is troupe's child: it reads which libraries its parent has mapped.
   const std::string count_libcurl = R"([
     {"text": "", "tool_calls": [{"name": "shell",
@@ -352,10 +354,33 @@ TEST_CASE("libcurl is loaded by API runs only") {
     return -1;
   };
 
-  fake_server server{count_libcurl};
-  provider_run api;
-  REQUIRE(api.run(server, {"go"}).exit_code == 0);
-  CHECK(mapped_count(api.transcript()) > 0);
+  // Plain http to a local server: the engine's own client, no libcurl.
+  fake_server local{count_libcurl};
+  provider_run own;
+  process_options builtin;
+  builtin.env["TROUPE_HTTP_CLIENT"] = "";
+  for (const char* proxy : {"http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"})
+    builtin.env[proxy] = ""; // one set around the tests would hand the run to libcurl
+  REQUIRE(own.run(local, {"go"}, builtin).exit_code == 0);
+  CHECK(mapped_count(own.transcript()) == 0);
+
+  // Asked for, libcurl carries the same run.
+  fake_server asked{count_libcurl};
+  provider_run through_curl;
+  process_options libcurl;
+  libcurl.env["TROUPE_HTTP_CLIENT"] = "libcurl";
+  REQUIRE(through_curl.run(asked, {"go"}, libcurl).exit_code == 0);
+  CHECK(mapped_count(through_curl.transcript()) > 0);
+
+  // A proxy in the environment is libcurl's to honour (here it excepts the loopback).
+  fake_server proxied{count_libcurl};
+  provider_run via_proxy_rules;
+  process_options proxy;
+  proxy.env["TROUPE_HTTP_CLIENT"] = "";
+  proxy.env["http_proxy"] = "http://127.0.0.1:9";
+  proxy.env["no_proxy"] = "127.0.0.1";
+  REQUIRE(via_proxy_rules.run(proxied, {"go"}, proxy).exit_code == 0);
+  CHECK(mapped_count(via_proxy_rules.transcript()) > 0);
 
   temp_dir dir;
   auto script = dir / "script.jsonl";

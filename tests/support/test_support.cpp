@@ -150,6 +150,10 @@ process_result run_process(const std::vector<std::string>& argv, const process_o
       continue;
     env[name] = entry.substr(eq + 1);
   }
+  // The one exception: the suite run again with every request through libcurl
+  // (tests/CMakeLists.txt) names its transport here.
+  if (const char* client = std::getenv("TROUPE_TEST_HTTP_CLIENT"))
+    env["TROUPE_HTTP_CLIENT"] = client;
   for (auto& [k, v] : opts.env)
     if (v.empty())
       env.erase(k);
