@@ -155,6 +155,10 @@ class Request:
         self.version = version
         self.headers = headers
         self.body = body
+        # When the whole request was read: the record's received_at, taken before the body is
+        # parsed and checked, so that a big request (a cold server validating a client's tool
+        # schemas) is not counted as the client's time.
+        self.arrived_at = time.time()
 
     def keep_alive(self) -> bool:
         conn = self.headers.get("connection", "").lower()
@@ -750,7 +754,7 @@ async def dispatch(req: Request, conn: Conn) -> bool:
     exhausted = exhausted and not naming
     rec = {"n": n, "path": req.path, "headers": req.headers, "body": body, "violation": violation,
            "entry": entry_index, "exhausted": exhausted, "naming": naming,
-           "received_at": time.time()}
+           "received_at": req.arrived_at}
     if req.query:
         rec["query"] = req.query
     STATE.write_record(rec)
