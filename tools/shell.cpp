@@ -94,13 +94,16 @@ expected<shell_process> start_shell(const tool_context& ctx, std::string nonce) 
   shell_process shell{pid, in[1], out[0], std::move(nonce), std::move(owner)};
   // fd 99 keeps the original pipe for the end markers (not 63: bash gives that to a process
   // substitution and closes it after the command); credential prompts must not wait for a
-  // terminal the agent does not have. bash reads a script from a pipe one byte per read(2):
-  // the reading of each command is a function defined here once, read-only so that no command
-  // can redefine it (see send_command). It holds nothing secret: the nonce never lives in a
-  // function or a variable, where a command could read it and forge an end.
-  std::string setup = "exec 99>&1\nexport GIT_TERMINAL_PROMPT=0\n"
-                      "__troupe_read() { __troupe_cmd=; IFS= read -r -d '' __troupe_cmd || :; }\n"
-                      "readonly -f __troupe_read\n";
+  // terminal the agent does not have. bash reads a script from a pipe one byte per read(2),
+  // so each byte of framing costs a system call: the reading of each command is a function
+  // defined here once, read-only so that no command can redefine it (see send_command). It
+  // reads the command's bytes (LC_ALL=C: -N counts characters in the shell's locale) straight
+  // from the pipe, once. It holds nothing secret: the nonce never lives in a function or a
+  // variable, where a command could read it and forge an end.
+  std::string setup =
+    "exec 99>&1\nexport GIT_TERMINAL_PROMPT=0\n"
+    "__troupe_read() { __troupe_cmd=; LC_ALL=C IFS= read -r -N \"$1\" __troupe_cmd || :; }\n"
+    "readonly -f __troupe_read\n";
   if (::write(shell.input_fd, setup.data(), setup.size()) != static_cast<ssize_t>(setup.size())) {
     stop_shell(shell, true);
     return failure{"cannot set up " + ctx.shell_program};
@@ -130,16 +133,16 @@ expected<started_child> start_background(const tool_context& ctx, const std::str
 }
 
 expected<bool> send_command(const shell_process& shell, const std::string& command) {
-  // Builtins only, no fork: the text arrives through a here-document whose delimiter the
-  // command cannot contain, so even a syntax error in it cannot break the framing.
-  auto delimiter = "__TROUPE_CMD_" + shell.nonce;
-  // __troupe_read (defined at start) reads the here-document, with `|| :` so that a `set -e`
-  // left by an earlier command does not end the shell at `read`'s normal status 1. The eval
-  // stays here, at the top level: in a function, the command's `declare`s would not outlive
-  // the call. The marker goes to fd 99, a copy of the pipe made at start that the command
-  // cannot redirect (it runs with fd 99 closed).
-  std::string script = "__troupe_read <<'" + delimiter + "'\n" + command +
-                       (command.empty() || command.back() != '\n' ? "\n" : "") + delimiter +
+  // Builtins only, no fork: __troupe_read (defined at start) takes exactly the command's bytes
+  // from the pipe, counted here, so nothing in the command, not even a syntax error, can
+  // break the framing; `|| :` keeps a `set -e` left by an earlier command from ending the shell
+  // at `read`'s status. bash drops NUL bytes without counting them: they are dropped here
+  // first. The eval stays here, at the top level: in a function, the command's `declare`s
+  // would not outlive the call. The marker goes to fd 99, a copy of the pipe made at start
+  // that the command cannot redirect (it runs with fd 99 closed).
+  std::string text = command;
+  text.erase(std::remove(text.begin(), text.end(), '\0'), text.end());
+  std::string script = "__troupe_read " + std::to_string(text.size()) + "\n" + text +
                        "\neval \"$__troupe_cmd\" </dev/null 2>&1 99>&-\nprintf '\\n__TROUPE_DONE_" +
                        shell.nonce + " %d\\n' \"$?\" >&99\n";
   size_t done = 0;

@@ -606,6 +606,28 @@ TEST_CASE("the framing's function cannot be redefined or unset, and declarations
   CHECK(f.shell("echo ${LIST[1]} $N; type -t local_fn").output == "b 3\nfunction\n");
 }
 
+TEST_CASE("a command reaches bash byte for byte, whatever its locale and its bytes") {
+  executor_fixture f;
+  // The framing counts bytes; bash's read -N counts characters in its locale unless told not to.
+  CHECK_FALSE(f.shell("export LC_ALL=C.UTF-8 LANG=C.UTF-8").is_error);
+  CHECK(f.shell("printf '%s\\n' 'écho ✓ ü'").output == "écho ✓ ü\n");
+  CHECK(f.shell("echo \"${#LC_ALL}\"").output == "7\n"); // the shell's own locale is kept
+  // bash drops NUL bytes without counting them: the framing drops them first.
+  CHECK(f.shell(std::string("echo a\0b", 8)).output == "ab\n");
+  // No newline at the end, a continuation, text like the framing's own, many lines.
+  CHECK(f.shell("echo last").output == "last\n");
+  CHECK(f.shell("echo one \\").output.find("one") != std::string::npos);
+  CHECK(f.shell("printf '%s\\n' '__troupe_read 99' 'eval x' '__TROUPE_DONE_ 0'").output ==
+        "__troupe_read 99\neval x\n__TROUPE_DONE_ 0\n");
+  std::string many;
+  for (int i = 0; i < 2000; ++i)
+    many += "echo line" + std::to_string(i) + "\n";
+  auto out = f.shell(many).output;
+  CHECK(out.rfind("line0\n", 0) == 0);
+  CHECK(out.find("line1999\n") != std::string::npos);
+  CHECK(f.shell("echo next").output == "next\n");
+}
+
 TEST_CASE("the end marker's nonce is nowhere a command can read it, and no IFS bends the status") {
   executor_fixture f;
   // Functions and variables: the marker's text is written with each command, never kept.
