@@ -278,8 +278,9 @@ private:
     curl_->easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
     curl_->easy_setopt(e, CURLOPT_LOW_SPEED_TIME,
                      std::max(1L, static_cast<long>(2 * request.idle_timeout_ms / 1000 + 10)));
-    curl_->easy_setopt(e, CURLOPT_TIMEOUT_MS,
-                      static_cast<long>(request.request_timeout_ms) + 10000L);
+    if (request.request_timeout_ms > 0) // 0: no overall limit (an MCP call's own timeout ends it)
+      curl_->easy_setopt(e, CURLOPT_TIMEOUT_MS,
+                         static_cast<long>(request.request_timeout_ms) + 10000L);
     curl_->easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
     curl_->multi_add_handle(multi_, e); // sets a zero timer: the next run_once starts it
     transfers_.emplace(t->id, std::move(t));

@@ -84,9 +84,10 @@ bool libcurl_chosen() {
 }
 
 // A proxy applies to http:// under these names (libcurl reads them, and NO_PROXY's
-// exceptions); with any set, libcurl carries the request and keeps its rules.
+// exceptions; it ignores an upper-case HTTP_PROXY, which a CGI server may set from a request's
+// header); with any set, libcurl carries the request and keeps its rules.
 bool proxy_configured() {
-  for (const char* name : {"http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"})
+  for (const char* name : {"http_proxy", "all_proxy", "ALL_PROXY"})
     if (const char* value = std::getenv(name); value != nullptr && *value != '\0')
       return true;
   return false;
@@ -151,6 +152,9 @@ std::optional<target> plain_target(const std::string& url) {
 constexpr size_t max_head_bytes = 256 * 1024;
 constexpr size_t max_line_bytes = 64 * 1024;
 constexpr size_t max_idle_connections = 2048;
+/// A kept connection idle longer is not used again (libcurl's default too): a NAT or firewall
+/// between here and a LAN server may have dropped it without a word.
+constexpr std::chrono::seconds max_idle_age{118};
 
 /// Reads one response: its head, then its body by Content-Length, chunks or the close.
 class response_reader {
@@ -248,15 +252,20 @@ private:
     if (head_bytes_ > max_head_bytes)
       return "the reply's head is longer than " + std::to_string(max_head_bytes) + " bytes";
     if (status == 0) {
-      // "HTTP/1.1 200 OK": the version, a space, three digits.
-      if (line.size() < 12 || line.compare(0, 7, "HTTP/1.") != 0 || line[8] != ' ' ||
-          !std::isdigit(static_cast<unsigned char>(line[9])) ||
-          !std::isdigit(static_cast<unsigned char>(line[10])) ||
-          !std::isdigit(static_cast<unsigned char>(line[11])) ||
-          (line.size() > 12 && line[12] != ' '))
+      // "HTTP/1.1 200 OK": the version (any case; "HTTP/2" from a confused server too, as
+      // libcurl takes it), a space, three digits. Only HTTP/1.1 keeps the connection.
+      auto space = line.find(' ');
+      auto version = lowercase(line.substr(0, space));
+      bool known = version == "http/1.1" || version == "http/1.0" || version == "http/2" ||
+                   version == "http/2.0";
+      if (!known || space == std::string::npos || line.size() < space + 4 ||
+          !std::isdigit(static_cast<unsigned char>(line[space + 1])) ||
+          !std::isdigit(static_cast<unsigned char>(line[space + 2])) ||
+          !std::isdigit(static_cast<unsigned char>(line[space + 3])) ||
+          (line.size() > space + 4 && line[space + 4] != ' '))
         return "not an HTTP/1.x reply: '" + line.substr(0, 40) + "'";
-      status = std::stoi(line.substr(9, 3));
-      reusable_ = line[7] == '1';
+      status = std::stoi(line.substr(space + 1, 3));
+      reusable_ = version == "http/1.1";
       return {};
     }
     if (!line.empty()) {
@@ -285,6 +294,9 @@ private:
     bool chunked = false;
     bool coded = false;
     for (auto& [name, value] : headers) {
+      if (name == "content-encoding" && !value.empty() && lowercase(trimmed(value)) != "identity")
+        return "the reply is compressed (Content-Encoding: " + value.substr(0, 40) +
+               "), though the request asked for none; TROUPE_HTTP_CLIENT=libcurl decodes it";
       if (name == "connection" && lowercase(value).find("close") != std::string::npos)
         reusable_ = false;
       if (name == "transfer-encoding") {
@@ -292,16 +304,31 @@ private:
         auto codings = lowercase(value);
         auto last = codings.substr(codings.rfind(',') == std::string::npos ? 0 : codings.rfind(',') + 1);
         chunked = trimmed(last) == "chunked";
+        // gzip, deflate… before the chunks: the body would be compressed bytes.
+        for (size_t from = 0; from <= codings.size();) {
+          auto comma = std::min(codings.find(',', from), codings.size());
+          auto coding = trimmed(std::string_view{codings}.substr(from, comma - from));
+          if (!coding.empty() && coding != "chunked" && coding != "identity")
+            return "the reply is compressed (Transfer-Encoding: " + value.substr(0, 40) +
+                   "), though the request asked for none; TROUPE_HTTP_CLIENT=libcurl decodes it";
+          from = comma + 1;
+        }
       }
       if (name == "content-length") {
-        auto text = trimmed(value);
-        if (text.empty() || text.size() > 18 ||
-            !std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isdigit(c); }))
-          return "a malformed Content-Length in the reply: '" + value.substr(0, 40) + "'";
-        auto n = std::stoll(std::string{text});
-        if (length && *length != n)
-          return "the reply gives two different Content-Lengths";
-        length = n;
+        // One number, or the same number repeated in a list ("869, 869"), as RFC 9110 allows.
+        std::string_view rest = value;
+        while (!rest.empty()) {
+          auto comma = rest.find(',');
+          auto text = trimmed(rest.substr(0, comma));
+          rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+          if (text.empty() || text.size() > 18 ||
+              !std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isdigit(c); }))
+            return "a malformed Content-Length in the reply: '" + value.substr(0, 40) + "'";
+          auto n = std::stoll(std::string{text});
+          if (length && *length != n)
+            return "the reply gives two different Content-Lengths";
+          length = n;
+        }
       }
     }
     on_head();
@@ -373,7 +400,11 @@ struct plain_http_client::state {
   long connection_cap;
   std::unordered_map<uint64_t, std::unique_ptr<transfer>> transfers;
   std::unordered_map<int, transfer*> active;               ///< socket → its transfer
-  std::unordered_map<int, std::string> idle;               ///< kept socket → its authority
+  struct kept {
+    std::string authority;
+    clock_type::time_point since;
+  };
+  std::unordered_map<int, kept> idle;                       ///< kept socket → where, since when
   std::unordered_map<std::string, std::vector<int>> idle_by_authority;
   std::deque<uint64_t> waiting; ///< transfers past the connection cap, oldest first
   std::optional<clock_type::time_point> next_sweep;
@@ -418,25 +449,40 @@ struct plain_http_client::state {
     auto i = idle.find(fd);
     if (i == idle.end())
       return;
-    auto& kept = idle_by_authority[i->second];
-    kept.erase(std::remove(kept.begin(), kept.end(), fd), kept.end());
-    if (kept.empty())
-      idle_by_authority.erase(i->second);
+    auto& sockets = idle_by_authority[i->second.authority];
+    sockets.erase(std::remove(sockets.begin(), sockets.end(), fd), sockets.end());
+    if (sockets.empty())
+      idle_by_authority.erase(i->second.authority);
     idle.erase(i);
     epoll_ctl(epoll_fd, EPOLL_CTL_DEL, fd, nullptr);
     ::close(fd);
   }
 
+  // A kept socket to this server that is fit for a request: the most recently used (the least
+  // likely to have timed out), not idle too long, and with nothing unread in it. Bytes that
+  // came after the last reply (a short Content-Length, a stray line) or its close would be
+  // taken for the next reply; epoll may not have said so yet when a request is queued in the
+  // same wake-up.
   int take_idle(const std::string& authority) {
-    auto i = idle_by_authority.find(authority);
-    if (i == idle_by_authority.end())
-      return -1;
-    int fd = i->second.back(); // the most recently used: the least likely to have timed out
-    i->second.pop_back();
-    if (i->second.empty())
-      idle_by_authority.erase(i);
-    idle.erase(fd);
-    return fd;
+    auto now = clock_type::now();
+    for (;;) {
+      auto i = idle_by_authority.find(authority);
+      if (i == idle_by_authority.end())
+        return -1;
+      int fd = i->second.back();
+      bool fresh = now - idle.at(fd).since < max_idle_age;
+      char byte;
+      auto n = ::recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+      bool clean = n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+      if (fresh && clean) {
+        i->second.pop_back();
+        if (i->second.empty())
+          idle_by_authority.erase(i);
+        idle.erase(fd);
+        return fd;
+      }
+      close_idle(fd);
+    }
   }
 
   void keep_idle(transfer& t) {
@@ -448,7 +494,7 @@ struct plain_http_client::state {
       ::close(fd);
       return;
     }
-    idle.emplace(fd, t.where.authority);
+    idle.emplace(fd, kept{t.where.authority, clock_type::now()});
     idle_by_authority[t.where.authority].push_back(fd);
     // A kept socket that becomes readable was closed by the server (or spoke unasked).
     watch(fd, EPOLLIN | EPOLLRDHUP, EPOLL_CTL_MOD);
@@ -728,10 +774,15 @@ bool plain_http_client::add(http_request& request, http_client_actor& requester)
   // requester that went away, as wide as libcurl's.
   t->idle_limit = std::chrono::seconds{std::max(1, 2 * request.idle_timeout_ms / 1000 + 10)};
   auto now = clock_type::now();
-  t->finish_by = now + std::chrono::milliseconds{int64_t{request.request_timeout_ms} + 10000};
+  // 0: no overall limit (an MCP call's own timeout ends it; a stream may last).
+  t->finish_by = request.request_timeout_ms > 0
+                   ? now + std::chrono::milliseconds{int64_t{request.request_timeout_ms} + 10000}
+                   : clock_type::time_point::max();
   t->connect_limit = std::chrono::milliseconds{std::max(1, request.connect_timeout_ms)};
-  std::string head = "POST " + t->where.path + " HTTP/1.1\r\nHost: " + t->where.authority + "\r\n";
+  std::string host = t->where.authority;
+  std::string fields;
   bool accept = false;
+  bool accept_encoding = false;
   for (auto& [name, value] : request.headers) {
     if ((name + value).find_first_of("\r\n") != std::string::npos) {
       auto id = t->id;
@@ -741,16 +792,25 @@ bool plain_http_client::add(http_request& request, http_client_actor& requester)
       return true;
     }
     auto lower = lowercase(name);
-    if (lower == "host" || lower == "content-length" || lower == "transfer-encoding" ||
+    // As libcurl: a header without a value is not sent, and the caller's Host wins.
+    if (value.empty() || lower == "content-length" || lower == "transfer-encoding" ||
         lower == "expect")
       continue; // the client frames the request itself
+    if (lower == "host") {
+      host = value;
+      continue;
+    }
     accept = accept || lower == "accept";
-    head += name + ": " + value + "\r\n";
+    accept_encoding = accept_encoding || lower == "accept-encoding";
+    fields += name + ": " + value + "\r\n";
   }
   if (!accept)
-    head += "Accept: */*\r\n";
-  head += "Content-Length: " + std::to_string(request.body.size()) + "\r\n\r\n";
-  t->head = std::move(head);
+    fields += "Accept: */*\r\n";
+  // Without the header any coding would be acceptable, and this client decodes none.
+  if (!accept_encoding)
+    fields += "Accept-Encoding: identity\r\n";
+  t->head = "POST " + t->where.path + " HTTP/1.1\r\nHost: " + host + "\r\n" + fields +
+            "Content-Length: " + std::to_string(request.body.size()) + "\r\n\r\n";
   t->body = std::move(request.body);
   auto& placed = *s.transfers.emplace(t->id, std::move(t)).first->second;
   s.expect_deadline(placed);
@@ -815,6 +875,12 @@ void plain_http_client::on_time() {
     if (i == s.transfers.end())
       continue;
     auto& t = *i->second;
+    // localhost's 127.0.0.1 hanging: its ::1 gets a connect timeout of its own.
+    if (t.connecting && t.finish_by > now && t.next_address < t.where.addresses.size()) {
+      s.close_socket(t);
+      s.connect_next(t, "timed out");
+      continue;
+    }
     auto what = t.finish_by <= now ? "the request to " + t.where.shown + " took too long"
                 : t.connecting     ? "connecting to " + t.where.shown + " timed out"
                                    : t.where.shown + " went silent";

@@ -145,6 +145,8 @@ int run_cli(int argc, char** argv) {
     flags.stream_idle_timeout_s = flags.idle_timeout_s;
   if (auto logging = configure_logging(log_file, log_level); !logging)
     return fail(logging.error());
+  if (auto client = check_http_client_choice(); !client)
+    return fail(client.error());
   // A reader that goes away (`troupe run … | head`) is an EPIPE to handle, not a fatal signal.
   std::signal(SIGPIPE, SIG_IGN);
   // A file-size limit (ulimit -f) makes a write fail with EFBIG, which every writer handles

@@ -59,6 +59,15 @@ std::string sandbox_program() {
 
 std::string libcurl_library() { return env_or("TROUPE_LIBCURL", "libcurl.so.4"); }
 
+expected<bool> check_http_client_choice() {
+  auto client = env_or("TROUPE_HTTP_CLIENT");
+  if (!client.empty() && client != "builtin" && client != "libcurl")
+    return failure{"invalid TROUPE_HTTP_CLIENT '" + client +
+                   "': expected builtin (plain http to a local server without libcurl, the "
+                   "default) or libcurl (every request through libcurl)"};
+  return true;
+}
+
 std::filesystem::path troupe_home() {
   auto configured = env_or("TROUPE_HOME");
   return configured.empty() ? home_dir() / ".local/share/troupe"

@@ -48,6 +48,9 @@ std::string sandbox_program();
 /// else libcurl.so.4.
 std::string libcurl_library();
 
+/// Checks TROUPE_HTTP_CLIENT: unset, `builtin` or `libcurl`.
+expected<bool> check_http_client_choice();
+
 /// Parses a flag's or variable's value as a whole number in [low, high]; the error names
 /// `where` it came from and `what` it counts.
 expected<long> parse_count(const std::string& text, const std::string& where, long low, long high,

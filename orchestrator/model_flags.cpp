@@ -59,9 +59,16 @@ expected<std::string> check_base_url(const std::string& url, const char* source)
     return static_cast<unsigned char>(c) > 0x20 && static_cast<unsigned char>(c) < 0x7f;
   });
   if (!http || !printable || authority.find('@') != std::string_view::npos ||
-      !valid_authority(authority))
-    return failure{std::string{"invalid "} + source + " '" + url +
-                   "': expected http://HOST[:PORT][/PATH] or https://…"};
+      !valid_authority(authority)) {
+    // Credentials in the URL are not echoed: the message may end up in a log or a CI page.
+    auto shown = url;
+    if (auto at = authority.rfind('@'); at != std::string_view::npos) {
+      auto from = static_cast<size_t>(authority.data() - url.data());
+      shown = url.substr(0, from) + "…@" + url.substr(from + at + 1);
+    }
+    return failure{std::string{"invalid "} + source + " '" + shown +
+                   "': expected http://HOST[:PORT][/PATH] or https://… (no user:password@)"};
+  }
   return url;
 }
 
@@ -72,6 +79,24 @@ std::string ollama_base_url(std::string host) {
   if (path_start == std::string::npos)
     host += "/v1";
   return host;
+}
+
+// An API key from the environment: surrounding whitespace (a key read from a file with CRLF
+// line ends keeps its "\r") is dropped; a control character left inside would break the
+// request's header, and is refused by the variable's name.
+expected<std::string> api_key_from(const char* variable) {
+  auto key = env_or(variable);
+  auto space = [](unsigned char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; };
+  while (!key.empty() && space(static_cast<unsigned char>(key.back())))
+    key.pop_back();
+  auto first = std::find_if_not(key.begin(), key.end(),
+                                [&](char c) { return space(static_cast<unsigned char>(c)); });
+  key.erase(key.begin(), first);
+  if (std::any_of(key.begin(), key.end(),
+                  [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; }))
+    return failure{std::string{variable} + " holds a control character (a line break?) inside "
+                   "the key: set it to the key alone"};
+  return key;
 }
 
 // Where a provider's requests go, as configured: unchecked.
@@ -152,12 +177,18 @@ expected<model_choice> resolve_model_spec(const std::string& given, const run_fl
   expected<std::string> base = std::string{};
   if (provider == "anthropic") {
     http.provider.kind = provider_kind::anthropic;
-    http.provider.api_key = env_or("ANTHROPIC_API_KEY");
+    auto key = api_key_from("ANTHROPIC_API_KEY");
+    if (!key)
+      return failure{key.error()};
+    http.provider.api_key = *key;
     if (http.provider.api_key.empty())
       return failure{"anthropic/" + name + " needs an API key: set ANTHROPIC_API_KEY"};
     base = check_base_url(configured_base_url(provider), "ANTHROPIC_BASE_URL");
   } else if (provider == "openai") {
-    http.provider.api_key = env_or("OPENAI_API_KEY");
+    auto key = api_key_from("OPENAI_API_KEY");
+    if (!key)
+      return failure{key.error()};
+    http.provider.api_key = *key;
     if (http.provider.api_key.empty())
       return failure{"openai/" + name + " needs an API key: set OPENAI_API_KEY"};
     base = check_base_url(configured_base_url(provider), "OPENAI_BASE_URL");

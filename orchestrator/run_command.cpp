@@ -189,9 +189,14 @@ expected<session_actor> spawn_subagent(caf::actor_system& sys,
     model = std::move(*resolved);
     model_name = spec; // a script recorded absolute, as the parent's is
   }
-  if (model.http_model)
+  if (model.http_model) {
+    // A model of its own that needs libcurl fails here, at its launch, when it cannot load.
+    if (http_engine::needs_libcurl(model.http_model->provider.base_url))
+      if (auto usable = http_engine::load_libcurl(setup->settings.libcurl); !usable)
+        return failure{usable.error()};
     if (auto started = ensure_engine(sys, *setup); !started)
       return failure{started.error()};
+  }
   // Its tools: the parent's (or its type's), or the ones named of those. At the depth cap the
   // task tool stays, so that a launch gets the cap's clear error instead of "unknown tool".
   // All of them: the parent's registry itself, shared (a fan-out of a thousand agents would

@@ -324,11 +324,6 @@ expected<run_settings> resolve_run(const run_flags& flags, bool interactive) {
   // libcurl (about 30 libraries and OpenSSL's set-up, ~8 ms) loads on a helper thread from the
   // first moment, beside everything below, when the model is an API's by its name and its
   // requests need libcurl; otherwise resolve_agent starts it once the model is known.
-  if (auto client = env_or("TROUPE_HTTP_CLIENT");
-      !client.empty() && client != "builtin" && client != "libcurl")
-    return failure{"invalid TROUPE_HTTP_CLIENT '" + client +
-                   "': expected builtin (plain http to a local server without libcurl, the "
-                   "default) or libcurl (every request through libcurl)"};
   if (auto url = named_api_url(flags))
     http_engine::warm_up(libcurl_library(), *url);
   run_settings settings;

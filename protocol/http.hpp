@@ -21,7 +21,8 @@ struct http_request {
   int32_t connect_timeout_ms = 10000;
   /// The transfer fails when no byte arrives for this long.
   int32_t idle_timeout_ms = 120000;
-  /// The transfer fails when it is not complete after this long.
+  /// The transfer fails when it is not complete after this long (0: no limit of its own, e.g.
+  /// an MCP call, which its own timeout ends).
   int32_t request_timeout_ms = 600000;
   /// The transfer fails (code CURLE_FILESIZE_EXCEEDED) when its body would grow past this; no
   /// chunk past it is sent.

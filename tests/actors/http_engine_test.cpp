@@ -4,6 +4,8 @@
 #include <doctest/doctest.h>
 
 #include <arpa/inet.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -38,6 +40,7 @@ struct reply {
   std::string bytes;
   bool close_after = false;
   bool hang = false;
+  std::chrono::milliseconds delay{0};
 };
 
 /// A server on 127.0.0.1 (or ::1) that answers each request it reads with the next reply.
@@ -146,6 +149,7 @@ private:
         }
         break;
       }
+      std::this_thread::sleep_for(next.delay);
       [[maybe_unused]] auto n = ::write(c, next.bytes.data(), next.bytes.size());
       if (next.close_after)
         break;
@@ -258,6 +262,7 @@ TEST_CASE("the engine's own client reads a chunked reply after a 100 Continue, w
   CHECK(sent.find("\r\nHost: 127.0.0.1:" + std::to_string(server.port()) + "\r\n") != std::string::npos);
   CHECK(sent.find("\r\nAuthorization: Bearer k\r\n") != std::string::npos);
   CHECK(sent.find("\r\nAccept: */*\r\n") != std::string::npos);
+  CHECK(sent.find("\r\nAccept-Encoding: identity\r\n") != std::string::npos);
   CHECK(sent.find("\r\nContent-Length: 7\r\n\r\n{\"q\":1}") != std::string::npos);
   CHECK(sent.find("frag") == std::string::npos);
 }
@@ -346,6 +351,19 @@ TEST_CASE("malformed replies fail with what is wrong, and are never retried as l
     CHECK(out.end.curl_code == CURLE_WEIRD_SERVER_REPLY);
     CHECK(out.end.error.find(r.says) != std::string::npos);
     CHECK(server.requests().size() == 1);
+  }
+}
+
+TEST_CASE("replies libcurl takes are taken: a repeated Content-Length, a lower-case or HTTP/2 "
+          "status line") {
+  raw_server server{{{"HTTP/1.1 200 OK\r\nContent-Length: 5, 5\r\n\r\nhello"},
+                     {"http/1.1 200 OK\r\nContent-Length: 3\r\n\r\ntwo"},
+                     {"HTTP/2 200\r\nContent-Length: 5\r\n\r\nthree", true}}};
+  engine_fixture f;
+  for (std::string expected : {"hello", "two", "three"}) {
+    auto out = f.exchange(f.request_to(url_of(server)));
+    CHECK(out.end.error == "");
+    CHECK(out.body == expected);
   }
 }
 
@@ -478,14 +496,214 @@ TEST_CASE("only plain http to an address or localhost, without a proxy, skips li
   CHECK_FALSE(plain_http_reaches("http://[fe80::1%eth0]:80/"));   // a zone
   CHECK_FALSE(plain_http_reaches("http://127.0.0.1:99999/"));
   CHECK_FALSE(plain_http_reaches("http://127.1/"));
-  for (const char* proxy : {"http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"}) {
+  for (const char* proxy : {"http_proxy", "all_proxy", "ALL_PROXY"}) {
     CAPTURE(proxy);
     ::setenv(proxy, "http://127.0.0.1:3128", 1);
     CHECK_FALSE(plain_http_reaches("http://127.0.0.1:8080/v1"));
     ::unsetenv(proxy);
   }
+  // libcurl ignores an upper-case HTTP_PROXY for http:// (a CGI server may set it from a
+  // request's Proxy header): so does the choice of client.
+  ::setenv("HTTP_PROXY", "http://127.0.0.1:3128", 1);
+  CHECK(plain_http_reaches("http://127.0.0.1:8080/v1"));
+  ::unsetenv("HTTP_PROXY");
   ::setenv("TROUPE_HTTP_CLIENT", "libcurl", 1);
   CHECK_FALSE(plain_http_reaches("http://127.0.0.1:8080/v1"));
   ::unsetenv("TROUPE_HTTP_CLIENT");
   CHECK(plain_http_reaches("http://127.0.0.1:8080/v1"));
+}
+
+TEST_CASE("headers as libcurl sends them: the caller's Host, none without a value") {
+  raw_server server{{with_length("ok")}};
+  engine_fixture f;
+  auto r = f.request_to(url_of(server));
+  r.headers.emplace_back("Host", "models.internal");
+  r.headers.emplace_back("X-Empty", "");
+  CHECK(f.exchange(std::move(r)).body == "ok");
+  auto sent = server.requests().at(0);
+  CHECK(sent.find("\r\nHost: models.internal\r\n") != std::string::npos);
+  CHECK(sent.find("Host: 127.0.0.1") == std::string::npos);
+  CHECK(sent.find("X-Empty") == std::string::npos);
+}
+
+TEST_CASE("a compressed reply the request did not ask for is an error that says so") {
+  raw_server server{{{ok_head + "Content-Encoding: gzip\r\nContent-Length: 4\r\n\r\n\x1f\x8b\x08\x00"}}};
+  engine_fixture f;
+  auto out = f.exchange(f.request_to(url_of(server)));
+  CHECK(out.end.curl_code == CURLE_WEIRD_SERVER_REPLY);
+  CHECK(out.end.error.find("the reply is compressed (Content-Encoding: gzip)") != std::string::npos);
+  CHECK(out.body.empty());
+}
+
+namespace {
+
+int listen_on_loopback(int& port) {
+  int l = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof addr;
+  ::bind(l, reinterpret_cast<sockaddr*>(&addr), length);
+  ::listen(l, 16);
+  getsockname(l, reinterpret_cast<sockaddr*>(&addr), &length);
+  port = ntohs(addr.sin_port);
+  return l;
+}
+
+// Reads one request (head and Content-Length body) from `c`.
+void read_request_from(int c) {
+  std::string got;
+  char buffer[4096];
+  for (;;) {
+    auto end = got.find("\r\n\r\n");
+    if (end != std::string::npos) {
+      auto at = got.find("Content-Length: ");
+      size_t length = at == std::string::npos ? 0 : std::stoul(got.substr(at + 16));
+      if (got.size() >= end + 4 + length)
+        return;
+    }
+    auto n = ::read(c, buffer, sizeof buffer);
+    if (n <= 0)
+      return;
+    got.append(buffer, static_cast<size_t>(n));
+  }
+}
+
+} // namespace
+
+TEST_CASE("a kept connection with bytes left in it is never given the next request") {
+  // The reply fills the client's read buffer exactly (64 KiB), so the stray bytes after it are
+  // read by nobody; the next request, queued in the same wake-up, must go to a new connection.
+  engine_fixture f;
+  int port = 0;
+  int l = listen_on_loopback(port);
+  auto url = "http://127.0.0.1:" + std::to_string(port) + "/v1";
+  std::string head;
+  std::string body;
+  for (size_t n = 60000;; ++n) {
+    head = "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(n) + "\r\n\r\n";
+    if (head.size() + n == 65536) {
+      body.assign(n, 'a');
+      break;
+    }
+  }
+  const std::string ok = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+  for (int attempt = 0; attempt < 20; ++attempt) {
+    CAPTURE(attempt);
+    caf::scoped_actor first{f.actors.sys()};
+    caf::scoped_actor second{f.actors.sys()};
+    f.engine.submit(f.request_to(url), caf::actor_cast<http_client_actor>(first));
+    int c = ::accept4(l, nullptr, nullptr, SOCK_CLOEXEC);
+    read_request_from(c);
+    std::string dirty = head + body + "JUNK\r\n";
+    [[maybe_unused]] auto n = ::write(c, dirty.data(), dirty.size());
+    f.engine.submit(f.request_to(url), caf::actor_cast<http_client_actor>(second));
+    pollfd fresh{l, POLLIN, 0};
+    CHECK(::poll(&fresh, 1, 3000) == 1); // a new connection
+    int c2 = ::accept4(l, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (c2 >= 0) {
+      ::fcntl(c2, F_SETFL, 0);
+      read_request_from(c2);
+      n = ::write(c2, ok.data(), ok.size());
+    }
+    std::string error = "(no end)";
+    bool done = false;
+    while (!done)
+      second->receive([&](http_response_head&) {}, [&](http_body_chunk&) {},
+                      [&](http_transfer_done& d) {
+                        done = true;
+                        error = d.error;
+                      },
+                      caf::after(3s) >> [&] { done = true; });
+    CHECK(error == "");
+    // The dirty connection was closed, never written to.
+    ::fcntl(c, F_SETFL, O_NONBLOCK);
+    char byte;
+    CHECK(::read(c, &byte, 1) <= 0);
+    ::close(c);
+    if (c2 >= 0)
+      ::close(c2);
+  }
+  ::close(l);
+}
+
+TEST_CASE("a request without an overall limit (an MCP call) is not cut at 10 s, on either transport") {
+  // request_timeout_ms 0: only the caller's own timeout ends it. Both transports at once, so
+  // that the test waits its 10.5 s only once.
+  raw_server through_curl{{{with_length("late").bytes, false, false, 10500ms}}};
+  raw_server own{{{with_length("late").bytes, false, false, 10500ms}}};
+  engine_fixture f;
+  caf::scoped_actor a{f.actors.sys()};
+  caf::scoped_actor b{f.actors.sys()};
+  auto request = [&](const raw_server& s) {
+    auto r = f.request_to(url_of(s));
+    r.request_timeout_ms = 0;
+    return r;
+  };
+  ::setenv("TROUPE_HTTP_CLIENT", "libcurl", 1);
+  f.engine.submit(request(through_curl), caf::actor_cast<http_client_actor>(a));
+  for (int i = 0; i < 500 && through_curl.requests().empty(); ++i)
+    std::this_thread::sleep_for(10ms);
+  ::unsetenv("TROUPE_HTTP_CLIENT");
+  REQUIRE(through_curl.requests().size() == 1);
+  f.engine.submit(request(own), caf::actor_cast<http_client_actor>(b));
+  for (auto* self : {&a, &b}) {
+    std::string body;
+    std::string error = "(no end)";
+    bool done = false;
+    while (!done)
+      (*self)->receive([&](http_response_head&) {}, [&](http_body_chunk& c) { body += c.data; },
+                       [&](http_transfer_done& d) {
+                         done = true;
+                         error = d.error;
+                       },
+                       caf::after(15s) >> [&] { done = true; });
+    CHECK(error == "");
+    CHECK(body == "late");
+  }
+}
+
+TEST_CASE("a chunked reply compressed underneath is an error that says so") {
+  raw_server server{{{ok_head + "Transfer-Encoding: gzip, chunked\r\n\r\n4\r\n\x1f\x8b\x08\x00\r\n0\r\n\r\n"}}};
+  engine_fixture f;
+  auto out = f.exchange(f.request_to(url_of(server)));
+  CHECK(out.end.error.find("the reply is compressed (Transfer-Encoding: gzip, chunked)") !=
+        std::string::npos);
+  CHECK(out.body.empty());
+}
+
+TEST_CASE("localhost whose 127.0.0.1 never answers the handshake is tried on ::1") {
+  raw_server v6{{with_length("six")}, AF_INET6};
+  if (!v6.listening()) {
+    MESSAGE("no IPv6 loopback here");
+    return;
+  }
+  // 127.0.0.1 on the same port: a listener that never accepts, its backlog full.
+  int full = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(v6.port()));
+  if (::bind(full, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    MESSAGE("the port is taken on 127.0.0.1");
+    ::close(full);
+    return;
+  }
+  REQUIRE(::listen(full, 0) == 0);
+  std::vector<int> fillers;
+  for (int i = 0; i < 4; ++i) {
+    int c = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    ::connect(c, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+    fillers.push_back(c);
+  }
+  std::this_thread::sleep_for(50ms);
+  engine_fixture f;
+  auto r = f.request_to("http://localhost:" + std::to_string(v6.port()) + "/v1");
+  r.connect_timeout_ms = 300;
+  auto out = f.exchange(std::move(r));
+  CHECK(out.end.error == "");
+  CHECK(out.body == "six");
+  for (int c : fillers)
+    ::close(c);
+  ::close(full);
 }

@@ -307,6 +307,12 @@ TEST_CASE("provider configuration errors exit 2 before any request") {
      "cannot load libcurl (/nonexistent/libcurl.so)"},
     {{{"OPENAI_API_KEY", "k"}, {"TROUPE_HTTP_CLIENT", "curl"}}, "openai/m",
      "invalid TROUPE_HTTP_CLIENT 'curl': expected builtin"},
+    {{{"OPENAI_API_KEY", "sk-a\r\nX-Evil: 1"}}, "openai/m",
+     "OPENAI_API_KEY holds a control character (a line break?) inside the key"},
+    {{{"ANTHROPIC_API_KEY", "sk-a\nb"}}, "anthropic/claude-x",
+     "ANTHROPIC_API_KEY holds a control character"},
+    {{{"OPENAI_API_KEY", "k"}, {"OPENAI_BASE_URL", "http://user:secretpw@127.0.0.1/v1"}}, "openai/m",
+     "invalid OPENAI_BASE_URL 'http://…@127.0.0.1/v1'"},
     {{}, "mistral/large", "unknown model 'mistral/large'"},
     {{}, "openai/", "unknown model 'openai/'"},
   };
@@ -396,4 +402,56 @@ TEST_CASE("libcurl is loaded only by a run whose requests need it") {
   REQUIRE(r.exit_code == 0);
   for (auto& entry : std::filesystem::directory_iterator(dir / "home/sessions"))
     CHECK(mapped_count(read_jsonl(entry.path() / "transcript.jsonl")) == 0);
+}
+
+TEST_CASE("an invalid TROUPE_HTTP_CLIENT stops every command that could send a request") {
+  temp_dir dir;
+  process_options opts;
+  opts.env["TROUPE_HOME"] = (dir / "home").string();
+  opts.env["TROUPE_HTTP_CLIENT"] = "LIBCURL";
+  for (std::vector<std::string> args :
+       {std::vector<std::string>{"run", "--model", "openai/m", "go"},
+        std::vector<std::string>{"fleet", "tasks.jsonl", "--model", "openai/m"},
+        std::vector<std::string>{"mcp", "list"}, std::vector<std::string>{"chat"}}) {
+    CAPTURE(args[0]);
+    auto r = run_troupe(args, opts);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find("invalid TROUPE_HTTP_CLIENT 'LIBCURL': expected builtin") != std::string::npos);
+  }
+}
+
+TEST_CASE("a subagent whose own model needs a libcurl that cannot load fails at its launch, "
+          "saying why") {
+  // The parent talks plain http to the fake server (no libcurl); the subagent's model is an
+  // ollama's behind https, so its launch needs libcurl, which TROUPE_LIBCURL points nowhere.
+  fake_server server{R"([
+    {"text": "", "tool_calls": [{"name": "task",
+      "input": {"prompt": "look", "model": "ollama/llama3"}}]},
+    {"text": "the subagent could not start"}])"};
+  provider_run run;
+  process_options opts;
+  opts.env["TROUPE_LIBCURL"] = "/nonexistent/libcurl.so";
+  opts.env["OLLAMA_HOST"] = "https://127.0.0.1:9";
+  opts.env["TROUPE_HTTP_CLIENT"] = "";
+  auto r = run.run(server, {"--allow", "task", "go"}, opts);
+  CHECK(r.exit_code == 0);
+  bool said = false;
+  for (auto& m : run.transcript())
+    if (m["role"] == "tool")
+      said = said || m["content"].get<std::string>().find("cannot load libcurl (/nonexistent/libcurl.so)") !=
+                       std::string::npos;
+  CHECK(said);
+}
+
+TEST_CASE("an API key read from a file with CRLF line ends works, its line end dropped") {
+  fake_server server{R"([{"text": "fine"}])"};
+  temp_dir dir;
+  process_options opts;
+  opts.env["TROUPE_HOME"] = (dir / "home").string();
+  opts.env["OPENAI_API_KEY"] = " sk-crlf\r\n";
+  opts.env["OPENAI_BASE_URL"] = server.url() + "/v1";
+  auto r = run_troupe({"run", "--cwd", dir.path().string(), "--model", "openai/m", "go"}, opts);
+  CHECK(r.exit_code == 0);
+  REQUIRE_FALSE(server.requests().empty());
+  CHECK(server.requests().at(0)["headers"]["authorization"] == "Bearer sk-crlf");
 }
