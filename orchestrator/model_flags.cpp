@@ -61,10 +61,12 @@ expected<std::string> check_base_url(const std::string& url, const char* source)
   if (!http || !printable || authority.find('@') != std::string_view::npos ||
       !valid_authority(authority)) {
     // Credentials in the URL are not echoed: the message may end up in a log or a CI page.
+    // Everything up to the last '@' goes, whatever the scheme's spelling or the password holds.
     auto shown = url;
-    if (auto at = authority.rfind('@'); at != std::string_view::npos) {
-      auto from = static_cast<size_t>(authority.data() - url.data());
-      shown = url.substr(0, from) + "…@" + url.substr(from + at + 1);
+    if (auto at = url.rfind('@'); at != std::string::npos) {
+      auto scheme = url.find("://");
+      auto from = scheme != std::string::npos && scheme < at ? scheme + 3 : 0;
+      shown = url.substr(0, from) + "…@" + url.substr(at + 1);
     }
     return failure{std::string{"invalid "} + source + " '" + shown +
                    "': expected http://HOST[:PORT][/PATH] or https://… (no user:password@)"};

@@ -97,12 +97,17 @@ expected<shell_process> start_shell(const tool_context& ctx, std::string nonce) 
   // terminal the agent does not have. bash reads a script from a pipe one byte per read(2),
   // so each byte of framing costs a system call: the reading of each command is a function
   // defined here once, read-only so that no command can redefine it (see send_command). It
-  // reads the command's bytes (LC_ALL=C: -N counts characters in the shell's locale) straight
-  // from the pipe, once. It holds nothing secret: the nonce never lives in a function or a
-  // variable, where a command could read it and forge an end.
+  // reads the command's bytes straight from the pipe, once: LC_ALL=C because -N counts
+  // characters in the shell's locale, TMOUT unset because it would cut a long command short,
+  // `builtin` because a command may define a function named read. It holds nothing secret: the
+  // nonce lives in no function or variable. (The framing keeps the shell in step with troupe;
+  // it does not hold against a command set on breaking it: one can `enable -n read`, make
+  // LC_ALL read-only, trace with `set -x` or define a function named printf. A command that
+  // never ends is killed at its timeout, and the next one starts a new shell.)
   std::string setup =
     "exec 99>&1\nexport GIT_TERMINAL_PROMPT=0\n"
-    "__troupe_read() { __troupe_cmd=; LC_ALL=C IFS= read -r -N \"$1\" __troupe_cmd || :; }\n"
+    "__troupe_read() { __troupe_cmd=; LC_ALL=C TMOUT= IFS= builtin read -r -N \"$1\" "
+    "__troupe_cmd || :; }\n"
     "readonly -f __troupe_read\n";
   if (::write(shell.input_fd, setup.data(), setup.size()) != static_cast<ssize_t>(setup.size())) {
     stop_shell(shell, true);
@@ -140,9 +145,13 @@ expected<bool> send_command(const shell_process& shell, const std::string& comma
   // first. The eval stays here, at the top level: in a function, the command's `declare`s
   // would not outlive the call. The marker goes to fd 99, a copy of the pipe made at start
   // that the command cannot redirect (it runs with fd 99 closed).
+  // The backslash keeps an alias named __troupe_read (with expand_aliases on) from replacing
+  // the call. A final newline ends the command's last line, as it would in a script.
   std::string text = command;
   text.erase(std::remove(text.begin(), text.end(), '\0'), text.end());
-  std::string script = "__troupe_read " + std::to_string(text.size()) + "\n" + text +
+  if (text.empty() || text.back() != '\n')
+    text += '\n';
+  std::string script = "\\__troupe_read " + std::to_string(text.size()) + "\n" + text +
                        "\neval \"$__troupe_cmd\" </dev/null 2>&1 99>&-\nprintf '\\n__TROUPE_DONE_" +
                        shell.nonce + " %d\\n' \"$?\" >&99\n";
   size_t done = 0;

@@ -616,7 +616,7 @@ TEST_CASE("a command reaches bash byte for byte, whatever its locale and its byt
   CHECK(f.shell(std::string("echo a\0b", 8)).output == "ab\n");
   // No newline at the end, a continuation, text like the framing's own, many lines.
   CHECK(f.shell("echo last").output == "last\n");
-  CHECK(f.shell("echo one \\").output.find("one") != std::string::npos);
+  CHECK(f.shell("echo one \\").output == "one\n"); // a continuation, ended as in a script
   CHECK(f.shell("printf '%s\\n' '__troupe_read 99' 'eval x' '__TROUPE_DONE_ 0'").output ==
         "__troupe_read 99\neval x\n__TROUPE_DONE_ 0\n");
   std::string many;
@@ -628,7 +628,25 @@ TEST_CASE("a command reaches bash byte for byte, whatever its locale and its byt
   CHECK(f.shell("echo next").output == "next\n");
 }
 
-TEST_CASE("the end marker's nonce is nowhere a command can read it, and no IFS bends the status") {
+TEST_CASE("commands stay in step after one defines read, aliases the framing or sets TMOUT") {
+  executor_fixture f;
+  // Out of step, a command's text would run as the shell's own script, reading the framing's
+  // pipe: an unclosed quote would swallow the framing and wait for the timeout, and `cat`
+  // would eat the commands that follow.
+  CHECK_FALSE(f.shell("read() { :; }; shopt -s expand_aliases; alias __troupe_read=:").is_error);
+  auto open_quote = f.run("shell", {{"command", "echo \"unterminated"}, {"timeout", 10}});
+  CHECK(open_quote.output.find("unexpected EOF") != std::string::npos);
+  CHECK(open_quote.output.find("timed out") == std::string::npos);
+  CHECK(f.shell("cat; echo after").output == "after\n");
+  CHECK(f.shell("printf '%s\\n' 'é ✓'").output == "é ✓\n");
+  // A read timeout of 50 ms would cut a long command short.
+  CHECK_FALSE(f.shell("export TMOUT=0.05 LC_ALL=C.UTF-8").is_error);
+  std::string long_command = "echo start; : '" + std::string(3000000, 'x') + "'; echo end";
+  CHECK(f.run("shell", {{"command", long_command}, {"timeout", 30}}).output == "start\nend\n");
+  CHECK(f.shell("echo \"still $TMOUT\"").output == "still 0.05\n");
+}
+
+TEST_CASE("the end marker's nonce is kept in no variable or function, and no IFS bends the status") {
   executor_fixture f;
   // Functions and variables: the marker's text is written with each command, never kept.
   CHECK(f.shell("(set; declare -f) | grep -c '__TROUPE''_DONE' || true").output == "0\n");

@@ -313,6 +313,10 @@ TEST_CASE("provider configuration errors exit 2 before any request") {
      "ANTHROPIC_API_KEY holds a control character"},
     {{{"OPENAI_API_KEY", "k"}, {"OPENAI_BASE_URL", "http://user:secretpw@127.0.0.1/v1"}}, "openai/m",
      "invalid OPENAI_BASE_URL 'http://…@127.0.0.1/v1'"},
+    {{{"OPENAI_API_KEY", "k"}, {"OPENAI_BASE_URL", "HTTPS://user:secretpw@127.0.0.1/v1"}},
+     "openai/m", "invalid OPENAI_BASE_URL 'HTTPS://…@127.0.0.1/v1'"},
+    {{{"OPENAI_API_KEY", "k"}, {"OPENAI_BASE_URL", "http://user:se/cr@et@127.0.0.1"}}, "openai/m",
+     "invalid OPENAI_BASE_URL 'http://…@127.0.0.1'"},
     {{}, "mistral/large", "unknown model 'mistral/large'"},
     {{}, "openai/", "unknown model 'openai/'"},
   };
