@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <atomic>
 #include <future>
 #include <string>
 
@@ -46,10 +47,14 @@ expected<const curl_functions*> load(const std::string& path) {
   return &f;
 }
 
+std::atomic<bool> load_started{false};
+
 // The first caller names the library; later ones share its load.
 const std::shared_future<expected<const curl_functions*>>& loading(const std::string& library) {
-  static const std::shared_future<expected<const curl_functions*>> done =
-    std::async(std::launch::async, load, library).share();
+  static const std::shared_future<expected<const curl_functions*>> done = [&] {
+    load_started = true;
+    return std::async(std::launch::async, load, library).share();
+  }();
   return done;
 }
 
@@ -59,6 +64,11 @@ void preload_curl(const std::string& library) { loading(library); }
 
 expected<const curl_functions*> load_curl(const std::string& library) {
   return loading(library).get();
+}
+
+void settle_curl_load() {
+  if (load_started)
+    loading({}).wait();
 }
 
 } // namespace troupe

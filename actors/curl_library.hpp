@@ -41,4 +41,10 @@ void preload_curl(const std::string& library);
 /// libcurl is unusable.
 expected<const curl_functions*> load_curl(const std::string& library);
 
+/// Waits for a load preload_curl started, if any. The process must not exit while the helper
+/// thread is inside dlopen or libcurl's global set-up: exit's destructors and the dynamic
+/// loader's own clean-up would run under it (a crash in ~1 of 10 runs that ended early, e.g.
+/// on a bad flag).
+void settle_curl_load();
+
 } // namespace troupe

@@ -459,3 +459,18 @@ TEST_CASE("an API key read from a file with CRLF line ends works, its line end d
   REQUIRE_FALSE(server.requests().empty());
   CHECK(server.requests().at(0)["headers"]["authorization"] == "Bearer sk-crlf");
 }
+
+TEST_CASE("a run that ends on bad input while libcurl is still loading exits cleanly, every time") {
+  // libcurl starts loading on a helper thread from the first moment; an early exit must wait
+  // for it rather than run exit's destructors under dlopen (a crash in ~1 run of 10).
+  temp_dir dir;
+  process_options opts;
+  opts.env["TROUPE_HOME"] = (dir / "home").string();
+  opts.env["OPENAI_API_KEY"] = "k";
+  opts.env["OPENAI_BASE_URL"] = "not a url";
+  for (int i = 0; i < 30; ++i) {
+    CAPTURE(i);
+    auto r = run_troupe({"run", "--model", "openai/m", "go"}, opts);
+    REQUIRE(r.exit_code == 2);
+  }
+}
