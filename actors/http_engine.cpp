@@ -395,7 +395,9 @@ void http_engine::warm_up(const std::string& library, const std::string& url) {
 
 bool http_engine::needs_libcurl(const std::string& url) { return !plain_http_reaches(url); }
 
-expected<bool> http_engine::load_libcurl(const std::string& library) {
+expected<bool> http_engine::check_libcurl_for(const std::string& url, const std::string& library) {
+  if (!needs_libcurl(url))
+    return true;
   auto loaded = load_curl(library);
   if (!loaded)
     return failure{loaded.error()};

@@ -34,8 +34,9 @@ public:
   /// numeric address, no proxy set): such a process never loads libcurl.
   static bool needs_libcurl(const std::string& url);
 
-  /// Loads libcurl now (or waits for warm_up's load): says why it is unusable, if it is.
-  static expected<bool> load_libcurl(const std::string& library);
+  /// When requests to `url` need libcurl, loads it now (or waits for warm_up's load) and says
+  /// why it is unusable, if it is: a model's launch fails with that, before its session starts.
+  static expected<bool> check_libcurl_for(const std::string& url, const std::string& library);
 
   /// Starts the engine on a thread of its own (a detached actor). libcurl (the one warm_up
   /// named, else `library`) is loaded on the first request that needs it; if it cannot be,

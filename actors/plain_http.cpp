@@ -592,6 +592,12 @@ struct plain_http_client::state {
     return true;
   }
 
+  // A connection lost mid-exchange: sent again on a new one when send_again allows, else failed.
+  void resend_or_fail(transfer& t, int code, std::string error) {
+    if (!send_again(t))
+      fail(t, code, std::move(error));
+  }
+
   void send_more(uint64_t id) {
     auto i = transfers.find(id);
     if (i == transfers.end())
@@ -617,9 +623,8 @@ struct plain_http_client::state {
           return;
         }
         auto error = errno;
-        if (!send_again(t))
-          fail(t, CURLE_SEND_ERROR,
-               "sending the request to " + t.where.shown + " failed: " + std::strerror(error));
+        resend_or_fail(t, CURLE_SEND_ERROR,
+                       "sending the request to " + t.where.shown + " failed: " + std::strerror(error));
         return;
       }
       t.sent += static_cast<size_t>(n);
@@ -641,9 +646,8 @@ struct plain_http_client::state {
         if (errno == EAGAIN || errno == EWOULDBLOCK)
           return;
         auto error = errno;
-        if (!send_again(t))
-          fail(t, CURLE_RECV_ERROR,
-               "receiving the reply from " + t.where.shown + " failed: " + std::strerror(error));
+        resend_or_fail(t, CURLE_RECV_ERROR,
+                       "receiving the reply from " + t.where.shown + " failed: " + std::strerror(error));
         return;
       }
       if (n == 0) {
@@ -697,8 +701,7 @@ struct plain_http_client::state {
       return;
     }
     if (!t.received) {
-      if (!send_again(t))
-        fail(t, CURLE_GOT_NOTHING, t.where.shown + " closed the connection without a reply");
+      resend_or_fail(t, CURLE_GOT_NOTHING, t.where.shown + " closed the connection without a reply");
       return;
     }
     fail(t, CURLE_PARTIAL_FILE,

@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "orchestrator/environment.hpp"
+#include "tools/tool_spec.hpp"
 
 namespace troupe {
 
@@ -87,13 +88,7 @@ std::string ollama_base_url(std::string host) {
 // line ends keeps its "\r") is dropped; a control character left inside would break the
 // request's header, and is refused by the variable's name.
 expected<std::string> api_key_from(const char* variable) {
-  auto key = env_or(variable);
-  auto space = [](unsigned char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; };
-  while (!key.empty() && space(static_cast<unsigned char>(key.back())))
-    key.pop_back();
-  auto first = std::find_if_not(key.begin(), key.end(),
-                                [&](char c) { return space(static_cast<unsigned char>(c)); });
-  key.erase(key.begin(), first);
+  std::string key{trim(env_or(variable))};
   if (std::any_of(key.begin(), key.end(),
                   [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; }))
     return failure{std::string{variable} + " holds a control character (a line break?) inside "

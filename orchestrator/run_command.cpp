@@ -190,10 +190,10 @@ expected<session_actor> spawn_subagent(caf::actor_system& sys,
     model_name = spec; // a script recorded absolute, as the parent's is
   }
   if (model.http_model) {
-    // A model of its own that needs libcurl fails here, at its launch, when it cannot load.
-    if (http_engine::needs_libcurl(model.http_model->provider.base_url))
-      if (auto usable = http_engine::load_libcurl(setup->settings.libcurl); !usable)
-        return failure{usable.error()};
+    if (auto usable = http_engine::check_libcurl_for(model.http_model->provider.base_url,
+                                                     setup->settings.libcurl);
+        !usable)
+      return failure{usable.error()};
     if (auto started = ensure_engine(sys, *setup); !started)
       return failure{started.error()};
   }
@@ -529,10 +529,10 @@ expected<launched_agent> launch_agent(caf::actor_system& sys, run_settings& sett
   std::optional<http_engine> engine;
   model_client_actor model;
   if (settings.http_model) {
-    // A model that needs libcurl fails here, before its session starts, when it cannot load.
-    if (http_engine::needs_libcurl(settings.http_model->provider.base_url))
-      if (auto usable = http_engine::load_libcurl(settings.libcurl); !usable)
-        return failure{usable.error()};
+    if (auto usable = http_engine::check_libcurl_for(settings.http_model->provider.base_url,
+                                                     settings.libcurl);
+        !usable)
+      return failure{usable.error()};
     if (commons && commons->engine) {
       engine = commons->engine;
     } else {
