@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 namespace troupe {
@@ -62,8 +63,34 @@ expected<shell_process> start_shell(const tool_context& ctx, std::string nonce) 
     close(in[1]);
     return failure{std::string{"cannot create a pipe: "} + std::strerror(errno)};
   }
+  // bash parses a script from a pipe one byte per read(2), so the framing is one loop, parsed
+  // once, that then only reads data: each command arrives as its byte count (ten digits) and
+  // its bytes, which `read -N` takes in one read(2) each (LC_ALL=C: -N counts characters in
+  // the shell's locale; TMOUT unset: it would cut a long command short). The loop itself
+  // arrives the same way, read whole by the -c bootstrap (which holds no secret: anyone may
+  // read a command line) and unset before anything runs. The command runs at the top level
+  // (a function would make its `declare`s local) inside a one-pass `for`, so that a bare
+  // `break` or `continue` ends only the command, not the loop. Everything is called through
+  // `builtin`: a command may define functions named read, eval or printf. Whatever ends the
+  // loop (`break 2`, a read made impossible by `enable -n read` or a read-only LC_ALL, troupe
+  // closing the pipe) ends the shell, and the next command starts a new one: the shell never
+  // reads a command's bytes as its own script. fd 99 keeps the original pipe for the end
+  // markers (not 63: bash gives that to a process substitution and closes it after the
+  // command); credential prompts must not wait for a terminal the agent does not have. The
+  // marker's nonce is in the loop's parsed text only, in no variable or function (a command
+  // traced with `set -x` shows it: the framing keeps the shell in step with troupe, it does
+  // not hold against a command set on breaking it).
+  std::string setup = "builtin unset __troupe_loop\nexec 99>&1\nexport GIT_TERMINAL_PROMPT=0\n"
+                      "while LC_ALL=C TMOUT= IFS= builtin read -r -N 10 __troupe_size && "
+                      "LC_ALL=C TMOUT= IFS= builtin read -r -N \"$__troupe_size\" __troupe_cmd; "
+                      "do for __troupe_once in 1; do builtin eval \"$__troupe_cmd\" "
+                      "</dev/null 2>&1 99>&-; done; builtin printf '\\n__TROUPE_DONE_" +
+                      nonce + " %d\\n' \"$?\" >&99; done; builtin exit 97\n";
   std::string program = ctx.shell_program;
-  std::vector<std::string> args = {"bash", "--noprofile", "--norc"};
+  std::vector<std::string> args = {
+    "bash", "--noprofile", "--norc", "-c",
+    "LC_ALL=C TMOUT= IFS= builtin read -r -N " + std::to_string(setup.size()) +
+      " __troupe_loop && builtin eval \"$__troupe_loop\""};
   int filter_fd = -1;
   if (ctx.sandbox)
     if (auto wrapped = ctx.sandbox->wrap(program, args, ctx.cwd, filter_fd); !wrapped) {
@@ -92,23 +119,6 @@ expected<shell_process> start_shell(const tool_context& ctx, std::string nonce) 
                    std::strerror(rc)};
   }
   shell_process shell{pid, in[1], out[0], std::move(nonce), std::move(owner)};
-  // fd 99 keeps the original pipe for the end markers (not 63: bash gives that to a process
-  // substitution and closes it after the command); credential prompts must not wait for a
-  // terminal the agent does not have. bash reads a script from a pipe one byte per read(2),
-  // so each byte of framing costs a system call: the reading of each command is a function
-  // defined here once, read-only so that no command can redefine it (see send_command). It
-  // reads the command's bytes straight from the pipe, once: LC_ALL=C because -N counts
-  // characters in the shell's locale, TMOUT unset because it would cut a long command short,
-  // `builtin` because a command may define a function named read. It holds nothing secret: the
-  // nonce lives in no function or variable. (The framing keeps the shell in step with troupe;
-  // it does not hold against a command set on breaking it: one can `enable -n read`, make
-  // LC_ALL read-only, trace with `set -x` or define a function named printf. A command that
-  // never ends is killed at its timeout, and the next one starts a new shell.)
-  std::string setup =
-    "exec 99>&1\nexport GIT_TERMINAL_PROMPT=0\n"
-    "__troupe_read() { __troupe_cmd=; LC_ALL=C TMOUT= IFS= builtin read -r -N \"$1\" "
-    "__troupe_cmd || :; }\n"
-    "readonly -f __troupe_read\n";
   if (::write(shell.input_fd, setup.data(), setup.size()) != static_cast<ssize_t>(setup.size())) {
     stop_shell(shell, true);
     return failure{"cannot set up " + ctx.shell_program};
@@ -138,22 +148,17 @@ expected<started_child> start_background(const tool_context& ctx, const std::str
 }
 
 expected<bool> send_command(const shell_process& shell, const std::string& command) {
-  // Builtins only, no fork: __troupe_read (defined at start) takes exactly the command's bytes
-  // from the pipe, counted here, so nothing in the command, not even a syntax error, can
-  // break the framing; `|| :` keeps a `set -e` left by an earlier command from ending the shell
-  // at `read`'s status. bash drops NUL bytes without counting them: they are dropped here
-  // first. The eval stays here, at the top level: in a function, the command's `declare`s
-  // would not outlive the call. The marker goes to fd 99, a copy of the pipe made at start
-  // that the command cannot redirect (it runs with fd 99 closed).
-  // The backslash keeps an alias named __troupe_read (with expand_aliases on) from replacing
-  // the call. A final newline ends the command's last line, as it would in a script.
+  // The loop started with the shell (see start_shell) reads the byte count, then exactly
+  // that many bytes, so nothing in the command, not even a syntax error, can shift the
+  // framing. bash drops NUL bytes without counting them: they are dropped here first. A final
+  // newline ends the command's last line, as it would in a script.
   std::string text = command;
   text.erase(std::remove(text.begin(), text.end(), '\0'), text.end());
   if (text.empty() || text.back() != '\n')
     text += '\n';
-  std::string script = "\\__troupe_read " + std::to_string(text.size()) + "\n" + text +
-                       "\neval \"$__troupe_cmd\" </dev/null 2>&1 99>&-\nprintf '\\n__TROUPE_DONE_" +
-                       shell.nonce + " %d\\n' \"$?\" >&99\n";
+  char size[16];
+  std::snprintf(size, sizeof size, "%010zu", text.size());
+  std::string script = size + text;
   size_t done = 0;
   while (done < script.size()) {
     auto n = write(shell.input_fd, script.data() + done, script.size() - done);
