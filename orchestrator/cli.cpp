@@ -5,6 +5,7 @@
 #include <csignal>
 #include <cstdio>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -55,7 +56,6 @@ int run_cli(int argc, char** argv) {
 
   run_flags flags;
   auto* run = app.add_subcommand("run", "run an agent non-interactively until it is done");
-  add_agent_flags(*run, flags, true);
 
   std::string target_id;
   std::vector<std::string> notify_words;
@@ -80,7 +80,16 @@ int run_cli(int argc, char** argv) {
   run_flags chat_flags;
   auto* chat = app.add_subcommand(
     "chat", "talk with an agent in the terminal (line editing, history, slash commands)");
-  add_agent_flags(*chat, chat_flags, false);
+  // An agent's ~60 flags are built for a subcommand only once the words name it: building
+  // both sets took about a tenth of every start (`troupe run` never parses chat's).
+  bool run_flags_built = false;
+  bool chat_flags_built = false;
+  auto build_agent_flags = [&](const std::string& subcommand) {
+    if (subcommand == "run" && !std::exchange(run_flags_built, true))
+      add_agent_flags(*run, flags, true);
+    if (subcommand == "chat" && !std::exchange(chat_flags_built, true))
+      add_agent_flags(*chat, chat_flags, false);
+  };
 
   bool ls_json = false;
   bool ls_all = false;
@@ -115,7 +124,8 @@ int run_cli(int argc, char** argv) {
   std::vector<std::string> subcommands;
   for (auto* command : app.get_subcommands([](CLI::App*) { return true; }))
     subcommands.push_back(command->get_name());
-  auto takes_value = [&app](const std::string& subcommand, const std::string& option) {
+  auto takes_value = [&](const std::string& subcommand, const std::string& option) {
+    build_agent_flags(subcommand);
     const CLI::Option* found = nullptr;
     for (auto* command :
          app.get_subcommands([&](CLI::App* c) { return c->get_name() == subcommand; }))
@@ -128,6 +138,8 @@ int run_cli(int argc, char** argv) {
                                        isatty(STDIN_FILENO) != 0, takes_value);
   if (!rewritten)
     return fail(rewritten.error());
+  for (auto& word : rewritten->args)
+    build_agent_flags(word);
   try {
     // CLI11 takes the words last first.
     std::vector<std::string> reversed(rewritten->args.rbegin(), rewritten->args.rend());
