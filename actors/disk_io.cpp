@@ -36,13 +36,6 @@ disk_io_actor::behavior_type disk_io(disk_io_actor::stateful_pointer<disk_io_sta
                                      size_t notification_cap) {
   self->state.notification_cap = notification_cap;
   auto max_line = queue_line_limit(notification_cap);
-  self->state.syncer = self->system().spawn<caf::detached>([]() -> caf::behavior {
-    return {[](sync_atom, int32_t fd) {
-      ::fsync(fd);
-      ::close(fd);
-    }};
-  });
-  self->link_to(self->state.syncer);
   return {
     [=](read_atom, const std::string& path, bool from_start) {
       auto& progress = self->state.queues[path];
@@ -84,7 +77,20 @@ disk_io_actor::behavior_type disk_io(disk_io_actor::stateful_pointer<disk_io_sta
       if (auto saved = append_notification(path, n, SIZE_MAX); !saved)
         spdlog::error("a notification for {} is lost: {}", path, saved.error());
     },
-    [=](sync_atom, int32_t fd) { caf::anon_send(self->state.syncer, sync_atom::value, fd); },
+    [=](sync_atom, int32_t fd) {
+      // Started with the first flush, not with the run: a thread less before the first model
+      // request, and none at all in a run that never flushes.
+      if (!self->state.syncer) {
+        self->state.syncer = self->system().spawn<caf::detached>([]() -> caf::behavior {
+          return {[](sync_atom, int32_t descriptor) {
+            ::fsync(descriptor);
+            ::close(descriptor);
+          }};
+        });
+        self->link_to(self->state.syncer);
+      }
+      caf::anon_send(self->state.syncer, sync_atom::value, fd);
+    },
   };
 }
 

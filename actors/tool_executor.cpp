@@ -91,8 +91,6 @@ struct tool_executor_state {
   shell_process shell;
   /// Reads each command's output (protocol/shell_reader.hpp); started with the shell.
   shell_reader_actor shell_reader;
-  /// The shell was started ahead of its first command (see warm_up_shell) and has run none.
-  bool shell_warm = false;
   /// A shell or a background task was ever started: only then can something be left behind
   /// to sweep at the end (a fleet's ten thousand agents that ran no process skip the walk).
   bool started_processes = false;
@@ -227,7 +225,6 @@ void warm_up_shell(self_ptr self) {
   }
   st.shell = std::move(*started);
   st.started_processes = true;
-  st.shell_warm = true;
   start_shell_reader(self);
 }
 
@@ -471,10 +468,10 @@ caf::result<tool_result> execute(self_ptr self, const tool_call& call) {
   if (!st.jobs.empty())
     return error_result("the shell is busy with another command; run commands one at a time");
   ++st.shell_commands;
-  if (st.shell_warm) {
-    // Started ahead and never used: if it has died meanwhile, this command gets a fresh one
-    // (and its error, if bash cannot start), not a broken pipe.
-    st.shell_warm = false;
+  if (st.shell.pid >= 0) {
+    // A shell that has ended since its last command (started ahead and killed, or its framing
+    // loop ended after the command by `enable -n read` or a read-only LC_ALL) gives this
+    // command a fresh one (and its error, if bash cannot start), not a broken pipe.
     int status = 0;
     if (wait_child(st.shell.pid, status, WNOHANG) != 0)
       stop_shell(st.shell, false);

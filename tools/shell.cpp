@@ -72,14 +72,15 @@ expected<shell_process> start_shell(const tool_context& ctx, std::string nonce) 
   // (a function would make its `declare`s local) inside a one-pass `for`, so that a bare
   // `break` or `continue` ends only the command, not the loop. Everything is called through
   // `builtin`: a command may define functions named read, eval or printf. Whatever ends the
-  // loop (`break 2`, a read made impossible by `enable -n read` or a read-only LC_ALL, troupe
-  // closing the pipe) ends the shell, and the next command starts a new one: the shell never
-  // reads a command's bytes as its own script. fd 99 keeps the original pipe for the end
+  // loop (`break 2`, a read made impossible by `enable -n read`, troupe closing the pipe) ends
+  // the shell, and the next command starts a new one: the shell never reads a command's bytes
+  // as its own script. fd 99 keeps the original pipe for the end
   // markers (not 63: bash gives that to a process substitution and closes it after the
   // command); credential prompts must not wait for a terminal the agent does not have. The
   // marker's nonce is in the loop's parsed text only, in no variable or function (a command
   // traced with `set -x` shows it: the framing keeps the shell in step with troupe, it does
-  // not hold against a command set on breaking it).
+  // not hold against a command set on breaking it, such as one that makes LC_ALL read-only in a
+  // multibyte locale, where -N would count characters).
   std::string setup = "builtin unset __troupe_loop\nexec 99>&1\nexport GIT_TERMINAL_PROMPT=0\n"
                       "while LC_ALL=C TMOUT= IFS= builtin read -r -N 10 __troupe_size && "
                       "LC_ALL=C TMOUT= IFS= builtin read -r -N \"$__troupe_size\" __troupe_cmd; "
