@@ -68,25 +68,35 @@ expected<shell_process> start_shell(const tool_context& ctx, std::string nonce) 
   // its bytes, which `read -N` takes in one read(2) each (LC_ALL=C: -N counts characters in
   // the shell's locale; TMOUT unset: it would cut a long command short). The loop itself
   // arrives the same way, read whole by the -c bootstrap (which holds no secret: anyone may
-  // read a command line) and unset before anything runs. The command runs at the top level
-  // (a function would make its `declare`s local) inside a one-pass `for`, so that a bare
-  // `break` or `continue` ends only the command, not the loop. Everything is called through
-  // `builtin`: a command may define functions named read, eval or printf. Whatever ends the
-  // loop (`break 2`, a read made impossible by `enable -n read`, troupe closing the pipe) ends
-  // the shell, and the next command starts a new one: the shell never reads a command's bytes
-  // as its own script. fd 99 keeps the original pipe for the end
-  // markers (not 63: bash gives that to a process substitution and closes it after the
-  // command); credential prompts must not wait for a terminal the agent does not have. The
-  // marker's nonce is in the loop's parsed text only, in no variable or function (a command
-  // traced with `set -x` shows it: the framing keeps the shell in step with troupe, it does
-  // not hold against a command set on breaking it, such as one that makes LC_ALL read-only in a
-  // multibyte locale, where -N would count characters).
-  std::string setup = "builtin unset __troupe_loop\nexec 99>&1\nexport GIT_TERMINAL_PROMPT=0\n"
-                      "while LC_ALL=C TMOUT= IFS= builtin read -r -N 10 __troupe_size && "
-                      "LC_ALL=C TMOUT= IFS= builtin read -r -N \"$__troupe_size\" __troupe_cmd; "
-                      "do for __troupe_once in 1; do builtin eval \"$__troupe_cmd\" "
-                      "</dev/null 2>&1 99>&-; done; builtin printf '\\n__TROUPE_DONE_" +
-                      nonce + " %d\\n' \"$?\" >&99; done; builtin exit 97\n";
+  // read a command line) and unset before anything runs. The command runs at the top level (a
+  // function would make its `declare`s local) inside a one-pass `for`, so that a bare `break`
+  // or `continue` ends only the command, not the loop; its stdout and stderr start on the
+  // pipe whatever an earlier `exec >file` did; the loop is one line, so an error's line number
+  // is the command's own. Everything is called through `builtin` (a command may define
+  // functions named read, eval or printf). After each command, before its end marker, a
+  // read-only function enables those builtins again and drops the loop's variables with
+  // whatever attributes the command gave them (`declare -i` would read the next count as
+  // octal, `declare -n` would write elsewhere); where it cannot (a loop variable made
+  // read-only, `enable -n builtin`) the shell exits before the marker, so that command's own
+  // result says so and the next command runs in a new shell. `break 2` ends the shell the same
+  // way: the shell never reads a command's bytes as its own script. fd 99 keeps the original
+  // pipe (not 63: bash gives that to a process substitution and closes it after the command);
+  // credential prompts must not wait for a terminal the agent does not have. The marker is an
+  // argument in the loop's parsed text only, in no variable or function. (The framing keeps
+  // the shell in step with troupe; it does not hold against a command set on breaking it:
+  // `set -x` or a DEBUG trap shows the marker, `set -n` or `continue 2` holds the command
+  // until its timeout, a read-only LC_ALL in a multibyte locale makes -N count characters.)
+  std::string setup =
+    "builtin unset __troupe_loop; exec 99>&1; export GIT_TERMINAL_PROMPT=0; "
+    "__troupe_end() { builtin enable builtin enable eval printf read unset exit && "
+    "builtin unset -n __troupe_size __troupe_cmd __troupe_once && "
+    "builtin unset -v __troupe_size __troupe_cmd __troupe_once || builtin exit 97; "
+    "builtin printf '\\n%s %d\\n' \"$2\" \"$1\" >&99; }; "
+    "builtin readonly -f __troupe_end; "
+    "while LC_ALL=C TMOUT= IFS= builtin read -r -N 10 __troupe_size && "
+    "LC_ALL=C TMOUT= IFS= builtin read -r -N \"$__troupe_size\" __troupe_cmd; "
+    "do for __troupe_once in 1; do builtin eval \"$__troupe_cmd\" </dev/null >&99 2>&1 99>&-; "
+    "done; __troupe_end \"$?\" __TROUPE_DONE_" + nonce + "; done; builtin exit 97";
   std::string program = ctx.shell_program;
   std::vector<std::string> args = {
     "bash", "--noprofile", "--norc", "-c",

@@ -646,9 +646,26 @@ TEST_CASE("no command takes the framing's loop apart, and declarations outlive t
   CHECK(fresh.output.rfind("fresh\n", 0) == 0);
   CHECK(fresh.output != "fresh\n" + pid);
   CHECK(f.shell("echo ${LIST[1]}-gone").output == "-gone\n"); // a new shell: the old state is gone
-  // A read made impossible ends the shell after the command, which still reports in full; the
-  // next command finds it gone and runs in a new one.
-  auto sealed = f.run("shell", {{"command", "enable -n read; echo sealed; echo $$"}, {"timeout", 10}});
+  // Builtins a command disabled are enabled again, attributes it gave the loop's variables
+  // dropped (declare -i would read the next count as octal), a nameref taken apart.
+  CHECK(f.shell("enable -n eval printf read; echo off").output == "off\n");
+  auto redefined = f.run("shell", {{"command", "__troupe_end() { :; }; echo tried"}, {"timeout", 10}});
+  CHECK(redefined.output.find("readonly") != std::string::npos);
+  CHECK(f.shell("echo still").output == "still\n");
+  CHECK(f.shell("declare -i __troupe_size; declare -u __troupe_cmd; echo set").output == "set\n");
+  CHECK(f.shell("echo next1").output == "next1\n");
+  CHECK(f.shell("P=kept; declare -n __troupe_cmd=P __troupe_size=P; echo named").output ==
+        "named\n");
+  CHECK(f.shell("echo next2; echo $P").output == "next2\nkept\n");
+  // Output goes to troupe whatever an exec >file did; errors carry the command's own lines.
+  CHECK(f.shell("exec >log.txt 2>&1; echo hidden").output == "");
+  CHECK(f.shell("echo where; cat log.txt").output == "where\nhidden\n");
+  CHECK(f.shell("echo one\necho two\nno_such_command_x").output.find("line 3: no_such_command_x") !=
+        std::string::npos);
+  // A loop variable made read-only ends the shell after the command, which still reports in
+  // full; the next command finds it gone and runs in a new one.
+  auto sealed =
+    f.run("shell", {{"command", "readonly __troupe_once; echo sealed; echo $$"}, {"timeout", 10}});
   CHECK(sealed.output.rfind("sealed\n", 0) == 0);
   auto after = f.run("shell", {{"command", "echo on; echo $$"}, {"timeout", 10}});
   CHECK(after.output.rfind("on\n", 0) == 0);
