@@ -469,9 +469,9 @@ caf::result<tool_result> execute(self_ptr self, const tool_call& call) {
     return error_result("the shell is busy with another command; run commands one at a time");
   ++st.shell_commands;
   if (st.shell.pid >= 0) {
-    // A shell that has ended since its last command (started ahead and killed, or its framing
-    // loop ended after the command by `enable -n read` or a read-only LC_ALL) gives this
-    // command a fresh one (and its error, if bash cannot start), not a broken pipe.
+    // A shell that has ended since its last command ended (started ahead and never used, or
+    // killed from outside in between) gives this command a fresh one (and its error, if bash
+    // cannot start), not a broken pipe.
     int status = 0;
     if (wait_child(st.shell.pid, status, WNOHANG) != 0)
       stop_shell(st.shell, false);
