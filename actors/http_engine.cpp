@@ -17,6 +17,7 @@
 #include <cctype>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include <caf/actor_system.hpp>
@@ -63,6 +64,7 @@ struct transfer {
   http_client_actor requester;
   http_headers response_headers;
   bool head_sent = false;
+  bool report_sent = false; ///< the requester waits to hear that the request went (once)
   bool received_bytes = false;
   int64_t body_bytes = 0;
   int64_t max_body_bytes = 0;
@@ -74,10 +76,16 @@ struct transfer {
       curl->slist_free_all(headers);
   }
 
+  void report_if_asked() {
+    if (std::exchange(report_sent, false))
+      caf::anon_send(requester, sent_atom::value, id);
+  }
+
   void send_head() {
     if (head_sent)
       return;
     head_sent = true;
+    report_if_asked(); // a reply has come, so the request went (curl may not have said so yet)
     long status = 0;
     curl->easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
     caf::anon_send(requester,
@@ -110,6 +118,16 @@ size_t on_header(char* data, size_t size, size_t count, void* user) {
     t->response_headers.emplace_back(std::move(name), std::string{value});
   }
   return size * count;
+}
+
+// Only for a transfer that asked to hear when its request is sent: curl reports what it has
+// uploaded as it goes.
+int on_upload_progress(void* user, curl_off_t, curl_off_t, curl_off_t upload_total,
+                       curl_off_t uploaded) {
+  auto* t = static_cast<transfer*>(user);
+  if (upload_total > 0 && uploaded >= upload_total)
+    t->report_if_asked();
+  return 0;
 }
 
 size_t on_body(char* data, size_t size, size_t count, void* user) {
@@ -282,6 +300,12 @@ private:
       curl_->easy_setopt(e, CURLOPT_TIMEOUT_MS,
                          static_cast<long>(request.request_timeout_ms) + 10000L);
     curl_->easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
+    if (request.report_sent) {
+      t->report_sent = true;
+      curl_->easy_setopt(e, CURLOPT_XFERINFOFUNCTION, on_upload_progress);
+      curl_->easy_setopt(e, CURLOPT_XFERINFODATA, t.get());
+      curl_->easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
+    }
     curl_->multi_add_handle(multi_, e); // sets a zero timer: the next run_once starts it
     transfers_.emplace(t->id, std::move(t));
   }

@@ -8,6 +8,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <utility>
 
 #include <caf/actor_system.hpp>
 #include <caf/typed_event_based_actor.hpp>
@@ -139,7 +140,8 @@ void send_attempt(self_ptr self) {
                        st.config.connect_timeout_ms,
                        st.config.idle_timeout_ms,
                        st.config.request_timeout_ms,
-                       st.config.max_reply_bytes};
+                       st.config.max_reply_bytes,
+                       g.request.report_sent};
   st.engine.submit(std::move(request), self);
   g.started = g.last_activity = g.window_start = clock_type::now();
   // A whole (non-streamed) reply is silent until it is complete: the idle timeout bounds the
@@ -394,6 +396,13 @@ http_model_actor::behavior_type http_model(self_ptr self, http_model_config conf
       }
       if (g.transfer != 0 && g.watch_timer == timer)
         check_time(self);
+    },
+    [=](sent_atom, uint64_t transfer) {
+      auto& st = self->state;
+      // Said once a generation, by the attempt that went first (a retry does not ask again).
+      if (st.current && st.current->transfer == transfer &&
+          std::exchange(st.current->request.report_sent, false))
+        self->send(st.current->requester, sent_atom::value);
     },
     [=](http_response_head& head) { guarded(self, [&] { on_head(self, head); }); },
     [=](http_body_chunk& chunk) { guarded(self, [&] { on_chunk(self, chunk); }); },

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <memory>
 #include <optional>
+#include <utility>
 
 #include <caf/actor_system.hpp>
 #include <caf/typed_event_based_actor.hpp>
@@ -47,6 +48,8 @@ void collect_calls(step_state& st, message& reply) {
 void on_reply(step_ptr self, model_reply& reply);
 
 void generate(step_ptr self, model_request request) {
+  // Until one is on the wire, each request asks to hear when it is (the shell starts then).
+  request.report_sent = !self->state.shell_started;
   auto sent = std::chrono::steady_clock::now();
   auto waited = [=] {
     self->state.outcome.api_ms += std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -322,6 +325,13 @@ step_actor::behavior_type step_behavior(step_ptr self, step_config config, sessi
         self->send(s.model, cancel_atom::value);
       else
         self->send(s.executor, cancel_atom::value);
+    },
+    [=](sent_atom) {
+      // The shell (bwrap, bash: ~10 ms of CPU) starts once the request has gone, not beside it
+      // on two cores; a model answers slower than that.
+      auto& s = self->state;
+      if (!std::exchange(s.shell_started, true) && s.executor)
+        self->send(s.executor, start_atom::value);
     },
     [=](generation_progress& progress) {
       // A summary being written is not the assistant speaking: only retries are shown.

@@ -39,6 +39,8 @@ struct step_state {
 
   step_phase phase = step_phase::idle;
   bool interrupted = false;
+  /// The executor was told to start its shell: a model request of this step went out first.
+  bool shell_started = false;
   caf::typed_response_promise<step_outcome> promise;
   step_outcome outcome;
   /// The generation request of the step, kept for continuations after an output-limit cut.

@@ -91,6 +91,8 @@ struct tool_executor_state {
   shell_process shell;
   /// Reads each command's output (protocol/shell_reader.hpp); started with the shell.
   shell_reader_actor shell_reader;
+  /// The session asked for the shell ahead of its first command (once: start_atom).
+  bool shell_asked_early = false;
   /// A shell or a background task was ever started: only then can something be left behind
   /// to sweep at the end (a fleet's ten thousand agents that ran no process skip the walk).
   bool started_processes = false;
@@ -209,11 +211,15 @@ void start_shell_reader(self_ptr self) {
   self->monitor(st.shell_reader);
 }
 
-/// Starts the shell and its reader before the first command: bash (in its sandbox, ~10 ms)
-/// then starts beside the session's first model request instead of inside its first step.
-/// Only for the top-level agent (tool_context::start_shell_early), where the shell is offered.
+/// Starts the shell and its reader before the first command, when the session's first model
+/// request is on the wire (start_atom): bash in its sandbox (~10 ms of CPU) then starts while
+/// the model answers, instead of inside the first step or beside the request on two cores.
+/// Only for the top-level agent (tool_context::start_shell_early), where the shell is offered;
+/// once, and not when a command started it already.
 void warm_up_shell(self_ptr self) {
   auto& st = self->state;
+  if (std::exchange(st.shell_asked_early, true) || st.shell.pid >= 0 || !st.jobs.empty())
+    return;
   const auto* shell = st.registry->find("shell");
   if (!st.context.start_shell_early || !shell || shell->kind != tool_kind::process)
     return;
@@ -538,11 +544,11 @@ tool_executor_actor::behavior_type tool_executor(self_ptr self,
     st.jobs.clear();
     stop_shell(st.shell, true);
   });
-  warm_up_shell(self);
   return {
     [=](execute_atom, const tool_call& call) -> caf::result<tool_result> {
       return execute(self, call);
     },
+    [=](start_atom) { warm_up_shell(self); },
     [=](cancel_atom) {
       // An MCP call is given up by its server, which tells the server and answers it.
       for (auto& [call_id, server] : self->state.mcp_calls)

@@ -4,6 +4,7 @@
 
 #include <signal.h>
 
+#include <set>
 #include <thread>
 
 #include "support/agent_fixture.hpp"
@@ -304,6 +305,30 @@ TEST_CASE("interactive sessions wait for input instead of ending") {
   auto ended = f.events->wait_for_end();
   CHECK(ended.reason == terminal_reason::completed);
   CHECK(ended.state.turn_count == 2);
+}
+
+TEST_CASE("a session that starts its shell early starts it once its first request has gone, "
+          "not while it waits for input") {
+  using namespace std::chrono_literals;
+  auto before = children_named("bash");
+  agent_fixture f;
+  f.config.interactive = true;
+  f.tools.start_shell_early = true;
+  auto session = f.start({text_reply("one")}, {});
+  std::this_thread::sleep_for(300ms);
+  CHECK(children_named("bash") == before); // no request yet: no shell
+  caf::anon_send(session, submit_atom::value, make_input("first"));
+  std::set<long> started;
+  for (int i = 0; i < 300 && started.empty(); ++i) {
+    std::this_thread::sleep_for(10ms);
+    for (long pid : children_named("bash"))
+      if (!before.count(pid))
+        started.insert(pid);
+  }
+  CHECK(started.size() == 1); // started ahead: the reply held no command
+  CHECK(f.transcript().size() == 2);
+  caf::anon_send(session, submit_atom::value, make_input("/exit"));
+  CHECK(f.events->wait_for_end().reason == terminal_reason::completed);
 }
 
 TEST_CASE("events start with session_started and end with session_ended") {

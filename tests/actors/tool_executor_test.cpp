@@ -487,22 +487,6 @@ TEST_CASE("a file tool holds its path to where the permission check found it to 
 
 namespace {
 
-// This process's children whose command name is `name` (every thread's list in /proc).
-std::set<long> children_named(const std::string& name) {
-  std::set<long> found;
-  for (auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
-    std::ifstream list{task.path() / "children"};
-    long pid = 0;
-    while (list >> pid) {
-      std::ifstream comm{"/proc/" + std::to_string(pid) + "/comm"};
-      std::string command;
-      if (std::getline(comm, command) && command == name)
-        found.insert(pid);
-    }
-  }
-  return found;
-}
-
 // This process's shell reader threads (actors/tool_executor.cpp names them).
 std::set<std::string> readers() {
   std::set<std::string> ids;
@@ -552,10 +536,16 @@ TEST_CASE("the disk actor starts its flushing thread with its first flush, not b
   caf::anon_send_exit(disk, caf::exit_reason::user_shutdown);
 }
 
-TEST_CASE("the shell starts with the executor, before its first command, and serves it") {
+TEST_CASE("the shell starts when the session's first request has gone (start_atom), once, "
+          "before its first command, and serves it") {
   using namespace std::chrono_literals;
   auto before = children_named("bash");
   executor_fixture f{30000, 10 << 20, "", {}, true};
+  // Not with the executor: beside the first request it would take a core from it.
+  std::this_thread::sleep_for(300ms);
+  CHECK(children_named("bash") == before);
+  caf::anon_send(f.executor, start_atom::value);
+  caf::anon_send(f.executor, start_atom::value); // a second word starts no second shell
   std::set<long> started;
   for (int i = 0; i < 300 && started.empty(); ++i) {
     std::this_thread::sleep_for(10ms);
@@ -563,6 +553,10 @@ TEST_CASE("the shell starts with the executor, before its first command, and ser
       if (!before.count(pid))
         started.insert(pid);
   }
+  std::this_thread::sleep_for(200ms);
+  for (long pid : children_named("bash"))
+    if (!before.count(pid))
+      started.insert(pid);
   REQUIRE(started.size() == 1);
   CHECK(f.shell("echo $$").output == std::to_string(*started.begin()) + "\n");
 }
@@ -572,6 +566,7 @@ TEST_CASE("an executor not asked to start its shell early (a subagent's, a fleet
   using namespace std::chrono_literals;
   auto before = children_named("bash");
   executor_fixture f;
+  caf::anon_send(f.executor, start_atom::value);
   std::this_thread::sleep_for(300ms);
   CHECK(children_named("bash") == before);
   CHECK(f.shell("echo used").output == "used\n");
@@ -581,6 +576,7 @@ TEST_CASE("a shell started ahead that died before its first command is replaced,
   using namespace std::chrono_literals;
   auto before = children_named("bash");
   executor_fixture f{30000, 10 << 20, "", {}, true};
+  caf::anon_send(f.executor, start_atom::value);
   long warm = 0;
   for (int i = 0; i < 300 && warm == 0; ++i) {
     std::this_thread::sleep_for(10ms);

@@ -3,6 +3,8 @@
 
 #include <doctest/doctest.h>
 
+#include <sstream>
+
 #include "support/provider_run.hpp"
 
 using namespace troupe::test;
@@ -49,6 +51,39 @@ TEST_CASE("native tool calls round-trip through both providers, streaming and no
       REQUIRE(tool.size() == 2);
       CHECK(tool[1]["message"]["content"][0]["content"] == "tool-ran\n");
     }
+}
+
+TEST_CASE("the shell starts once the first request has gone: after a slow SessionStart hook, "
+          "while the model takes its time") {
+  // How long the shell had run when its first command ran: its start (clock ticks since boot,
+  // /proc/$$/stat field 22) against the uptime now.
+  const std::string age = "read up _ < /proc/uptime; "
+                          "echo \"$up $(cut -d' ' -f22 /proc/$$/stat) $(getconf CLK_TCK)\"";
+  for (std::string provider : {"openai", "anthropic"}) {
+    CAPTURE(provider);
+    json script = json::array(
+      {{{"text", ""},
+        {"latency_ms", 1000},
+        {"tool_calls", json::array({{{"name", "shell"}, {"input", {{"command", age}}}}})}},
+       {{"text", "done"}}});
+    fake_server server{script.dump()};
+    provider_run run{provider};
+    auto settings = run.dir / "settings.json";
+    write_file(settings, R"({"hooks": {"SessionStart": [{"hooks": [{"type": "command",
+                           "command": "sleep 1"}]}]}})");
+    auto r = run.run(server, {"--settings", settings.string(), "go"});
+    REQUIRE(r.exit_code == 0);
+    auto log = run.transcript();
+    REQUIRE(log.size() >= 3);
+    std::istringstream words{log[2]["content"].get<std::string>()};
+    double up = 0, started = 0, ticks = 0;
+    REQUIRE(words >> up >> started >> ticks);
+    // Started with the executor it would also have waited out the hook's second (~2 s);
+    // started by the command, not ahead, it would be new (~0 s).
+    auto ran_for = up - started / ticks;
+    CHECK(ran_for > 0.6);
+    CHECK(ran_for < 1.6);
+  }
 }
 
 TEST_CASE("markdown and xml tool formats: no tools in the request, calls run, results as text") {

@@ -358,4 +358,19 @@ void reset_peak_rss() {
   out << "5";
 }
 
+std::set<long> children_named(const std::string& name) {
+  std::set<long> found;
+  for (auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream list{task.path() / "children"};
+    long pid = 0;
+    while (list >> pid) {
+      std::ifstream comm{"/proc/" + std::to_string(pid) + "/comm"};
+      std::string command;
+      if (std::getline(comm, command) && command == name)
+        found.insert(pid);
+    }
+  }
+  return found;
+}
+
 } // namespace troupe::test

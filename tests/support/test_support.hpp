@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -134,6 +135,9 @@ script make_script(const std::vector<nlohmann::json>& lines);
 
 /// Writes JSON lines to a file as a script.
 void write_script(const std::filesystem::path& path, const std::vector<nlohmann::json>& lines);
+
+/// This process's children whose command name is `name` (every thread's list in /proc).
+std::set<long> children_named(const std::string& name);
 
 /// Everything a session published, collected by a recorder actor.
 class recording {
