@@ -120,8 +120,9 @@ size_t on_header(char* data, size_t size, size_t count, void* user) {
   return size * count;
 }
 
-// Only for a transfer that asked to hear when its request is sent: curl reports what it has
-// uploaded as it goes.
+// Only for a transfer that asked to hear when its request is sent: curl has no callback for a
+// request written whole, but its progress counts the upload, and that count reaches the total
+// when the last byte is handed to the socket.
 int on_upload_progress(void* user, curl_off_t, curl_off_t, curl_off_t upload_total,
                        curl_off_t uploaded) {
   auto* t = static_cast<transfer*>(user);

@@ -399,7 +399,8 @@ http_model_actor::behavior_type http_model(self_ptr self, http_model_config conf
     },
     [=](sent_atom, uint64_t transfer) {
       auto& st = self->state;
-      // Said once a generation, by the attempt that went first (a retry does not ask again).
+      // Passed on once a generation: the first attempt that went (an attempt that failed
+      // before it was written leaves the next one to say it).
       if (st.current && st.current->transfer == transfer &&
           std::exchange(st.current->request.report_sent, false))
         self->send(st.current->requester, sent_atom::value);

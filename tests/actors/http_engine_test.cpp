@@ -274,8 +274,8 @@ TEST_CASE("the engine's own client reads a chunked reply after a 100 Continue, w
   CHECK(sent.find("frag") == std::string::npos);
 }
 
-TEST_CASE("a request that asks hears once that it went, before its reply, on either transport; "
-          "one that does not ask hears nothing") {
+TEST_CASE("a request that asks hears once that it went, before its reply, on either transport, "
+          "and one that does not ask hears nothing") {
   for (bool through_curl : {false, true}) {
     CAPTURE(through_curl);
     raw_server server{{{with_length("slow").bytes, false, false, 200ms},

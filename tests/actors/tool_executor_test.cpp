@@ -561,6 +561,29 @@ TEST_CASE("the shell starts when the session's first request has gone (start_ato
   CHECK(f.shell("echo $$").output == std::to_string(*started.begin()) + "\n");
 }
 
+TEST_CASE("the shell is started ahead once: a late word after it stopped for being idle starts "
+          "no other") {
+  using namespace std::chrono_literals;
+  auto before = children_named("bash");
+  executor_fixture f{30000, 10 << 20, "", 150ms, true};
+  caf::anon_send(f.executor, start_atom::value);
+  CHECK(f.shell("echo used").output == "used\n");
+  auto gone = [&] {
+    for (long pid : children_named("bash"))
+      if (!before.count(pid))
+        return false;
+    return true;
+  };
+  for (int i = 0; i < 300 && !gone(); ++i)
+    std::this_thread::sleep_for(10ms);
+  REQUIRE(gone()); // stopped for being idle
+  caf::anon_send(f.executor, start_atom::value); // e.g. from a step started again by /model
+  std::this_thread::sleep_for(300ms);
+  CHECK(gone());
+  auto r = f.shell("echo again");
+  CHECK(r.output.find("again\n") != std::string::npos); // the command starts a new one
+}
+
 TEST_CASE("an executor not asked to start its shell early (a subagent's, a fleet task's) "
           "starts it on first use") {
   using namespace std::chrono_literals;
