@@ -77,7 +77,8 @@ TEST_CASE("the shell starts once the first request has gone: after a slow Sessio
     REQUIRE(log.size() >= 3);
     std::istringstream words{log[2]["content"].get<std::string>()};
     double up = 0, started = 0, ticks = 0;
-    REQUIRE(words >> up >> started >> ticks);
+    words >> up >> started >> ticks;
+    REQUIRE_FALSE(words.fail());
     // Started with the executor it would also have waited out the hook's second (~2 s);
     // started by the command, not ahead, it would be new (~0 s).
     auto ran_for = up - started / ticks;
