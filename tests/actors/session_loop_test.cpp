@@ -318,17 +318,7 @@ TEST_CASE("a session that starts its shell early starts it once its first reques
   std::this_thread::sleep_for(300ms);
   CHECK(children_named("bash") == before); // no request yet: no shell
   caf::anon_send(session, submit_atom::value, make_input("first"));
-  std::set<long> started;
-  for (int i = 0; i < 300 && started.empty(); ++i) {
-    std::this_thread::sleep_for(10ms);
-    for (long pid : children_named("bash"))
-      if (!before.count(pid))
-        started.insert(pid);
-  }
-  std::this_thread::sleep_for(200ms);
-  for (long pid : children_named("bash"))
-    if (!before.count(pid))
-      started.insert(pid);
+  auto started = await_new_children_named("bash", before, 3s, 200ms);
   CHECK(started.size() == 1); // started ahead, once: the reply held no command
   for (int i = 0; i < 200 && f.transcript().size() < 2; ++i)
     std::this_thread::sleep_for(10ms);

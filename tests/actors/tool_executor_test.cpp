@@ -546,17 +546,7 @@ TEST_CASE("the shell starts when the session's first request has gone (start_ato
   CHECK(children_named("bash") == before);
   caf::anon_send(f.executor, start_atom::value);
   caf::anon_send(f.executor, start_atom::value); // a second word starts no second shell
-  std::set<long> started;
-  for (int i = 0; i < 300 && started.empty(); ++i) {
-    std::this_thread::sleep_for(10ms);
-    for (long pid : children_named("bash"))
-      if (!before.count(pid))
-        started.insert(pid);
-  }
-  std::this_thread::sleep_for(200ms);
-  for (long pid : children_named("bash"))
-    if (!before.count(pid))
-      started.insert(pid);
+  auto started = await_new_children_named("bash", before, 3s, 200ms);
   REQUIRE(started.size() == 1);
   CHECK(f.shell("echo $$").output == std::to_string(*started.begin()) + "\n");
 }
@@ -568,12 +558,7 @@ TEST_CASE("the shell is started ahead once: a late word after it stopped for bei
   executor_fixture f{30000, 10 << 20, "", 150ms, true};
   caf::anon_send(f.executor, start_atom::value);
   CHECK(f.shell("echo used").output == "used\n");
-  auto gone = [&] {
-    for (long pid : children_named("bash"))
-      if (!before.count(pid))
-        return false;
-    return true;
-  };
+  auto gone = [&] { return new_children_named("bash", before).empty(); };
   for (int i = 0; i < 300 && !gone(); ++i)
     std::this_thread::sleep_for(10ms);
   REQUIRE(gone()); // stopped for being idle
@@ -600,14 +585,9 @@ TEST_CASE("a shell started ahead that died before its first command is replaced,
   auto before = children_named("bash");
   executor_fixture f{30000, 10 << 20, "", {}, true};
   caf::anon_send(f.executor, start_atom::value);
-  long warm = 0;
-  for (int i = 0; i < 300 && warm == 0; ++i) {
-    std::this_thread::sleep_for(10ms);
-    for (long pid : children_named("bash"))
-      if (!before.count(pid))
-        warm = pid;
-  }
-  REQUIRE(warm != 0);
+  auto started = await_new_children_named("bash", before);
+  REQUIRE(!started.empty());
+  long warm = *started.begin();
   ::kill(static_cast<pid_t>(warm), SIGKILL);
   std::this_thread::sleep_for(50ms);
   auto r = f.shell("echo fine; echo $$");

@@ -373,4 +373,29 @@ std::set<long> children_named(const std::string& name) {
   return found;
 }
 
+std::set<long> new_children_named(const std::string& name, const std::set<long>& before) {
+  std::set<long> found;
+  for (long pid : children_named(name))
+    if (!before.count(pid))
+      found.insert(pid);
+  return found;
+}
+
+std::set<long> await_new_children_named(const std::string& name, const std::set<long>& before,
+                                        std::chrono::milliseconds limit,
+                                        std::chrono::milliseconds settle) {
+  auto until = std::chrono::steady_clock::now() + limit;
+  auto found = new_children_named(name, before);
+  while (found.empty() && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds{10});
+    found = new_children_named(name, before);
+  }
+  if (found.empty() || settle.count() == 0)
+    return found;
+  std::this_thread::sleep_for(settle);
+  for (long pid : new_children_named(name, before))
+    found.insert(pid);
+  return found;
+}
+
 } // namespace troupe::test

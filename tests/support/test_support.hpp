@@ -139,6 +139,15 @@ void write_script(const std::filesystem::path& path, const std::vector<nlohmann:
 /// This process's children whose command name is `name` (every thread's list in /proc).
 std::set<long> children_named(const std::string& name);
 
+/// Those of them not in `before`.
+std::set<long> new_children_named(const std::string& name, const std::set<long>& before);
+
+/// The same, once one has appeared (empty if none has within `limit`), looked at again after
+/// `settle` so that a second one started meanwhile is counted too.
+std::set<long> await_new_children_named(const std::string& name, const std::set<long>& before,
+                                        std::chrono::milliseconds limit = std::chrono::seconds{3},
+                                        std::chrono::milliseconds settle = {});
+
 /// Everything a session published, collected by a recorder actor.
 class recording {
 public:
