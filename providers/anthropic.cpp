@@ -1,8 +1,11 @@
 // Anthropic Messages: request bodies, streamed events, whole replies, error bodies.
 
 #include <map>
+#include <string_view>
+#include <unordered_set>
 
 #include "providers/formats.hpp"
+#include "providers/json_text.hpp"
 #include "providers/sse.hpp"
 
 namespace troupe::detail {
@@ -11,66 +14,111 @@ namespace {
 
 using nlohmann::json;
 
-// Anthropic has no system role inside the conversation and wants user/assistant turns;
-// consecutive blocks of one role are merged into one message.
-void add_blocks(json& messages, const char* role_name, json blocks) {
-  if (!messages.empty() && messages.back()["role"] == role_name) {
-    for (auto& b : blocks)
-      messages.back()["content"].push_back(std::move(b));
-    return;
-  }
-  messages.push_back({{"role", role_name}, {"content", std::move(blocks)}});
-}
-
-json text_block(const std::string& text) { return {{"type", "text"}, {"text", text}}; }
-
 // Anthropic refuses text blocks that hold only whitespace.
 bool is_blank(const std::string& text) {
   return text.find_first_not_of(" \t\r\n") == std::string::npos;
 }
 
-json to_anthropic_messages(const model_request& request, bool native_tools) {
-  auto out = json::array();
-  std::map<std::string, bool> native_ids;
+// The `messages` array's text, written straight (see json_text.hpp), each object's members in
+// the order a dumped nlohmann object has them (by name). Anthropic has no system role inside
+// the conversation and wants user/assistant turns: consecutive blocks of one role are merged
+// into one message, whose role is written once the next role begins.
+class anthropic_messages {
+public:
+  explicit anthropic_messages(std::string& body) : body_(body) { body_ += '['; }
+
+  void finish() {
+    close();
+    body_ += ']';
+  }
+
+  /// Starts a block of a message of this role: a new message when the role changes.
+  void block(const char* role_name) {
+    if (role_ != nullptr && std::string_view{role_} == role_name) {
+      body_ += ',';
+      return;
+    }
+    close();
+    body_ += first_ ? "{\"content\":[" : ",{\"content\":[";
+    first_ = false;
+    role_ = role_name;
+  }
+
+  void text(const char* role_name, const std::string& text) {
+    block(role_name);
+    body_ += "{\"text\":";
+    append_json_string(body_, text);
+    body_ += ",\"type\":\"text\"}";
+  }
+
+private:
+  void close() {
+    if (role_ == nullptr)
+      return;
+    body_ += "],\"role\":\"";
+    body_ += role_;
+    body_ += "\"}";
+    role_ = nullptr;
+  }
+
+  std::string& body_;
+  const char* role_ = nullptr;
+  bool first_ = true;
+};
+
+void write_anthropic_messages(std::string& body, const model_request& request,
+                              bool native_tools) {
+  anthropic_messages out{body};
+  // Ids of the calls sent natively: only their results travel as native results.
+  std::unordered_set<std::string_view> native_ids;
   for (auto& ptr : request.context.messages) {
     const auto& m = *ptr;
     switch (m.role) {
       case role::user:
-        add_blocks(out, "user", json::array({text_block(is_blank(m.content) ? "(empty)" : m.content)}));
+        out.text("user", is_blank(m.content) ? std::string{"(empty)"} : m.content);
         break;
       case role::system:
-        add_blocks(out, "user", json::array({text_block("[system] " + m.content)}));
+        out.text("user", "[system] " + m.content);
         break;
       case role::assistant: {
-        auto blocks = json::array();
-        if (!is_blank(m.content))
-          blocks.push_back(text_block(m.content));
-        for (auto& call : m.tool_calls)
-          if (native_tools && is_native_call(call)) {
-            native_ids[call.id] = true;
-            blocks.push_back({{"type", "tool_use"},
-                              {"id", call.id},
-                              {"name", call.name},
-                              {"input", call.input.is_object() ? call.input : json::object()}});
-          }
-        if (blocks.empty())
-          blocks.push_back(text_block("(no content)"));
-        add_blocks(out, "assistant", std::move(blocks));
+        bool any = !is_blank(m.content);
+        if (any)
+          out.text("assistant", m.content);
+        for (auto& call : m.tool_calls) {
+          if (!native_tools || !is_native_call(call))
+            continue;
+          native_ids.insert(call.id);
+          out.block("assistant");
+          body += "{\"id\":";
+          append_json_string(body, call.id);
+          body += ",\"input\":";
+          body += (call.input.is_object() ? call.input : json::object())
+                    .dump(-1, ' ', false, json::error_handler_t::replace);
+          body += ",\"name\":";
+          append_json_string(body, call.name);
+          body += ",\"type\":\"tool_use\"}";
+          any = true;
+        }
+        if (!any)
+          out.text("assistant", "(no content)");
         break;
       }
       case role::tool:
-        if (native_ids.count(m.tool_call_id))
-          add_blocks(out, "user",
-                     json::array({{{"type", "tool_result"},
-                                   {"tool_use_id", m.tool_call_id},
-                                   {"content", is_blank(m.content) ? "(no output)" : m.content},
-                                   {"is_error", m.is_error}}}));
-        else
-          add_blocks(out, "user", json::array({text_block(tool_result_as_text(m))}));
+        if (native_ids.count(m.tool_call_id)) {
+          out.block("user");
+          body += "{\"content\":";
+          append_json_string(body, is_blank(m.content) ? std::string{"(no output)"} : m.content);
+          body += m.is_error ? ",\"is_error\":true" : ",\"is_error\":false";
+          body += ",\"tool_use_id\":";
+          append_json_string(body, m.tool_call_id);
+          body += ",\"type\":\"tool_result\"}";
+        } else {
+          out.text("user", tool_result_as_text(m));
+        }
         break;
     }
   }
-  return out;
+  out.finish();
 }
 
 token_usage usage_from(const json& u, token_usage usage = {}) {
@@ -189,14 +237,34 @@ private:
 } // namespace
 
 http_call build_anthropic_request(const provider_config& config, const model_request& request) {
-  json body = {{"model", config.model},
-               {"max_tokens", config.max_tokens},
-               {"messages", to_anthropic_messages(request, native_tools(config, request))}};
-  if (!request.system_prompt->empty())
-    body["system"] = *request.system_prompt;
-  if (config.stream)
-    body["stream"] = true;
+  // The tools array (made once per set) goes last, as the dumped tree had it.
+  const std::string* tools = nullptr;
+  if (native_tools(config, request))
+    tools = &cached_tools_text(request.tools, provider_kind::anthropic, [&request] {
+      auto array = json::array();
+      for (auto& t : *request.tools)
+        array.push_back(
+          {{"name", t.name}, {"description", t.description}, {"input_schema", t.input_schema}});
+      return array;
+    });
   http_call call;
+  auto& body = call.body;
+  body.reserve(request_size_hint(request) + (tools != nullptr ? tools->size() : 0));
+  body += "{\"max_tokens\":";
+  body += std::to_string(config.max_tokens);
+  body += ",\"messages\":";
+  write_anthropic_messages(body, request, tools != nullptr);
+  body += ",\"model\":";
+  append_json_string(body, config.model);
+  if (config.stream)
+    body += ",\"stream\":true";
+  if (!request.system_prompt->empty()) {
+    body += ",\"system\":";
+    append_json_string(body, *request.system_prompt);
+  }
+  body += '}';
+  if (tools != nullptr)
+    append_member(body, "tools", *tools);
   auto base = config.base_url;
   while (!base.empty() && base.back() == '/')
     base.pop_back();
@@ -204,17 +272,6 @@ http_call build_anthropic_request(const provider_config& config, const model_req
   call.headers.emplace_back("content-type", "application/json");
   call.headers.emplace_back("x-api-key", config.api_key);
   call.headers.emplace_back("anthropic-version", "2023-06-01");
-  call.body = body.dump(-1, ' ', false, json::error_handler_t::replace);
-  if (native_tools(config, request))
-    append_member(call.body, "tools",
-                  cached_tools_text(request.tools, provider_kind::anthropic, [&request] {
-                    auto tools = json::array();
-                    for (auto& t : *request.tools)
-                      tools.push_back({{"name", t.name},
-                                       {"description", t.description},
-                                       {"input_schema", t.input_schema}});
-                    return tools;
-                  }));
   return call;
 }
 

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <map>
-#include <set>
+#include <string_view>
+#include <unordered_set>
 
 #include "providers/formats.hpp"
+#include "providers/json_text.hpp"
 #include "providers/sse.hpp"
 
 namespace troupe::detail {
@@ -13,47 +15,81 @@ namespace {
 
 using nlohmann::json;
 
-json to_openai_messages(const model_request& request, bool native_tools) {
-  auto out = json::array();
+// The conversation as the `messages` array's text, written straight (see json_text.hpp), with
+// each object's members in the order a dumped nlohmann object has them (by name).
+void write_openai_messages(std::string& body, const model_request& request, bool native_tools) {
+  body += '[';
+  bool first = true;
+  auto open = [&] {
+    body += first ? "{\"content\":" : ",{\"content\":";
+    first = false;
+  };
+  auto plain = [&](const char* role_name, const std::string& content) {
+    open();
+    append_json_string(body, content);
+    body += ",\"role\":\"";
+    body += role_name;
+    body += "\"}";
+  };
   if (!request.system_prompt->empty())
-    out.push_back({{"role", "system"}, {"content", *request.system_prompt}});
-  std::set<std::string> native_ids;
+    plain("system", *request.system_prompt);
+  // Ids of the calls sent natively: only their results travel as native results.
+  std::unordered_set<std::string_view> native_ids;
   for (auto& ptr : request.context.messages) {
     const auto& m = *ptr;
     switch (m.role) {
       case role::user:
-        out.push_back({{"role", "user"}, {"content", m.content}});
+        plain("user", m.content);
         break;
       case role::system:
-        out.push_back({{"role", "system"}, {"content", m.content}});
+        plain("system", m.content);
         break;
       case role::assistant: {
-        json entry = {{"role", "assistant"}, {"content", m.content}};
-        auto calls = json::array();
+        bool any_native = false;
         for (auto& call : m.tool_calls)
-          if (native_tools && is_native_call(call)) {
-            native_ids.insert(call.id);
-            calls.push_back({{"id", call.id},
-                             {"type", "function"},
-                             {"function", {{"name", call.name}, {"arguments", call.input.dump()}}}});
-          }
-        if (!calls.empty()) {
-          entry["tool_calls"] = std::move(calls);
-          if (m.content.empty())
-            entry["content"] = nullptr;
+          any_native = any_native || (native_tools && is_native_call(call));
+        if (!any_native) {
+          plain("assistant", m.content);
+          break;
         }
-        out.push_back(std::move(entry));
+        open();
+        if (m.content.empty())
+          body += "null";
+        else
+          append_json_string(body, m.content);
+        body += ",\"role\":\"assistant\",\"tool_calls\":[";
+        bool first_call = true;
+        for (auto& call : m.tool_calls) {
+          if (!is_native_call(call))
+            continue;
+          native_ids.insert(call.id);
+          body += first_call ? "{" : ",{";
+          first_call = false;
+          body += "\"function\":{\"arguments\":";
+          append_json_string(body, call.input.dump());
+          body += ",\"name\":";
+          append_json_string(body, call.name);
+          body += "},\"id\":";
+          append_json_string(body, call.id);
+          body += ",\"type\":\"function\"}";
+        }
+        body += "]}";
         break;
       }
       case role::tool:
-        if (native_ids.count(m.tool_call_id))
-          out.push_back({{"role", "tool"}, {"tool_call_id", m.tool_call_id}, {"content", m.content}});
-        else
-          out.push_back({{"role", "user"}, {"content", tool_result_as_text(m)}});
+        if (native_ids.count(m.tool_call_id)) {
+          open();
+          append_json_string(body, m.content);
+          body += ",\"role\":\"tool\",\"tool_call_id\":";
+          append_json_string(body, m.tool_call_id);
+          body += '}';
+        } else {
+          plain("user", tool_result_as_text(m));
+        }
         break;
     }
   }
-  return out;
+  body += ']';
 }
 
 // OpenAI counts cached tokens inside prompt_tokens; troupe's input_tokens, like Anthropic's,
@@ -172,13 +208,31 @@ private:
 } // namespace
 
 http_call build_openai_request(const provider_config& config, const model_request& request) {
-  json body = {{"model", config.model},
-               {"messages", to_openai_messages(request, native_tools(config, request))}};
-  if (config.stream) {
-    body["stream"] = true;
-    body["stream_options"] = {{"include_usage", true}};
-  }
+  // The tools array (made once per set) goes last, as the dumped tree had it.
+  const std::string* tools = nullptr;
+  if (native_tools(config, request))
+    tools = &cached_tools_text(request.tools, provider_kind::openai, [&request] {
+      auto array = json::array();
+      for (auto& t : *request.tools)
+        array.push_back({{"type", "function"},
+                         {"function",
+                          {{"name", t.name},
+                           {"description", t.description},
+                           {"parameters", t.input_schema}}}});
+      return array;
+    });
   http_call call;
+  auto& body = call.body;
+  body.reserve(request_size_hint(request) + (tools != nullptr ? tools->size() : 0));
+  body += "{\"messages\":";
+  write_openai_messages(body, request, tools != nullptr);
+  body += ",\"model\":";
+  append_json_string(body, config.model);
+  if (config.stream)
+    body += ",\"stream\":true,\"stream_options\":{\"include_usage\":true}";
+  body += '}';
+  if (tools != nullptr)
+    append_member(body, "tools", *tools);
   auto base = config.base_url;
   while (!base.empty() && base.back() == '/')
     base.pop_back();
@@ -186,19 +240,6 @@ http_call build_openai_request(const provider_config& config, const model_reques
   call.headers.emplace_back("content-type", "application/json");
   if (!config.api_key.empty())
     call.headers.emplace_back("authorization", "Bearer " + config.api_key);
-  call.body = body.dump(-1, ' ', false, json::error_handler_t::replace);
-  if (native_tools(config, request))
-    append_member(call.body, "tools",
-                  cached_tools_text(request.tools, provider_kind::openai, [&request] {
-                    auto tools = json::array();
-                    for (auto& t : *request.tools)
-                      tools.push_back({{"type", "function"},
-                                       {"function",
-                                        {{"name", t.name},
-                                         {"description", t.description},
-                                         {"parameters", t.input_schema}}}});
-                    return tools;
-                  }));
   return call;
 }
 

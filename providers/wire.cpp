@@ -123,6 +123,13 @@ const std::string& cached_tools_text(const shared_value<std::vector<tool_descrip
   return cache.back().text;
 }
 
+size_t request_size_hint(const model_request& request) {
+  size_t bytes = request.system_prompt->size() + 256;
+  for (auto& m : request.context.messages)
+    bytes += m->content.size() + m->tool_call_id.size() + 128 * (1 + m->tool_calls.size());
+  return bytes + bytes / 16; // escapes
+}
+
 void append_member(std::string& object_text, const char* key, const std::string& value_text) {
   // A dumped object ends in '}' and holds at least one member here (the model).
   object_text.pop_back();
