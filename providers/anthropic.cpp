@@ -44,10 +44,10 @@ public:
     role_ = role_name;
   }
 
-  void text(const char* role_name, const std::string& text) {
+  void text(const char* role_name, std::string_view content) {
     block(role_name);
     body_ += "{\"text\":";
-    append_json_string(body_, text);
+    append_json_string(body_, content);
     body_ += ",\"type\":\"text\"}";
   }
 
@@ -75,7 +75,7 @@ void write_anthropic_messages(std::string& body, const model_request& request,
     const auto& m = *ptr;
     switch (m.role) {
       case role::user:
-        out.text("user", is_blank(m.content) ? std::string{"(empty)"} : m.content);
+        out.text("user", is_blank(m.content) ? std::string_view{"(empty)"} : m.content);
         break;
       case role::system:
         out.text("user", "[system] " + m.content);
@@ -92,8 +92,9 @@ void write_anthropic_messages(std::string& body, const model_request& request,
           body += "{\"id\":";
           append_json_string(body, call.id);
           body += ",\"input\":";
-          body += (call.input.is_object() ? call.input : json::object())
-                    .dump(-1, ' ', false, json::error_handler_t::replace);
+          body += call.input.is_object()
+                    ? call.input.dump(-1, ' ', false, json::error_handler_t::replace)
+                    : "{}";
           body += ",\"name\":";
           append_json_string(body, call.name);
           body += ",\"type\":\"tool_use\"}";
@@ -107,7 +108,8 @@ void write_anthropic_messages(std::string& body, const model_request& request,
         if (native_ids.count(m.tool_call_id)) {
           out.block("user");
           body += "{\"content\":";
-          append_json_string(body, is_blank(m.content) ? std::string{"(no output)"} : m.content);
+          append_json_string(body,
+                             is_blank(m.content) ? std::string_view{"(no output)"} : m.content);
           body += m.is_error ? ",\"is_error\":true" : ",\"is_error\":false";
           body += ",\"tool_use_id\":";
           append_json_string(body, m.tool_call_id);
@@ -249,7 +251,7 @@ http_call build_anthropic_request(const provider_config& config, const model_req
     });
   http_call call;
   auto& body = call.body;
-  body.reserve(request_size_hint(request) + (tools != nullptr ? tools->size() : 0));
+  body.reserve(request_size_hint(request, tools));
   body += "{\"max_tokens\":";
   body += std::to_string(config.max_tokens);
   body += ",\"messages\":";

@@ -81,9 +81,10 @@ const std::string& cached_tools_text(const shared_value<std::vector<tool_descrip
                                      provider_kind kind,
                                      const std::function<nlohmann::json()>& make);
 
-/// About how many bytes a request's body takes (its texts plus room for the framing), so that
-/// the body is allocated once rather than doubled as it grows.
-size_t request_size_hint(const model_request& request);
+/// About how many bytes a request's body takes (its texts, the tools array's text when there is
+/// one, room for the framing and tool inputs), so that writing it seldom reallocates: large
+/// tool inputs, not counted, make it grow as a string does.
+size_t request_size_hint(const model_request& request, const std::string* tools_text);
 
 /// Adds `"key": value_text` (JSON text) as the last member of `object_text`, a JSON object's
 /// text.

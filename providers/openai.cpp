@@ -223,7 +223,7 @@ http_call build_openai_request(const provider_config& config, const model_reques
     });
   http_call call;
   auto& body = call.body;
-  body.reserve(request_size_hint(request) + (tools != nullptr ? tools->size() : 0));
+  body.reserve(request_size_hint(request, tools));
   body += "{\"messages\":";
   write_openai_messages(body, request, tools != nullptr);
   body += ",\"model\":";

@@ -123,8 +123,8 @@ const std::string& cached_tools_text(const shared_value<std::vector<tool_descrip
   return cache.back().text;
 }
 
-size_t request_size_hint(const model_request& request) {
-  size_t bytes = request.system_prompt->size() + 256;
+size_t request_size_hint(const model_request& request, const std::string* tools_text) {
+  size_t bytes = request.system_prompt->size() + 256 + (tools_text ? tools_text->size() : 0);
   for (auto& m : request.context.messages)
     bytes += m->content.size() + m->tool_call_id.size() + 128 * (1 + m->tool_calls.size());
   return bytes + bytes / 16; // escapes

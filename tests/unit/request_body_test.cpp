@@ -18,8 +18,9 @@ std::string dumped(const json& value) {
 }
 
 // One of each: a blank prompt, a system note, a reply with text and a native call, its result,
-// a reply with only calls (two), their results (one an error, one blank), a call parsed from
-// text and its result, a blank reply with no call, and text that is not UTF-8.
+// a reply with only calls (two), their results (one an error, one blank), a reply with a call
+// parsed from text beside a native one and their results, a blank reply with no call, and text
+// that is not UTF-8.
 std::vector<message_ptr> every_kind_of_message() {
   std::vector<message> log;
   auto add = [&log](role r, std::string content) {
@@ -42,9 +43,11 @@ std::vector<message_ptr> every_kind_of_message() {
   log.push_back(make_tool_message(calls[0], tool_result{"boom", true, 2, false}));
   log.push_back(make_tool_message(calls[1], tool_result{"  ", false, 0, false}));
   auto* parsed = add(role::assistant, "<shell>pwd</shell>");
-  parsed->tool_calls = {{"x1", "shell", {{"command", "pwd"}}, call_format::xml}};
+  parsed->tool_calls = {{"x1", "shell", {{"command", "pwd"}}, call_format::xml},
+                        {"n1", "ls", {{"path", "."}}, call_format::native}};
   calls = parsed->tool_calls;
   log.push_back(make_tool_message(calls[0], tool_result{"/w", false, 0, false}));
+  log.push_back(make_tool_message(calls[1], tool_result{"a b", false, 0, false}));
   add(role::assistant, " ");
   add(role::user, std::string{"caf\xc3\xa9 bad\xff\xe2\x82 end\xf0\x9f"});
   std::vector<message_ptr> out;
@@ -97,8 +100,9 @@ TEST_CASE("a JSON string is written byte for byte as nlohmann writes it, whateve
     std::string written;
     append_json_string(written, text);
     if (written != dumped(json(text)) && ++differing <= 5)
-      CHECK_MESSAGE(written == dumped(json(text)), "for the bytes of " << json(text).dump(
-                                                     -1, ' ', true, json::error_handler_t::replace));
+      CHECK_MESSAGE(written == dumped(json(text)),
+                    "for the bytes of " << json(text).dump(-1, ' ', true,
+                                                           json::error_handler_t::replace));
   }
   CHECK(differing == 0);
   std::string appended = "{\"a\":";
@@ -138,8 +142,14 @@ TEST_CASE("an OpenAI request body holds every kind of message as it did when bui
         {"function", {{"name", "shell"}, {"arguments", "[1]"}}}}}}},
     {{"role", "tool"}, {"tool_call_id", "c2"}, {"content", "boom"}},
     {{"role", "tool"}, {"tool_call_id", "c3"}, {"content", "  "}},
-    {{"role", "assistant"}, {"content", "<shell>pwd</shell>"}},
+    {{"role", "assistant"},
+     {"content", "<shell>pwd</shell>"},
+     {"tool_calls",
+      {{{"id", "n1"},
+        {"type", "function"},
+        {"function", {{"name", "ls"}, {"arguments", R"({"path":"."})"}}}}}}},
     {{"role", "user"}, {"content", "Result of shell (exit code 0):\n/w"}},
+    {{"role", "tool"}, {"tool_call_id", "n1"}, {"content", "a b"}},
     {{"role", "assistant"}, {"content", " "}},
     {{"role", "user"}, {"content", "caf\xc3\xa9 bad\xef\xbf\xbd\xef\xbf\xbd end\xef\xbf\xbd"}},
   });
@@ -151,18 +161,24 @@ TEST_CASE("an OpenAI request body holds every kind of message as it did when bui
   CHECK(plain["messages"][3] == json{{"role", "assistant"}, {"content", "Looking.\tTab"}});
   CHECK(plain["messages"][4] ==
         json{{"role", "user"}, {"content", "Result of read:\nline\u0001\x7f"}});
-  CHECK(plain["messages"][6] == json{{"role", "user"}, {"content", "Result of shell (exit code 2) [error]:\nboom"}});
+  CHECK(plain["messages"][6] ==
+        json{{"role", "user"}, {"content", "Result of shell (exit code 2) [error]:\nboom"}});
+  // No system prompt: the conversation starts with its first message.
+  auto request = request_with(every_kind_of_message());
+  request.system_prompt = std::string{};
+  auto bare = json::parse(build_request(config, request).body);
+  CHECK(bare["messages"][0] == json{{"role", "user"}, {"content", " \n"}});
 }
 
 TEST_CASE("an Anthropic request body holds every kind of message as it did when built as a tree") {
   auto config = config_for(provider_kind::anthropic);
-  config.stream = false;
+  config.max_tokens = 1234;
   auto body = build_request(config, request_with(every_kind_of_message())).body;
   CHECK(body == dumped(json::parse(body)));
   auto parsed = json::parse(body);
   CHECK(parsed["model"] == "m\"1");
-  CHECK(parsed["max_tokens"] == config.max_tokens);
-  CHECK_FALSE(parsed.contains("stream"));
+  CHECK(parsed["max_tokens"] == 1234);
+  CHECK(parsed["stream"] == true);
   CHECK(parsed["system"] == "You are \"troupe\".\n");
   CHECK(parsed["tools"].size() == 1);
   auto text = [](const std::string& t) { return json{{"type", "text"}, {"text", t}}; };
@@ -189,17 +205,26 @@ TEST_CASE("an Anthropic request body holds every kind of message as it did when 
         {"tool_use_id", "c3"},
         {"content", "(no output)"},
         {"is_error", false}}}}},
-    {{"role", "assistant"}, {"content", {text("<shell>pwd</shell>")}}},
-    {{"role", "user"}, {"content", {text("Result of shell (exit code 0):\n/w")}}},
+    {{"role", "assistant"},
+     {"content",
+      {text("<shell>pwd</shell>"),
+       {{"type", "tool_use"}, {"id", "n1"}, {"name", "ls"}, {"input", {{"path", "."}}}}}}},
+    {{"role", "user"},
+     {"content",
+      {text("Result of shell (exit code 0):\n/w"),
+       {{"type", "tool_result"}, {"tool_use_id", "n1"}, {"content", "a b"}, {"is_error", false}}}}},
     {{"role", "assistant"}, {"content", {text("(no content)")}}},
-    {{"role", "user"}, {"content", {text("caf\xc3\xa9 bad\xef\xbf\xbd\xef\xbf\xbd end\xef\xbf\xbd")}}},
+    {{"role", "user"},
+     {"content", {text("caf\xc3\xa9 bad\xef\xbf\xbd\xef\xbf\xbd end\xef\xbf\xbd")}}},
   });
   CHECK(parsed["messages"] == expected);
-  // A conversation that is only a prompt, and one with no system prompt.
+  // A conversation of one prompt, without a system prompt, not streamed.
   auto request = request_with({every_kind_of_message().back()});
   request.system_prompt = std::string{};
+  config.stream = false;
   auto alone = json::parse(build_request(config, request).body);
   CHECK_FALSE(alone.contains("system"));
+  CHECK_FALSE(alone.contains("stream"));
   CHECK(alone["messages"].size() == 1);
 }
 
