@@ -3,6 +3,8 @@
 
 #include <doctest/doctest.h>
 
+#include <map>
+#include <set>
 #include <sstream>
 
 #include "support/provider_run.hpp"
@@ -84,6 +86,49 @@ TEST_CASE("the shell starts once the first request has gone: after a slow Sessio
     auto ran_for = up - started / ticks;
     CHECK(ran_for > 0.6);
     CHECK(ran_for < 1.6);
+  }
+}
+
+TEST_CASE("calls that share an id, in one reply or from reply to reply, each get their own") {
+  // A server that reuses ids: both calls of the first reply are "dup", and so is the next one.
+  auto call = [](const std::string& command) {
+    return json{{"name", "shell"}, {"input", {{"command", command}}}, {"id", "dup"}};
+  };
+  json script = json::array({{{"text", ""}, {"tool_calls", {call("echo one"), call("echo two")}}},
+                             {{"text", ""}, {"tool_calls", {call("echo three")}}},
+                             {{"text", "done"}}});
+  for (std::string provider : {"openai", "anthropic"}) {
+    CAPTURE(provider);
+    fake_server server{script.dump()};
+    provider_run run{provider};
+    auto r = run.run(server, {"go"});
+    CHECK(r.exit_code == 0);
+    auto requests = server.requests();
+    REQUIRE(requests.size() == 3);
+    for (auto& req : requests)
+      CHECK(req["violation"].is_null());
+    // The last request: three calls with three ids, each answered by its own command's output.
+    std::vector<std::string> ids;
+    std::map<std::string, std::string> answers;
+    for (auto& m : requests[2]["body"]["messages"]) {
+      for (auto& c : m.value("tool_calls", json::array()))
+        ids.push_back(c["id"]);
+      if (m["role"] == "tool")
+        answers[m["tool_call_id"]] = m["content"];
+      if (m["content"].is_array())
+        for (auto& block : m["content"]) {
+          if (block["type"] == "tool_use")
+            ids.push_back(block["id"]);
+          if (block["type"] == "tool_result")
+            answers[block["tool_use_id"]] = block["content"];
+        }
+    }
+    REQUIRE(ids.size() == 3);
+    CHECK(ids[0] == "dup");
+    CHECK(std::set<std::string>(ids.begin(), ids.end()).size() == 3);
+    CHECK(answers[ids[0]] == "one\n");
+    CHECK(answers[ids[1]] == "two\n");
+    CHECK(answers[ids[2]] == "three\n");
   }
 }
 
