@@ -7,6 +7,7 @@
 #include <chrono>
 #include <memory>
 #include <optional>
+#include <unordered_map>
 #include <unordered_set>
 #include <utility>
 
@@ -40,13 +41,14 @@ void collect_calls(step_state& st, message& reply) {
   auto calls = std::move(reply.tool_calls);
   for (auto& call : parse_text_calls(reply.content, st.config.format, *st.config.registry))
     calls.push_back(std::move(call));
-  // Ids unique in the conversation: the APIs pair each result with its call by id and refuse a
-  // conversation where two calls share one, which a server that reuses ids (within a reply or
-  // from reply to reply) would otherwise make of every later request, resumed ones too.
+  // Ids unique in the conversation the model sees: the APIs pair each result with its call by id
+  // and refuse a conversation where two calls share one, which a server that reuses ids (within
+  // a reply or from reply to reply) would otherwise make of every later request.
   std::unordered_set<std::string> taken;
   for (auto& m : st.request.context.messages)
     for (auto& call : m->tool_calls)
       taken.insert(call.id);
+  std::unordered_map<std::string, int> next_suffix; // per base id: a thousand "dup"s stay linear
   for (size_t i = 0; i < calls.size(); ++i) {
     auto& id = calls[i].id;
     if (id.empty() || taken.count(id) > 0) {
@@ -54,7 +56,7 @@ void collect_calls(step_state& st, message& reply) {
                     ? "call_" + reply.id.substr(reply.id.find('_') + 1) + "_" + std::to_string(i)
                     : id;
       id = base;
-      for (int n = 2; taken.count(id) > 0; ++n)
+      for (auto& n = next_suffix.try_emplace(base, 2).first->second; taken.count(id) > 0; ++n)
         id = base + "_" + std::to_string(n);
     }
     taken.insert(id);

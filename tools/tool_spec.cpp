@@ -207,7 +207,16 @@ void apply_output_budget(tool_result& result, const tool_context& ctx, const std
     std::string name;
     for (char c : call_id)
       name += std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '-' || c == '_' ? c : '_';
-    auto path = ctx.results_dir / ((name.empty() ? "call" : name) + ".txt");
+    // A file of its own: two calls can share an id (a server that reuses ids, with a compaction
+    // between them), and a name past the file system's limit would save nothing.
+    if (name.size() > 200)
+      name.resize(200);
+    if (name.empty())
+      name = "call";
+    auto path = ctx.results_dir / (name + ".txt");
+    std::error_code ec;
+    for (int n = 2; std::filesystem::exists(path, ec); ++n)
+      path = ctx.results_dir / (name + "_" + std::to_string(n) + ".txt");
     // Whole outputs hold what the model was not shown (secrets included): owner only.
     if (write_private_file(path, result.output).empty())
       saved_to = path.string();

@@ -53,10 +53,10 @@ struct executor_fixture {
 
   ~executor_fixture() { caf::anon_send_exit(executor, caf::exit_reason::user_shutdown); }
 
-  tool_result run(const std::string& name, json input) {
+  tool_result run(const std::string& name, json input, const std::string& id = "call_1") {
     caf::scoped_actor self{actors.sys()};
     tool_result out;
-    tool_call call{"call_1", name, std::move(input), call_format::native};
+    tool_call call{id, name, std::move(input), call_format::native};
     self->request(executor, std::chrono::seconds{30}, execute_atom::value, call)
       .receive([&](tool_result& r) { out = std::move(r); },
                [&](caf::error& e) { FAIL("execute failed: " << actors.sys().render(e)); });
@@ -233,7 +233,15 @@ TEST_CASE("a result over the budget keeps head and tail, the whole output saved"
   write_file(f.dir / "big.txt", std::string(3000, 'y') + "\n");
   auto read = f.run("read", {{"path", "big.txt"}});
   CHECK(read.truncated);
-  CHECK(read.output.find("the whole output is in") != std::string::npos);
+  // The same id again (a server that reuses ids): a file of its own, the first one kept.
+  auto second = f.dir / "results/call_1_2.txt";
+  CHECK(read.output.find("the whole output is in " + second.string()) != std::string::npos);
+  CHECK(read_file(second).find(std::string(3000, 'y')) != std::string::npos);
+  CHECK(read_file(saved).size() == 50011);
+  // An id longer than a file name may be still has its output saved.
+  auto long_id = f.run("read", {{"path", "big.txt"}}, std::string(300, 'i'));
+  CHECK(long_id.output.find("the whole output is in " + (f.dir / "results").string() + "/" +
+                            std::string(200, 'i') + ".txt") != std::string::npos);
 }
 
 TEST_CASE("output past the capture cap keeps its head and tail in the saved file too") {

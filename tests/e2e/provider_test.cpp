@@ -104,7 +104,9 @@ TEST_CASE("calls that share an id, in one reply or from reply to reply, each get
     auto r = run.run(server, {"go"});
     CHECK(r.exit_code == 0);
     auto requests = server.requests();
-    REQUIRE(requests.size() == 3);
+    CHECK(requests.size() == 3);
+    if (requests.size() != 3)
+      continue; // the other provider is still tried
     for (auto& req : requests)
       CHECK(req["violation"].is_null());
     // The last request: three calls with three ids, each answered by its own command's output.
@@ -123,7 +125,9 @@ TEST_CASE("calls that share an id, in one reply or from reply to reply, each get
             answers[block["tool_use_id"]] = block["content"];
         }
     }
-    REQUIRE(ids.size() == 3);
+    CHECK(ids.size() == 3);
+    if (ids.size() != 3)
+      continue;
     CHECK(ids[0] == "dup");
     CHECK(std::set<std::string>(ids.begin(), ids.end()).size() == 3);
     CHECK(answers[ids[0]] == "one\n");
