@@ -2,36 +2,11 @@
 
 #include <cstddef>
 
+#include "providers/sse.hpp"
+
 namespace troupe {
 
 namespace {
-
-// How many continuation bytes follow `lead`, and the range the first of them must fall in
-// (Unicode's table of well-formed UTF-8: no overlong forms, no surrogates, nothing past
-// U+10FFFF); 0 continuation bytes for a byte that cannot start a sequence.
-struct sequence_shape {
-  size_t continuations;
-  unsigned char low;
-  unsigned char high;
-};
-
-sequence_shape shape_of(unsigned char lead) {
-  if (lead >= 0xc2 && lead <= 0xdf)
-    return {1, 0x80, 0xbf};
-  if (lead == 0xe0)
-    return {2, 0xa0, 0xbf};
-  if (lead == 0xed)
-    return {2, 0x80, 0x9f};
-  if (lead >= 0xe1 && lead <= 0xef)
-    return {2, 0x80, 0xbf};
-  if (lead == 0xf0)
-    return {3, 0x90, 0xbf};
-  if (lead >= 0xf1 && lead <= 0xf3)
-    return {3, 0x80, 0xbf};
-  if (lead == 0xf4)
-    return {3, 0x80, 0x8f};
-  return {0, 0, 0};
-}
 
 const char* short_escape(unsigned char c) {
   switch (c) {
@@ -74,10 +49,10 @@ void append_json_string(std::string& out, std::string_view text) {
   static constexpr char replacement[] = "\xef\xbf\xbd";
   out.reserve(out.size() + text.size() + 2);
   out += '"';
+  auto* bytes = reinterpret_cast<const unsigned char*>(text.data());
   size_t i = 0;
   while (i < text.size()) {
     size_t run = i;
-    auto* bytes = reinterpret_cast<const unsigned char*>(text.data());
     while (run < text.size() && plain(bytes[run]))
       ++run;
     out.append(text.data() + i, run - i);
@@ -96,28 +71,12 @@ void append_json_string(std::string& out, std::string_view text) {
       ++i;
       continue;
     }
-    auto shape = shape_of(c);
-    if (shape.continuations == 0) { // a stray continuation byte, or one no sequence starts with
+    auto sequence = utf8_sequence_at(text, i);
+    if (sequence.well_formed)
+      out.append(text.data() + i, sequence.length);
+    else // one U+FFFD for what came of it; the byte that broke it off starts what follows
       out.append(replacement, 3);
-      ++i;
-      continue;
-    }
-    size_t seen = 0; // continuation bytes that fit, after the lead
-    while (seen < shape.continuations && i + 1 + seen < text.size()) {
-      auto next = static_cast<unsigned char>(text[i + 1 + seen]);
-      bool fits = seen == 0 ? next >= shape.low && next <= shape.high : (next & 0xc0) == 0x80;
-      if (!fits)
-        break;
-      ++seen;
-    }
-    if (seen == shape.continuations) {
-      out.append(text.data() + i, seen + 1);
-    } else {
-      // The sequence broke off: one U+FFFD for what came of it; the byte that broke it is
-      // read again as the start of what follows.
-      out.append(replacement, 3);
-    }
-    i += seen + 1;
+    i += sequence.length;
   }
   out += '"';
 }

@@ -79,32 +79,66 @@ void sse_parser::take_line(std::vector<sse_event>& out) {
   line_.clear();
 }
 
+namespace {
+
+// How many continuation bytes follow `lead`, and the range the first of them must fall in;
+// 0 continuation bytes for a byte that cannot start a sequence.
+struct sequence_shape {
+  size_t continuations;
+  unsigned char low;
+  unsigned char high;
+};
+
+sequence_shape shape_of(unsigned char lead) {
+  if (lead >= 0xc2 && lead <= 0xdf)
+    return {1, 0x80, 0xbf};
+  if (lead == 0xe0)
+    return {2, 0xa0, 0xbf};
+  if (lead == 0xed)
+    return {2, 0x80, 0x9f};
+  if (lead >= 0xe1 && lead <= 0xef)
+    return {2, 0x80, 0xbf};
+  if (lead == 0xf0)
+    return {3, 0x90, 0xbf};
+  if (lead >= 0xf1 && lead <= 0xf3)
+    return {3, 0x80, 0xbf};
+  if (lead == 0xf4)
+    return {3, 0x80, 0x8f};
+  return {0, 0, 0};
+}
+
+} // namespace
+
+utf8_sequence utf8_sequence_at(std::string_view text, size_t at) {
+  auto lead = static_cast<unsigned char>(text[at]);
+  if (lead < 0x80)
+    return {1, true};
+  auto shape = shape_of(lead);
+  if (shape.continuations == 0) // a stray continuation byte, or one no sequence starts with
+    return {1, false};
+  size_t seen = 0; // continuation bytes that fit, after the lead
+  while (seen < shape.continuations && at + 1 + seen < text.size()) {
+    auto next = static_cast<unsigned char>(text[at + 1 + seen]);
+    bool fits = seen == 0 ? next >= shape.low && next <= shape.high : (next & 0xc0) == 0x80;
+    if (!fits)
+      break;
+    ++seen;
+  }
+  return {seen + 1, seen == shape.continuations};
+}
+
 std::string sanitize_utf8(std::string_view s) {
   std::string out;
   out.reserve(s.size());
   size_t i = 0;
   while (i < s.size()) {
-    auto c = static_cast<unsigned char>(s[i]);
-    size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
-    bool valid = len > 0 && i + len <= s.size();
-    for (size_t k = 1; valid && k < len; ++k)
-      valid = (static_cast<unsigned char>(s[i + k]) & 0xc0) == 0x80;
-    if (valid && len == 2)
-      valid = c >= 0xc2; // no overlong forms
-    if (valid && len == 3) {
-      auto c1 = static_cast<unsigned char>(s[i + 1]);
-      valid = !(c == 0xe0 && c1 < 0xa0) && !(c == 0xed && c1 >= 0xa0); // overlong, surrogates
-    }
-    if (valid && len == 4) {
-      auto c1 = static_cast<unsigned char>(s[i + 1]);
-      valid = c <= 0xf4 && !(c == 0xf0 && c1 < 0x90) && !(c == 0xf4 && c1 >= 0x90);
-    }
-    if (valid) {
-      out.append(s.substr(i, len));
-      i += len;
+    auto sequence = utf8_sequence_at(s, i);
+    if (sequence.well_formed) {
+      out.append(s.substr(i, sequence.length));
+      i += sequence.length;
     } else {
       out.append("\xef\xbf\xbd");
-      ++i;
+      ++i; // each byte of an ill-formed sequence is replaced on its own
     }
   }
   return out;

@@ -63,6 +63,16 @@ private:
   bool oversized_ = false;
 };
 
+/// The UTF-8 sequence that starts at `text[at]` (`at` < size): well formed, with its length (1
+/// for ASCII), by Unicode's table (no overlong forms, no surrogates, nothing past U+10FFFF); or
+/// ill formed, with the length of its maximal subpart (at least 1: the lead and the
+/// continuation bytes that fit before it broke off).
+struct utf8_sequence {
+  size_t length;
+  bool well_formed;
+};
+utf8_sequence utf8_sequence_at(std::string_view text, size_t at);
+
 /// Replaces invalid UTF-8 sequences with U+FFFD so JSON parsing never fails on them.
 std::string sanitize_utf8(std::string_view bytes);
 
