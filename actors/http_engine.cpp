@@ -64,7 +64,6 @@ struct transfer {
   http_client_actor requester;
   http_headers response_headers;
   bool head_sent = false;
-  bool report_sent = false; ///< the requester waits to hear that the request went (once)
   bool received_bytes = false;
   int64_t body_bytes = 0;
   int64_t max_body_bytes = 0;
@@ -76,16 +75,10 @@ struct transfer {
       curl->slist_free_all(headers);
   }
 
-  void report_if_asked() {
-    if (std::exchange(report_sent, false))
-      caf::anon_send(requester, sent_atom::value, id);
-  }
-
   void send_head() {
     if (head_sent)
       return;
     head_sent = true;
-    report_if_asked(); // a reply has come, so the request went (curl may not have said so yet)
     long status = 0;
     curl->easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
     caf::anon_send(requester,
@@ -118,17 +111,6 @@ size_t on_header(char* data, size_t size, size_t count, void* user) {
     t->response_headers.emplace_back(std::move(name), std::string{value});
   }
   return size * count;
-}
-
-// Only for a transfer that asked to hear when its request is sent: curl has no callback for a
-// request written whole, but its progress counts the upload, and that count reaches the total
-// when the last byte is handed to the socket.
-int on_upload_progress(void* user, curl_off_t, curl_off_t, curl_off_t upload_total,
-                       curl_off_t uploaded) {
-  auto* t = static_cast<transfer*>(user);
-  if (upload_total > 0 && uploaded >= upload_total)
-    t->report_if_asked();
-  return 0;
 }
 
 size_t on_body(char* data, size_t size, size_t count, void* user) {
@@ -301,12 +283,6 @@ private:
       curl_->easy_setopt(e, CURLOPT_TIMEOUT_MS,
                          static_cast<long>(request.request_timeout_ms) + 10000L);
     curl_->easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
-    if (request.report_sent) {
-      t->report_sent = true;
-      curl_->easy_setopt(e, CURLOPT_XFERINFOFUNCTION, on_upload_progress);
-      curl_->easy_setopt(e, CURLOPT_XFERINFODATA, t.get());
-      curl_->easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
-    }
     curl_->multi_add_handle(multi_, e); // sets a zero timer: the next run_once starts it
     transfers_.emplace(t->id, std::move(t));
   }

@@ -140,8 +140,7 @@ void send_attempt(self_ptr self) {
                        st.config.connect_timeout_ms,
                        st.config.idle_timeout_ms,
                        st.config.request_timeout_ms,
-                       st.config.max_reply_bytes,
-                       g.request.report_sent};
+                       st.config.max_reply_bytes};
   st.engine.submit(std::move(request), self);
   g.started = g.last_activity = g.window_start = clock_type::now();
   // A whole (non-streamed) reply is silent until it is complete: the idle timeout bounds the
@@ -396,14 +395,6 @@ http_model_actor::behavior_type http_model(self_ptr self, http_model_config conf
       }
       if (g.transfer != 0 && g.watch_timer == timer)
         check_time(self);
-    },
-    [=](sent_atom, uint64_t transfer) {
-      auto& st = self->state;
-      // Passed on once a generation: the first attempt that went (an attempt that failed
-      // before it was written leaves the next one to say it).
-      if (st.current && st.current->transfer == transfer &&
-          std::exchange(st.current->request.report_sent, false))
-        self->send(st.current->requester, sent_atom::value);
     },
     [=](http_response_head& head) { guarded(self, [&] { on_head(self, head); }); },
     [=](http_body_chunk& chunk) { guarded(self, [&] { on_chunk(self, chunk); }); },

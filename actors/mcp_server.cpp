@@ -1164,7 +1164,6 @@ mcp_server_actor::behavior_type mcp_server(self_ptr self, mcp_server_setup setup
         take_exit(self, code, tail);
     },
     [=](due_atom, uint64_t serial) { take_due(self, serial); },
-    [](sent_atom, uint64_t) {}, // its requests never ask to hear it
     [=](http_response_head& head) { take_head(self, head); },
     [=](http_body_chunk& chunk) { take_chunk(self, chunk); },
     [=](http_transfer_done& done) { take_done(self, done); },

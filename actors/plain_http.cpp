@@ -158,7 +158,6 @@ struct transfer {
   http_reply_reader reader;
   bool received = false;
   bool head_sent = false;
-  bool report_sent = false; ///< the requester waits to hear that the request went (once)
   int64_t body_bytes = 0;
   int64_t max_body_bytes = 0;
   clock_type::duration idle_limit{};
@@ -424,8 +423,6 @@ struct plain_http_client::state {
       t.sent += static_cast<size_t>(n);
     }
     watch(t.fd, EPOLLIN, EPOLL_CTL_MOD);
-    if (std::exchange(t.report_sent, false))
-      caf::anon_send(t.requester, sent_atom::value, t.id);
   }
 
   void receive(uint64_t id) {
@@ -569,7 +566,6 @@ bool plain_http_client::add(http_request& request, http_client_actor& requester)
   t->requester = std::move(requester);
   t->where = std::move(*where);
   t->max_body_bytes = request.max_body_bytes;
-  t->report_sent = request.report_sent;
   // The requester watches for silence and its deadline precisely; these are backstops for a
   // requester that went away, as wide as libcurl's.
   t->idle_limit = std::chrono::seconds{std::max(1, 2 * request.idle_timeout_ms / 1000 + 10)};

@@ -42,11 +42,8 @@ model_reply interrupted_reply() {
 model_client_actor::behavior_type scripted_model(self_ptr self, script lines) {
   self->state.lines = std::move(lines);
   return {
-    [=](generate_atom, const model_request& request) -> caf::result<model_reply> {
+    [=](generate_atom, const model_request&) -> caf::result<model_reply> {
       auto& st = self->state;
-      // No wire: the request is as good as sent now.
-      if (request.report_sent)
-        self->send(caf::actor_cast<step_actor>(self->current_sender()), sent_atom::value);
       if (st.next >= st.lines.replies.size())
         return exhausted_reply(st.lines);
       const auto& line = st.lines.replies[st.next++];

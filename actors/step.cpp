@@ -67,8 +67,6 @@ void collect_calls(step_state& st, message& reply) {
 void on_reply(step_ptr self, model_reply& reply);
 
 void generate(step_ptr self, model_request request) {
-  // Until one is on the wire, each request asks to hear when it is (the shell starts then).
-  request.report_sent = !self->state.shell_started;
   auto sent = std::chrono::steady_clock::now();
   auto waited = [=] {
     self->state.outcome.api_ms += std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -87,6 +85,11 @@ void generate(step_ptr self, model_request request) {
             failed.error_message = "model client failed: " + self->system().render(err);
             on_reply(self, failed);
           });
+  // The shell (bwrap, bash: ~10 ms of CPU) starts with the first request, once it is handed
+  // over, while the model answers: not before (beside the session's start-up on two cores)
+  // and not once the request is reported on the wire (two hops and the server's turn later).
+  if (!std::exchange(self->state.shell_started, true) && self->state.executor)
+    self->send(self->state.executor, start_atom::value);
 }
 
 // A reply that ends at the output limit while it has native calls was cut in its last call
@@ -344,13 +347,6 @@ step_actor::behavior_type step_behavior(step_ptr self, step_config config, sessi
         self->send(s.model, cancel_atom::value);
       else
         self->send(s.executor, cancel_atom::value);
-    },
-    [=](sent_atom) {
-      // The shell (bwrap, bash: ~10 ms of CPU) starts once the request has gone, not beside it
-      // on two cores; a model answers slower than that.
-      auto& s = self->state;
-      if (!std::exchange(s.shell_started, true) && s.executor)
-        self->send(s.executor, start_atom::value);
     },
     [=](generation_progress& progress) {
       // A summary being written is not the assistant speaking: only retries are shown.

@@ -39,7 +39,7 @@ struct step_state {
 
   step_phase phase = step_phase::idle;
   bool interrupted = false;
-  /// The executor was told to start its shell: a model request of this step went out first.
+  /// The executor was told to start its shell, right after the step's first model request.
   bool shell_started = false;
   caf::typed_response_promise<step_outcome> promise;
   step_outcome outcome;

@@ -211,9 +211,10 @@ void start_shell_reader(self_ptr self) {
   self->monitor(st.shell_reader);
 }
 
-/// Starts the shell and its reader before the first command, when the session's first model
-/// request is on the wire (start_atom): bash in its sandbox (~10 ms of CPU) then starts while
-/// the model answers, instead of inside the first step or beside the request on two cores.
+/// Starts the shell and its reader before the first command, once the session's first model
+/// request has been made (start_atom): bash in its sandbox (~10 ms of CPU) then starts while
+/// the request goes and the model answers, instead of inside the first step or beside the
+/// session's start-up on two cores.
 /// Only for the top-level agent (tool_context::start_shell_early), where the shell is offered;
 /// once, and not when a command started it already.
 void warm_up_shell(self_ptr self) {

@@ -36,6 +36,5 @@ using pause_atom = caf::atom_constant<caf::atom("pause")>;
 using progress_atom = caf::atom_constant<caf::atom("progress")>;
 using client_atom = caf::atom_constant<caf::atom("client")>;
 using mcp_atom = caf::atom_constant<caf::atom("mcp")>;
-using sent_atom = caf::atom_constant<caf::atom("sent")>;
 
 } // namespace troupe

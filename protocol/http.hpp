@@ -27,15 +27,12 @@ struct http_request {
   /// The transfer fails (code CURLE_FILESIZE_EXCEEDED) when its body would grow past this; no
   /// chunk past it is sent.
   int64_t max_body_bytes = int64_t{64} << 20;
-  /// Tell the requester (sent_atom, id) once the request has been handed to the network.
-  bool report_sent = false;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, http_request& x) {
   return f(caf::meta::type_name("http_request"), x.id, x.url, x.headers, x.body,
-           x.connect_timeout_ms, x.idle_timeout_ms, x.request_timeout_ms, x.max_body_bytes,
-           x.report_sent);
+           x.connect_timeout_ms, x.idle_timeout_ms, x.request_timeout_ms, x.max_body_bytes);
 }
 
 /// The status line and headers of a response (names lowercased), before its body.

@@ -144,7 +144,7 @@ using tool_executor_actor = caf::typed_actor<
   caf::replies_to<execute_atom, tool_call>::with<tool_result>,
   // Abort the running call: its process group is killed and it answers as interrupted.
   caf::reacts_to<cancel_atom>,
-  // The session's first model request is on the wire: start the shell now, ahead of its first
+  // The session's first model request has been made: start the shell now, ahead of its first
   // command (an agent that starts it early: tool_context::start_shell_early).
   caf::reacts_to<start_atom>,
   // Internal: a job's timeout expired.
@@ -201,8 +201,6 @@ using step_actor = caf::typed_actor<
   caf::reacts_to<interrupt_atom>,
   // From the model client: progress of the generation, passed on to the session.
   caf::reacts_to<generation_progress>,
-  // From the model client: the request that asked (report_sent) is on the wire.
-  caf::reacts_to<sent_atom>,
   // From an MCP server the agent uses: its state and tools now (mcp_listener_actor).
   caf::reacts_to<mcp_server_report>>;
 
@@ -238,8 +236,6 @@ using namer_actor = caf::typed_actor<
 
 /// Receives the HTTP engine's answers to its requests.
 using http_client_actor = caf::typed_actor<
-  // The request of this transfer is on the wire (only when it asked: report_sent).
-  caf::reacts_to<sent_atom, uint64_t>,
   // Status and headers, before any body byte.
   caf::reacts_to<http_response_head>,
   // Body bytes as they arrive.

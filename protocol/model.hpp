@@ -54,15 +54,11 @@ struct model_request {
   shared_value<std::string> system_prompt;
   context_snapshot context;
   shared_value<std::vector<tool_descriptor>> tools;
-  /// Tell the requester (sent_atom) once the request is on the wire: the session's first one
-  /// starts the shell then, not beside it.
-  bool report_sent = false;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, model_request& x) {
-  return f(caf::meta::type_name("model_request"), x.system_prompt, x.context, x.tools,
-           x.report_sent);
+  return f(caf::meta::type_name("model_request"), x.system_prompt, x.context, x.tools);
 }
 
 /// How a model call failed, if it did.

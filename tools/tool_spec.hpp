@@ -52,7 +52,7 @@ struct tool_context {
   /// processes would not fit.
   std::chrono::milliseconds shell_idle_stop{0};
   /// Start the shell (and its reader) ahead of the first command, once the session's first
-  /// model request is on the wire (start_atom), so that the first command finds it running.
+  /// model request has been made (start_atom), so that the first command finds it running.
   /// The top-level agent of a run or a chat only: a subagent or a fleet's task that never
   /// runs a command starts no bash.
   bool start_shell_early = false;

@@ -178,8 +178,6 @@ struct outcome {
   bool done = false;
   http_transfer_done end;
   int heads = 0;
-  int sents = 0;               ///< sent_atom messages for the transfer
-  bool sent_before_head = false;
 };
 
 // The engine's own client is under test: a proxy set around the tests would hand every
@@ -209,16 +207,11 @@ struct engine_fixture {
 
   outcome exchange(http_request r, std::chrono::milliseconds limit = 5s) {
     caf::scoped_actor self{actors.sys()};
-    auto r_id = r.id;
     engine.submit(std::move(r), caf::actor_cast<http_client_actor>(self));
     outcome out;
     bool timed_out = false;
     while (!out.done && !timed_out)
       self->receive(
-        [&](sent_atom, uint64_t id) {
-          CHECK(id == r_id);
-          out.sent_before_head = ++out.sents == 1 && out.heads == 0;
-        },
         [&](http_response_head& h) {
           ++out.heads;
           out.status = h.status;
@@ -272,35 +265,6 @@ TEST_CASE("the engine's own client reads a chunked reply after a 100 Continue, w
   CHECK(sent.find("\r\nAccept-Encoding: identity\r\n") != std::string::npos);
   CHECK(sent.find("\r\nContent-Length: 7\r\n\r\n{\"q\":1}") != std::string::npos);
   CHECK(sent.find("frag") == std::string::npos);
-}
-
-TEST_CASE("a request that asks hears once that it went, before its reply, on either transport, "
-          "and one that does not ask hears nothing") {
-  for (bool through_curl : {false, true}) {
-    CAPTURE(through_curl);
-    raw_server server{{{with_length("slow").bytes, false, false, 200ms},
-                       with_length("quick"), with_length("again")}};
-    engine_fixture f;
-    if (through_curl)
-      ::setenv("TROUPE_HTTP_CLIENT", "libcurl", 1);
-    auto asking = f.request_to(url_of(server));
-    asking.report_sent = true;
-    auto heard = f.exchange(std::move(asking));
-    auto silent = f.exchange(f.request_to(url_of(server)));
-    // Asked on a kept connection too (the plain client's other way to send).
-    auto kept = f.request_to(url_of(server));
-    kept.report_sent = true;
-    auto again = f.exchange(std::move(kept));
-    ::unsetenv("TROUPE_HTTP_CLIENT");
-    CHECK(heard.body == "slow");
-    CHECK(heard.sents == 1);
-    CHECK(heard.sent_before_head);
-    CHECK(silent.body == "quick");
-    CHECK(silent.sents == 0);
-    CHECK(again.body == "again");
-    CHECK(again.sents == 1);
-    CHECK(again.sent_before_head);
-  }
 }
 
 TEST_CASE("requests one after another share one kept connection") {

@@ -307,7 +307,7 @@ TEST_CASE("interactive sessions wait for input instead of ending") {
   CHECK(ended.state.turn_count == 2);
 }
 
-TEST_CASE("a session that starts its shell early starts it once its first request has gone, "
+TEST_CASE("a session that starts its shell early starts it with its first request, "
           "not while it waits for input") {
   using namespace std::chrono_literals;
   auto before = children_named("bash");

@@ -544,7 +544,7 @@ TEST_CASE("the disk actor starts its flushing thread with its first flush, not b
   caf::anon_send_exit(disk, caf::exit_reason::user_shutdown);
 }
 
-TEST_CASE("the shell starts when the session's first request has gone (start_atom), once, "
+TEST_CASE("the shell starts when the session asks with its first request (start_atom), once, "
           "before its first command, and serves it") {
   using namespace std::chrono_literals;
   auto before = children_named("bash");

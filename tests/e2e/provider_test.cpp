@@ -55,7 +55,7 @@ TEST_CASE("native tool calls round-trip through both providers, streaming and no
     }
 }
 
-TEST_CASE("the shell starts once the first request has gone: after a slow SessionStart hook, "
+TEST_CASE("the shell starts with the first request: after a slow SessionStart hook, "
           "while the model takes its time") {
   // How long the shell had run when its first command ran: its start (clock ticks since boot,
   // /proc/$$/stat field 22) against the uptime now.
