@@ -247,12 +247,17 @@ void on_chunk(self_ptr self, http_body_chunk& chunk) {
     finish(self, g.decoder->finish());
     return;
   }
-  if (text.empty())
-    return;
-  generation_progress progress;
-  progress.kind = progress_kind::text_delta;
-  progress.text = std::move(text);
-  self->send(g.requester, std::move(progress));
+  if (!text.empty()) {
+    generation_progress progress;
+    progress.kind = progress_kind::text_delta;
+    progress.text = std::move(text);
+    self->send(g.requester, std::move(progress));
+  }
+  // The closing event makes the reply whole: the step goes on now, not once the body's last
+  // bytes (a chunked body's terminator, often a write of its own) have come. The transfer
+  // still reads them, so the connection is kept for the next request; its end is ignored.
+  if (g.decoder->complete())
+    finish(self, g.decoder->finish());
 }
 
 model_reply complete_reply(http_model_state& st, generation& g) {

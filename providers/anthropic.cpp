@@ -205,6 +205,8 @@ public:
     return text;
   }
 
+  bool complete() const override { return stopped_ && !failed_; }
+
   model_reply finish() override {
     if (failed_)
       return failure_;

@@ -167,6 +167,8 @@ public:
     return text;
   }
 
+  bool complete() const override { return done_ && !failed_; }
+
   model_reply finish() override {
     if (failed_)
       return failure_;

@@ -62,6 +62,10 @@ public:
 
   /// Returns how many events the stream has completed so far.
   virtual size_t events() const = 0;
+
+  /// Returns true once the stream's closing event has arrived (OpenAI's [DONE], Anthropic's
+  /// message_stop) and nothing failed: the reply is whole, whatever the connection does next.
+  virtual bool complete() const = 0;
 };
 
 /// Returns a decoder for a streamed (SSE) response of the given provider; an event larger than

@@ -57,6 +57,7 @@ public:
 
   bool failed() const override { return failure_.has_value() || inner_->failed(); }
   size_t events() const override { return inner_->events(); }
+  bool complete() const override { return !failure_ && inner_->complete(); }
 
 private:
   provider_kind kind_;

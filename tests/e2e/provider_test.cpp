@@ -5,6 +5,7 @@
 
 #include <map>
 #include <set>
+#include <chrono>
 #include <sstream>
 
 #include "support/provider_run.hpp"
@@ -133,6 +134,36 @@ TEST_CASE("calls that share an id, in one reply or from reply to reply, each get
     CHECK(answers[ids[0]] == "one\n");
     CHECK(answers[ids[1]] == "two\n");
     CHECK(answers[ids[2]] == "three\n");
+  }
+}
+
+TEST_CASE("a streamed reply is whole at its closing event ([DONE], message_stop), not when its "
+          "body ends: the step goes on while the server holds the body open") {
+  // Each reply's body ends 3 s after its closing event, the connection kept: a run that
+  // waited for the body's end would take over 6 s and send its second request 3 s late.
+  const std::string script = R"([
+    {"text": "", "linger_ms": 3000,
+     "tool_calls": [{"name": "shell", "input": {"command": "echo lingered"}}]},
+    {"text": "done", "linger_ms": 3000}])";
+  for (std::string provider : {"openai", "anthropic"}) {
+    CAPTURE(provider);
+    fake_server server{script};
+    provider_run run{provider};
+    auto began = std::chrono::steady_clock::now();
+    auto r = run.run(server, {"go"});
+    auto took = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+    REQUIRE(r.exit_code == 0);
+    CHECK(result_of(r)["result"] == "done");
+    auto log = run.transcript();
+    REQUIRE(log.size() >= 4);
+    CHECK(log[2]["content"] == "lingered\n");
+    std::vector<double> sent;
+    for (auto& request : server.requests())
+      if (!request.value("naming", false))
+        sent.push_back(request["received_at"].get<double>());
+    REQUIRE(sent.size() == 2);
+    CHECK(sent[1] - sent[0] < 2.0);
+    CHECK(took < 2.5);
   }
 }
 

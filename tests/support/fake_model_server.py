@@ -26,7 +26,8 @@ SCRIPT.json: a JSON array of reply entries, consumed in order by accepted reques
   then close; non-stream: half the body then close), "malformed_sse", "unknown_event",
   "invalid_utf8" (bytes FF FE inside one text piece), "no_stop", "html" (text/html body, status 200
   unless "status" given), "endless" (a delta every 100 ms or chunk_delay_ms until the client goes),
-  "silent_after_headers", "stream_error" (provider's in-stream error event instead of the ending).
+  "silent_after_headers", "stream_error" (provider's in-stream error event instead of the ending),
+  "linger_ms" (stream: the closing event, then this long before the body's end, the connection kept).
 Hostile keys: "flood" (with "endless": as fast as the socket takes it, 64 KiB per write; without
   "stream", an endless JSON body of spaces), "huge_line": N (the reply's text is one piece of N
   bytes, so one SSE line of N+ bytes, or a JSON body of N+ bytes, written 1 MiB at a time),
@@ -901,6 +902,8 @@ async def respond(req: Request, conn: Conn, provider: str, n: int, body: dict, e
         return False
     if abrupt:
         return False  # no terminating chunk: the caller closes the connection
+    if entry.get("linger_ms"):
+        await asyncio.sleep(float(entry["linger_ms"]) / 1000)
     await conn.end_chunks()
     return keep
 

@@ -70,6 +70,31 @@ std::string stream_of(provider_kind kind, const std::string& text) {
 
 } // namespace
 
+TEST_CASE("a stream decoder is complete at its closing event, not before, and never once failed") {
+  for (auto kind : {provider_kind::openai, provider_kind::anthropic}) {
+    CAPTURE(to_string(kind));
+    auto whole = stream_of(kind, "hello");
+    auto closing = whole.rfind("data: ");
+    closing = whole.rfind("\n\n", closing) + 2; // where the closing event's frame begins
+    auto decoder = make_stream_decoder(kind);
+    decoder->feed(whole.substr(0, closing));
+    CHECK_FALSE(decoder->complete()); // the stop reason alone is not the end of the stream
+    decoder->feed(whole.substr(closing, whole.size() - closing - 1));
+    CHECK_FALSE(decoder->complete()); // the closing event's frame not yet ended
+    decoder->feed("\n");
+    CHECK(decoder->complete());
+    auto reply = decoder->finish();
+    REQUIRE(reply.ok());
+    CHECK(reply.assistant.content == "hello");
+
+    // A bad event beside the closing one (in the same read) fails the reply: not complete.
+    auto broken = make_stream_decoder(kind);
+    broken->feed(whole + "data: {not json\n\n");
+    CHECK(broken->failed());
+    CHECK_FALSE(broken->complete());
+  }
+}
+
 TEST_CASE("both stream decoders accept events up to the cap and fail clearly past it") {
   for (auto kind : {provider_kind::openai, provider_kind::anthropic}) {
     CAPTURE(to_string(kind));
