@@ -53,7 +53,18 @@ struct http_model_state {
   /// Counts generations: an admission that comes back for one that has ended is dropped.
   uint64_t generations = 0;
   std::unique_ptr<generation> current;
+  /// The transfer of a reply that was whole at its closing event while its body had not ended:
+  /// 0 once it ends. Its connection is busy until then, so it is given up (its socket closed)
+  /// when the next attempt goes or the client ends: a server that holds bodies open after the
+  /// closing event would otherwise leave one open socket per reply, each counted against the
+  /// engine's connection cap, for as long as the engine's backstops allow (minutes).
+  uint64_t finished_early = 0;
   std::mt19937 random{std::random_device{}()};
+
+  ~http_model_state() {
+    if (finished_early != 0)
+      engine.cancel(finished_early);
+  }
 };
 
 using self_ptr = http_model_actor::stateful_pointer<http_model_state>;
@@ -123,6 +134,8 @@ void schedule_watch(self_ptr self) {
 void send_attempt(self_ptr self) {
   auto& st = self->state;
   auto& g = *st.current;
+  if (st.finished_early != 0)
+    st.engine.cancel(std::exchange(st.finished_early, 0));
   auto call = build_request(st.config.provider, g.request);
   g.transfer = next_id(self);
   g.status = 0;
@@ -255,9 +268,12 @@ void on_chunk(self_ptr self, http_body_chunk& chunk) {
   }
   // The closing event makes the reply whole: the step goes on now, not once the body's last
   // bytes (a chunked body's terminator, often a write of its own) have come. The transfer
-  // still reads them, so the connection is kept for the next request; its end is ignored.
-  if (g.decoder->complete())
+  // still reads them: when they come at once (as they mostly do) the connection is idle again
+  // before the next request and is reused.
+  if (g.decoder->complete()) {
+    st.finished_early = g.transfer;
     finish(self, g.decoder->finish());
+  }
 }
 
 model_reply complete_reply(http_model_state& st, generation& g) {
@@ -275,6 +291,8 @@ model_reply complete_reply(http_model_state& st, generation& g) {
 
 void on_done(self_ptr self, http_transfer_done& done) {
   auto& st = self->state;
+  if (done.id == st.finished_early)
+    st.finished_early = 0; // ended by itself: nothing to give up
   if (!st.current || st.current->transfer != done.id)
     return;
   auto& g = *st.current;

@@ -85,9 +85,9 @@ void generate(step_ptr self, model_request request) {
             failed.error_message = "model client failed: " + self->system().render(err);
             on_reply(self, failed);
           });
-  // The shell (bwrap, bash: ~10 ms of CPU) starts with the first request, once it is handed
-  // over, while the model answers: not before (beside the session's start-up on two cores)
-  // and not once the request is reported on the wire (two hops and the server's turn later).
+  // The shell (bwrap, bash: ~10 ms of CPU) starts as soon as the first request is handed over,
+  // so that it is ready when a model that answers at once asks for a command; not earlier,
+  // where it would take a core from the session's start-up and delay the request itself.
   if (!std::exchange(self->state.shell_started, true) && self->state.executor)
     self->send(self->state.executor, start_atom::value);
 }

@@ -150,9 +150,12 @@ public:
 
   std::string feed(std::string_view bytes) override {
     std::string text;
-    if (failed_)
+    // Nothing follows message_stop: what a server sends after it is not read.
+    if (failed_ || stopped_)
       return text;
     for (auto& event : parser_.feed(bytes)) {
+      if (stopped_)
+        break;
       auto bounded = parse_json_bounded(sanitize_utf8(event.data));
       if (!bounded || !bounded->is_object()) {
         fail(bad_response(provider_kind::anthropic, model_error_kind::transport,

@@ -116,12 +116,13 @@ public:
 
   std::string feed(std::string_view bytes) override {
     std::string text;
-    if (failed_)
+    // Nothing follows [DONE]: what a server sends after it is not read.
+    if (failed_ || done_)
       return text;
     for (auto& event : parser_.feed(bytes)) {
       if (event.data == "[DONE]") {
         done_ = true;
-        continue;
+        break;
       }
       auto bounded = parse_json_bounded(sanitize_utf8(event.data));
       if (!bounded || !bounded->is_object()) {

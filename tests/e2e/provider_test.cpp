@@ -167,6 +167,35 @@ TEST_CASE("a streamed reply is whole at its closing event ([DONE], message_stop)
   }
 }
 
+TEST_CASE("a reply whole before its body ended gives its connection up when the next request "
+          "goes: a server that holds every body open leaves troupe one such socket, not one a "
+          "reply") {
+  // Each command counts troupe's sockets (its shell is troupe's child without the sandbox).
+  const std::string count = "ls -l /proc/$PPID/fd | grep -c 'socket:'";
+  json script = json::array();
+  for (int i = 0; i < 4; ++i)
+    script.push_back({{"text", ""},
+                      {"linger_ms", 4000},
+                      {"tool_calls", json::array({{{"name", "shell"}, {"input", {{"command", count}}}}})}});
+  script.push_back({{"text", "done"}});
+  for (std::string provider : {"openai", "anthropic"}) {
+    CAPTURE(provider);
+    fake_server server{script.dump()};
+    provider_run run{provider};
+    auto r = run.run(server, {"--sandbox", "off", "go"});
+    REQUIRE(r.exit_code == 0);
+    std::vector<int> sockets;
+    for (auto& m : run.transcript())
+      if (m["role"] == "tool")
+        sockets.push_back(std::stoi(m["content"].get<std::string>()));
+    REQUIRE(sockets.size() == 4);
+    // The reply just read still holds its connection; the ones before it were given up.
+    CHECK(sockets[1] == sockets[0]);
+    CHECK(sockets[2] == sockets[0]);
+    CHECK(sockets[3] == sockets[0]);
+  }
+}
+
 TEST_CASE("markdown and xml tool formats: no tools in the request, calls run, results as text") {
   struct format_case {
     std::string name;

@@ -87,11 +87,28 @@ TEST_CASE("a stream decoder is complete at its closing event, not before, and ne
     REQUIRE(reply.ok());
     CHECK(reply.assistant.content == "hello");
 
-    // A bad event beside the closing one (in the same read) fails the reply: not complete.
-    auto broken = make_stream_decoder(kind);
-    broken->feed(whole + "data: {not json\n\n");
-    CHECK(broken->failed());
-    CHECK_FALSE(broken->complete());
+    // Nothing after the closing event is read, in the same read or a later one.
+    auto trailed = make_stream_decoder(kind);
+    trailed->feed(whole + "data: {not json\n\n");
+    trailed->feed("data: {\"type\": \"error\", \"error\": {}}\n\n");
+    CHECK(trailed->complete());
+    auto kept = trailed->finish();
+    REQUIRE(kept.ok());
+    CHECK(kept.assistant.content == "hello");
+
+    // Nor is what comes later: not even an event past the cap.
+    auto late = make_stream_decoder(kind, 4096);
+    late->feed(whole);
+    late->feed("data: " + std::string(5000, 'x') + "\n\n");
+    CHECK_FALSE(late->failed());
+    CHECK(late->complete());
+
+    // An event past the cap in the same read fails it all the same (the parser has read the
+    // whole buffer): a failed reply is never complete.
+    auto capped = make_stream_decoder(kind, 4096);
+    capped->feed(whole + "data: " + std::string(5000, 'x') + "\n\n");
+    CHECK(capped->failed());
+    CHECK_FALSE(capped->complete());
   }
 }
 
