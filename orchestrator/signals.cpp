@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "tools/process_reaper.hpp"
+#include "tools/sandbox.hpp"
 
 namespace troupe {
 
@@ -64,6 +65,7 @@ void exit_if_still_running_after(std::chrono::milliseconds grace, int code, std:
     std::fflush(out);
     std::fprintf(stderr, "troupe: a tool was still running; exiting without waiting for it\n");
     stop_all_descendants();
+    remove_sandbox_temps(); // no destructor runs past _Exit
     if (before_exit)
       before_exit();
     std::_Exit(code);

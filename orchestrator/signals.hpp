@@ -33,8 +33,8 @@ private:
 /// Ends the process with `code` if it still runs `grace` from now. The actor system waits at
 /// exit for every thread of its own, and one step of a tool's scan (a regular expression on one
 /// line, a read) cannot be cut: once the run's answer is out, its exit may not wait for that.
-/// What the tools left running is stopped first, as at a normal exit, then `before_exit` runs
-/// (if set).
+/// What the tools left running is stopped first, as at a normal exit, and the sandboxes'
+/// private /tmp directories removed, then `before_exit` runs (if set).
 void exit_if_still_running_after(std::chrono::milliseconds grace, int code, std::FILE* out,
                                  std::function<void()> before_exit = {});
 

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <mutex>
 #include <set>
 
 #include "tools/real_path.hpp"
@@ -32,7 +33,29 @@ bool present(const std::filesystem::path& path) {
   return std::filesystem::exists(path, ec);
 }
 
+// Every private /tmp made and not yet removed, for an exit that runs no destructor. Never
+// freed: a policy may be let go after the statics of the exit are.
+struct live_temps {
+  std::mutex mutex;
+  std::set<std::filesystem::path> paths;
+};
+
+live_temps& made_temps() {
+  static auto* temps = new live_temps;
+  return *temps;
+}
+
 } // namespace
+
+void remove_sandbox_temps() {
+  auto& temps = made_temps();
+  std::lock_guard<std::mutex> lock{temps.mutex};
+  for (auto& path : temps.paths) {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+  temps.paths.clear();
+}
 
 std::optional<sandbox_mode> parse_sandbox_mode(std::string_view text) {
   if (text == "off")
@@ -112,6 +135,9 @@ sandbox_policy::sandbox_policy(const sandbox_settings& settings,
 sandbox_policy::~sandbox_policy() {
   move_planted(); // a background task's last act; nobody is left to tell
   if (auto temp = made_temp(); !temp.empty()) {
+    auto& temps = made_temps();
+    std::lock_guard<std::mutex> lock{temps.mutex};
+    temps.paths.erase(temp);
     std::error_code ec;
     std::filesystem::remove_all(temp, ec);
   }
@@ -122,6 +148,11 @@ expected<std::filesystem::path> sandbox_policy::temp_dir() const {
     auto pattern = (temp_base_ / "troupe-sandbox-XXXXXX").string();
     if (::mkdtemp(pattern.data())) {
       temp_ = pattern;
+      {
+        auto& temps = made_temps();
+        std::lock_guard<std::mutex> lock{temps.mutex};
+        temps.paths.insert(temp_);
+      }
       temp_ready_.store(true, std::memory_order_release);
     } else {
       temp_problem_ = "cannot make the sandbox's private /tmp in " + temp_base_.string() + ": " +

@@ -53,6 +53,10 @@ struct sandbox_settings {
 /// writable directories" or "off (settings file F)".
 std::string summary(const sandbox_settings& settings);
 
+/// Removes every sandbox's private /tmp still on disk: for an exit that runs no destructor
+/// (exit_if_still_running_after), once the processes that used them are stopped.
+void remove_sandbox_temps();
+
 /// One session's walls. Shared (read-only) by its tools, its executor and its subagents; the
 /// private temp directory is made on first use and removed with the last holder.
 class sandbox_policy {

@@ -186,6 +186,29 @@ TEST_CASE("a chat whose session has ended does not stay open for a scan that can
   CHECK(r.err.find("a tool was still running") != std::string::npos);
 }
 
+TEST_CASE("a run that exits without waiting for a scan that cannot be cut leaves no sandbox "
+          "/tmp behind") {
+  cli_fixture f;
+  write_file(f.dir / "work/a.txt", std::string(64, 'a') + "\n");
+  temp_dir tmp;
+  auto model = f.script({call("grep", {{"pattern", "(a|a)*c"}}), text_line("never")});
+  auto opts = f.options();
+  opts.env["TMPDIR"] = tmp.path().string();
+  // The run's shell, and with it the sandbox's private /tmp, starts with the first request;
+  // SIGINT answers the call, the scan goes on, and the exit does not wait for it.
+  opts.interrupt_after = std::chrono::seconds{3};
+  opts.timeout = std::chrono::seconds{30};
+  auto r = run_troupe({"run", "--cwd", (f.dir / "work").string(), "--model", model,
+                       "--permission-mode", "bypass", "--sandbox", "workspace-write", "go"},
+                      opts);
+  CHECK(r.exit_code == 130);
+  CHECK(r.err.find("a tool was still running") != std::string::npos);
+  std::vector<std::string> left;
+  for (auto& entry : fs::directory_iterator(tmp.path()))
+    left.push_back(entry.path().filename().string());
+  CHECK(left.empty());
+}
+
 TEST_CASE("a link a PreToolUse hook swaps in is judged by the permission check, never followed") {
   // PreToolUse hooks run before the permission check (as Claude Code's do), so the check sees
   // the tree as they left it. A link swapped in after the check is the tools' own to refuse
