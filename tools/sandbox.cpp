@@ -35,9 +35,32 @@ bool present(const std::filesystem::path& path) {
 
 // Every private /tmp made and not yet removed, for an exit that runs no destructor. Never
 // freed: a policy may be let go after the statics of the exit are.
-struct live_temps {
-  std::mutex mutex;
-  std::set<std::filesystem::path> paths;
+class live_temps {
+public:
+  void add(const std::filesystem::path& path) {
+    std::lock_guard<std::mutex> lock{mutex_};
+    paths_.insert(path);
+  }
+
+  void remove(const std::filesystem::path& path) {
+    std::lock_guard<std::mutex> lock{mutex_};
+    paths_.erase(path);
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+
+  void remove_all() {
+    std::lock_guard<std::mutex> lock{mutex_};
+    for (auto& path : paths_) {
+      std::error_code ec;
+      std::filesystem::remove_all(path, ec);
+    }
+    paths_.clear();
+  }
+
+private:
+  std::mutex mutex_;
+  std::set<std::filesystem::path> paths_;
 };
 
 live_temps& made_temps() {
@@ -47,15 +70,7 @@ live_temps& made_temps() {
 
 } // namespace
 
-void remove_sandbox_temps() {
-  auto& temps = made_temps();
-  std::lock_guard<std::mutex> lock{temps.mutex};
-  for (auto& path : temps.paths) {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-  temps.paths.clear();
-}
+void remove_sandbox_temps() { made_temps().remove_all(); }
 
 std::optional<sandbox_mode> parse_sandbox_mode(std::string_view text) {
   if (text == "off")
@@ -134,13 +149,8 @@ sandbox_policy::sandbox_policy(const sandbox_settings& settings,
 
 sandbox_policy::~sandbox_policy() {
   move_planted(); // a background task's last act; nobody is left to tell
-  if (auto temp = made_temp(); !temp.empty()) {
-    auto& temps = made_temps();
-    std::lock_guard<std::mutex> lock{temps.mutex};
-    temps.paths.erase(temp);
-    std::error_code ec;
-    std::filesystem::remove_all(temp, ec);
-  }
+  if (auto temp = made_temp(); !temp.empty())
+    made_temps().remove(temp);
 }
 
 expected<std::filesystem::path> sandbox_policy::temp_dir() const {
@@ -148,11 +158,7 @@ expected<std::filesystem::path> sandbox_policy::temp_dir() const {
     auto pattern = (temp_base_ / "troupe-sandbox-XXXXXX").string();
     if (::mkdtemp(pattern.data())) {
       temp_ = pattern;
-      {
-        auto& temps = made_temps();
-        std::lock_guard<std::mutex> lock{temps.mutex};
-        temps.paths.insert(temp_);
-      }
+      made_temps().add(temp_);
       temp_ready_.store(true, std::memory_order_release);
     } else {
       temp_problem_ = "cannot make the sandbox's private /tmp in " + temp_base_.string() + ": " +
