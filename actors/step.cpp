@@ -73,6 +73,13 @@ void generate(step_ptr self, model_request request) {
                                     std::chrono::steady_clock::now() - sent)
                                     .count();
   };
+  // The shell (bwrap, bash: ~10 ms of CPU) starts with the first request, so that it is ready
+  // when a model that answers at once asks for a command; not earlier, where it would take a
+  // core from the session's start-up. Asked for before the request is handed over: a worker
+  // runs the actors its own messages woke last-in first-out, so the model client sends the
+  // request before the executor spends ~1 ms spawning the sandbox on the same worker.
+  if (!std::exchange(self->state.shell_started, true) && self->state.executor)
+    self->send(self->state.executor, start_atom::value);
   self->request(self->state.model, caf::infinite, generate_atom::value, std::move(request))
     .then([=](model_reply& reply) {
             waited();
@@ -85,11 +92,6 @@ void generate(step_ptr self, model_request request) {
             failed.error_message = "model client failed: " + self->system().render(err);
             on_reply(self, failed);
           });
-  // The shell (bwrap, bash: ~10 ms of CPU) starts as soon as the first request is handed over,
-  // so that it is ready when a model that answers at once asks for a command; not earlier,
-  // where it would take a core from the session's start-up and delay the request itself.
-  if (!std::exchange(self->state.shell_started, true) && self->state.executor)
-    self->send(self->state.executor, start_atom::value);
 }
 
 // A reply that ends at the output limit while it has native calls was cut in its last call
