@@ -48,7 +48,7 @@ def script_for(runtime, steps, latency_ms):
             for k in range(1, steps + 1)] + done
 
 
-def command_for(runtime, binary, port, root):
+def command_for(runtime, binary, port, root, troupe_args=()):
     """The command line and environment of one client run."""
     env = dict(os.environ)
     if runtime in (TROUPE_OPENAI, TROUPE_ANTHROPIC):
@@ -61,8 +61,8 @@ def command_for(runtime, binary, port, root):
         else:
             model = "anthropic/bench"
             env.update(ANTHROPIC_API_KEY="bench", ANTHROPIC_BASE_URL=f"http://127.0.0.1:{port}")
-        return [binary, "run", "--cwd", work, "--model", model, "--permission-mode", "bypass",
-                "--output-format", "stream-json", PROMPT], env
+        return [binary, "run", *troupe_args, "--cwd", work, "--model", model, "--permission-mode",
+                "bypass", "--output-format", "stream-json", PROMPT], env
     if runtime == FLOOR_NAME:
         return [sys.executable, "-S", FLOOR, f"http://127.0.0.1:{port}/v1", PROMPT], env
     body = os.path.join(root, "body.json")
@@ -82,7 +82,7 @@ def fail(msg, *logs):
     raise SystemExit(f"side_by_side.py: {msg}")
 
 
-def run_once(runtime, binary, steps, latency_ms, root):
+def run_once(runtime, binary, steps, latency_ms, root, troupe_args=()):
     script = script_for(runtime, steps, latency_ms)
     script_path = os.path.join(root, "script.json")
     record_path = os.path.join(root, "requests.jsonl")
@@ -96,7 +96,7 @@ def run_once(runtime, binary, steps, latency_ms, root):
                               stderr=server_err)
     try:
         port = int(server.stdout.readline().split()[1])
-        cmd, env = command_for(runtime, binary, port, root)
+        cmd, env = command_for(runtime, binary, port, root, troupe_args)
         # Peak RSS through GNU time: a process forked from this Python inherits Python's pages
         # until it execs, and the kernel counts them in its maxrss (curl would show ~16 MB).
         rss_path = os.path.join(root, "rss.txt")
@@ -155,6 +155,9 @@ def main():
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--latency-ms", type=int, default=0)
+    ap.add_argument("--troupe-arg", action="append", default=[], metavar="ARG",
+                    help="a word for troupe's command line after `run` (repeatable), e.g. "
+                         "--troupe-arg=--sandbox=off to see what the sandbox's start costs")
     args = ap.parse_args()
     binary = os.path.abspath(args.troupe)
     results = {name: [] for name in RUNTIMES}
@@ -164,10 +167,12 @@ def main():
         shift = rnd % len(RUNTIMES)
         for name in RUNTIMES[shift:] + RUNTIMES[:shift]:
             with tempfile.TemporaryDirectory(prefix="troupe-sbs-") as root:
-                results[name].append(run_once(name, binary, args.steps, args.latency_ms, root))
+                results[name].append(run_once(name, binary, args.steps, args.latency_ms, root,
+                                              args.troupe_arg))
 
     print(f"side by side: {args.steps} steps of `printf 'step K\\n'`, {args.rounds} rounds "
-          f"(medians), model latency {args.latency_ms} ms, loopback fake model server")
+          f"(medians), model latency {args.latency_ms} ms, loopback fake model server"
+          + (f", troupe run {' '.join(args.troupe_arg)}" if args.troupe_arg else ""))
     print("| runtime | per step in the loop (ms) | median gap (ms) | to first request (ms) "
           "| peak RSS (MB) |")
     print("|---|---:|---:|---:|---:|")
