@@ -210,6 +210,11 @@ expected<bool> sandbox_policy::wrap(std::string& program, std::vector<std::strin
                                       "--disable-userns",
                                       "--cap-drop",
                                       "ALL",
+                                      // A troupe killed outright (SIGKILL) takes the sandbox
+                                      // and all in it along: the kernel signals bubblewrap
+                                      // when the thread that started it ends, and troupe's
+                                      // threads end only with the process.
+                                      "--die-with-parent",
                                       "--bind",
                                       temp->string(),
                                       "/tmp"};

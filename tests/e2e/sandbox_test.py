@@ -18,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 
 TROUPE = os.path.abspath(sys.argv[1])
 CASE = sys.argv[2]
@@ -442,6 +443,53 @@ def case_escapes(box):
     server.close()
 
 
+def sandboxed_pids(marker):
+    """Processes whose command line is exactly `sleep MARKER` (the host's pids)."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if f.read().split(b"\0")[:2] == [b"sleep", marker.encode()]:
+                    found.append(int(pid))
+        except OSError:
+            pass
+    return found
+
+
+def case_killed(box):
+    # A troupe killed outright (SIGKILL: no handler, no clean-up) takes its sandboxes with it:
+    # the shell's command and a background task's, which bubblewrap would otherwise keep
+    # running, reparented, until they end by themselves.
+    markers = ("3701.25", "3702.5")
+    calls = [("shell", {"command": f"sleep {markers[1]}", "run_in_background": True}),
+             ("shell", {"command": f"sleep {markers[0]}"})]
+    argv = [TROUPE, "run", "--cwd", box.work, "--model", box.script(calls), "--permission-mode",
+            "bypass", "--output-format", "stream-json", "go"]
+    proc = subprocess.Popen(argv, env=box.env(), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while not all(sandboxed_pids(m) for m in markers):
+            check(time.monotonic() < deadline and proc.poll() is None,
+                  f"both sleeps started in the sandbox (troupe status {proc.poll()})")
+            time.sleep(0.05)
+        proc.kill()
+        proc.wait()
+        deadline = time.monotonic() + 5
+        while any(sandboxed_pids(m) for m in markers) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        left = {m: sandboxed_pids(m) for m in markers}
+        check(not any(left.values()), f"nothing outlives a killed troupe: {left}")
+    finally:
+        proc.kill()
+        for m in markers:
+            for pid in sandboxed_pids(m):
+                try:
+                    os.kill(pid, 9)
+                except OSError:
+                    pass
+
+
 CASES = {
     "escapes": case_escapes,
     "shell writes": case_shell_writes,
@@ -452,6 +500,7 @@ CASES = {
     "defaults and settings": case_defaults,
     "unavailable": case_unavailable,
     "probe remembered": case_probe_remembered,
+    "killed": case_killed,
 }
 
 
