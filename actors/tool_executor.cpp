@@ -424,9 +424,12 @@ caf::result<tool_result> execute(self_ptr self, const tool_call& call) {
   if (auto server = mcp_server_of(call.name); !server.empty())
     return execute_mcp(self, server, call);
   const auto* spec = st.registry->find(call.name);
-  if (spec == nullptr)
-    return error_result("unknown tool '" + call.name +
-                        "'; available tools: " + available_tools(*st.registry));
+  if (spec == nullptr) {
+    auto available = available_tools(*st.registry);
+    return error_result("unknown tool '" + call.name + "'; " +
+                        (available.empty() ? "this session has no tools"
+                                           : "available tools: " + available));
+  }
   if (auto problem = validate_input(*spec, call.input))
     return error_result(*problem);
   if (spec->kind == tool_kind::task)

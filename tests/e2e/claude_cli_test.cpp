@@ -240,6 +240,14 @@ TEST_CASE("--tools chooses the built-in tools offered") {
   auto sdk_none = claude(f, {"-p", "go", "--model", model(), "--tools=", "--output-format",
                              "stream-json"});
   CHECK(tools_of(init_of(sdk_none)).empty());
+  // A model that calls a tool anyway is told there are none, not handed an empty list.
+  auto bash_call = json::parse(
+    R"js({"text": "", "tool_calls": [{"name": "Bash", "input": {"command": "ls"}}]})js");
+  auto called = claude(f, {"-p", "go", "--model", f.script({bash_call, text_line("ok")}),
+                           "--tools", "", "--output-format", "stream-json", "--verbose"});
+  CHECK(called.exit_code == 0);
+  CHECK(called.out.find("unknown tool 'Bash'; this session has no tools\"") !=
+        std::string::npos);
   auto all = claude(f, {"-p", "go", "--model", model(), "--tools=default", "--output-format",
                         "stream-json"});
   CHECK(tools_of(init_of(all)).size() == 14);
