@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "context/context_window.hpp"
+#include "providers/sse.hpp"
 #include "store/ids.hpp"
 #include "tools/claude_code_names.hpp"
 
@@ -59,28 +60,39 @@ const char* refusal_text(refusal r) {
 std::string printable(std::string_view text) {
   std::string out;
   out.reserve(text.size());
-  for (size_t i = 0; i < text.size(); ++i) {
+  for (size_t i = 0; i < text.size();) {
     auto c = static_cast<unsigned char>(text[i]);
     if (c == '\r') {
       if (i + 1 >= text.size() || text[i + 1] != '\n')
         out += '\n';
-    } else if (c == '\n' || c == '\t' || (c >= 0x20 && c != 0x7f)) {
-      if (c == 0xc2 && i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) >= 0x80 &&
-          static_cast<unsigned char>(text[i + 1]) <= 0x9f) {
+      ++i;
+    } else if (c == '\n' || c == '\t' || (c >= 0x20 && c < 0x7f)) {
+      out += static_cast<char>(c);
+      ++i;
+    } else if (c < 0x80) {
+      out += '^';
+      out += static_cast<char>(c ^ 0x40); // ESC -> ^[, BEL -> ^G, DEL -> ^?
+      ++i;
+    } else if (auto sequence = utf8_sequence_at(text, i); sequence.well_formed) {
+      if (c == 0xc2 && static_cast<unsigned char>(text[i + 1]) <= 0x9f) {
         // A C1 control (U+0080..U+009F), which some terminals obey like ESC + a letter.
         out += "^[";
-        out += static_cast<char>(static_cast<unsigned char>(text[++i]) - 0x40);
-      } else if (c >= 0x80 && c <= 0x9f && i > 0 &&
-                 static_cast<unsigned char>(text[i - 1]) < 0x80) {
+        out += static_cast<char>(static_cast<unsigned char>(text[i + 1]) - 0x40);
+      } else {
+        out.append(text.substr(i, sequence.length));
+      }
+      i += sequence.length;
+    } else {
+      if (c <= 0x9f && i > 0 && static_cast<unsigned char>(text[i - 1]) < 0x80) {
         // A raw C1 byte after ASCII is no part of a UTF-8 character: 8-bit terminals obey it.
         out += "^[";
         out += static_cast<char>(c - 0x40);
       } else {
-        out += static_cast<char>(c);
+        // No UTF-8 (binary output, another encoding): U+FFFD, as in the transcript and the
+        // JSON outputs, never a byte the terminal would guess at.
+        out += "\xef\xbf\xbd";
       }
-    } else {
-      out += '^';
-      out += static_cast<char>(c ^ 0x40); // ESC -> ^[, BEL -> ^G, DEL -> ^?
+      ++i;
     }
   }
   return out;
