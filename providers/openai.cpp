@@ -66,7 +66,10 @@ void write_openai_messages(std::string& body, const model_request& request, bool
           body += first_call ? "{" : ",{";
           first_call = false;
           body += "\"function\":{\"arguments\":";
-          append_json_string(body, call.input.dump());
+          // Arguments that were no JSON object stay the text the model wrote (see
+          // parse_arguments), sent back as they came rather than quoted once more.
+          append_json_string(body, call.input.is_string() ? call.input.get_ref<const std::string&>()
+                                                          : call.input.dump());
           body += ",\"name\":";
           append_json_string(body, call.name);
           body += "},\"id\":";

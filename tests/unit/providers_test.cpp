@@ -2,6 +2,7 @@
 
 #include <doctest/doctest.h>
 
+#include "providers/formats.hpp"
 #include "providers/provider.hpp"
 
 using namespace troupe;
@@ -47,6 +48,40 @@ TEST_CASE("Anthropic requests never carry blank text or native tool blocks witho
   CHECK(text.find("Result of shell") != std::string::npos);
   CHECK(text.find("\"\\n\\n\"") == std::string::npos);
   CHECK_FALSE(body.contains("tools"));
+}
+
+TEST_CASE("OpenAI arguments that were no JSON object go back as the model wrote them") {
+  provider_config config;
+  config.kind = provider_kind::openai;
+  config.format = tool_format::tool;
+  model_request request;
+  request.tools = shared_value<std::vector<tool_descriptor>>{std::vector<tool_descriptor>{
+    {"shell", "runs a command", nlohmann::json{{"type", "object"}}}}};
+  message user;
+  user.role = role::user;
+  user.content = "go";
+  const std::string cut = R"({"command": "ls)";
+  const std::string listed = R"(["a", "b"])";
+  message reply;
+  reply.role = role::assistant;
+  reply.tool_calls = {{"c1", "shell", detail::parse_arguments(cut), call_format::native},
+                      {"c2", "shell", detail::parse_arguments(listed), call_format::native},
+                      {"c3", "shell", detail::parse_arguments(R"({"command": "ls"})"), call_format::native}};
+  request.context.messages.push_back(std::make_shared<const message>(user));
+  request.context.messages.push_back(std::make_shared<const message>(reply));
+  for (auto& call : reply.tool_calls)
+    request.context.messages.push_back(std::make_shared<const message>(
+      make_tool_message(call, tool_result{"bad input", true, 0, false})));
+  auto body = json::parse(build_request(config, request).body);
+  json calls;
+  for (auto& m : body["messages"])
+    if (m.contains("tool_calls"))
+      calls = m["tool_calls"];
+  REQUIRE(calls.size() == 3);
+  CHECK(calls[0]["function"]["arguments"] == cut);
+  CHECK(calls[1]["function"]["arguments"] == listed);
+  CHECK(json::parse(calls[2]["function"]["arguments"].get<std::string>()) ==
+        json{{"command", "ls"}});
 }
 
 namespace {
