@@ -348,6 +348,16 @@ void check_time(self_ptr self) {
     return;
   }
   st.engine.cancel(g.transfer);
+  if (g.status != 0 && g.status != 200) {
+    // An error whose body never ended: the status (and what of the body came) is the news, and
+    // it is retried as that status would be, not reported as a stalled reply.
+    auto reply = parse_error(st.config.provider.kind, g.status, g.body);
+    reply.error_message += " (its body unfinished: " + what + ")";
+    if (is_retryable_status(g.status) && retry(self, g.status, reply.error_message))
+      return;
+    finish(self, std::move(reply));
+    return;
+  }
   if (!g.began && retry(self, 0, what))
     return;
   finish(self, transport_failure(st, g, what));

@@ -406,6 +406,26 @@ TEST_CASE("a stream that goes silent fails after the idle timeout") {
                                  "(--stream-idle-timeout) (after 0 bytes in 0 events)");
 }
 
+TEST_CASE("an error status whose body never ends is reported as that error, and retried as one") {
+  for (std::string provider : {"openai", "anthropic"}) {
+    CAPTURE(provider);
+    fake_server server{R"([{"status": 500, "error_message": "overloaded here",
+                            "silent_after_headers": true},
+                           {"status": 503, "silent_after_headers": true}])"};
+    provider_run run{provider};
+    auto r = run.run(server, {"--idle-timeout", "1", "--max-retries", "1", "go"});
+    CHECK(r.exit_code == 1);
+    auto retries = of_type(r, "system", "api_retry");
+    REQUIRE(retries.size() == 1);
+    CHECK(retries[0]["error_status"] == 500);
+    auto error = result_of(r)["error"].get<std::string>();
+    CHECK(error.find("HTTP 503") != std::string::npos);
+    CHECK(error.find("(its body unfinished: the reply stalled: no data for 1 s") !=
+          std::string::npos);
+    CHECK(server.requests().size() == 2);
+  }
+}
+
 TEST_CASE("a connection that cannot be made is retried, then reported") {
   int port = 0;
   {

@@ -26,7 +26,7 @@ SCRIPT.json: a JSON array of reply entries, consumed in order by accepted reques
   then close; non-stream: half the body then close), "malformed_sse", "unknown_event",
   "invalid_utf8" (bytes FF FE inside one text piece), "no_stop", "html" (text/html body, status 200
   unless "status" given), "endless" (a delta every 100 ms or chunk_delay_ms until the client goes),
-  "silent_after_headers", "stream_error" (provider's in-stream error event instead of the ending),
+  "silent_after_headers" (with "status": the error's body, then silence), "stream_error" (provider's in-stream error event instead of the ending),
   "linger_ms" (stream: the closing event, then this long before the body's end, the connection kept).
 Hostile keys: "flood" (with "endless": as fast as the socket takes it, 64 KiB per write; without
   "stream", an endless JSON body of spaces), "huge_line": N (the reply's text is one piece of N
@@ -799,8 +799,14 @@ async def respond(req: Request, conn: Conn, provider: str, n: int, body: dict, e
         return keep
     status = int(entry.get("status", 200))
     if status != 200:
-        await conn.full(status, "application/json",
-                        error_body(provider, status, entry.get("error_message")), extra, keep)
+        error = error_body(provider, status, entry.get("error_message"))
+        if entry.get("silent_after_headers"):  # the error's body promised whole, never ended
+            await conn.head(status, [("Content-Type", "application/json"),
+                                     ("Content-Length", str(len(error) + 256))] + extra)
+            await conn.raw(error)
+            await conn.wait_client_close()
+            return False
+        await conn.full(status, "application/json", error, extra, keep)
         return keep
 
     reply = Reply(entry, n)
