@@ -1,5 +1,6 @@
 #include "orchestrator/renderer.hpp"
 
+#include <chrono>
 #include <cstdio>
 #include <type_traits>
 #include <utility>
@@ -23,6 +24,8 @@ struct renderer_state {
   /// The session rendered (its first event's): events of its subagents (watch_subagents) show
   /// their messages only.
   std::string session_id;
+  /// When rendering began: the duration of a session that went without telling its end.
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
 };
 
 using self_ptr = event_sink_actor::stateful_pointer<renderer_state>;
@@ -144,10 +147,22 @@ event_sink_actor::behavior_type renderer(self_ptr self, render_options options, 
   self->state.session = session;
   self->monitor(session);
   self->set_down_handler([=](caf::down_msg& down) {
+    auto& st = self->state;
     session_ended_event lost;
-    lost.reason = terminal_reason::error;
-    lost.error_message =
-      "the session stopped without finishing: " + self->system().render(down.reason);
+    lost.session_id = st.session_id;
+    lost.duration_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                         std::chrono::steady_clock::now() - st.started)
+                         .count();
+    if (down.reason == caf::exit_reason::kill) {
+      // Only a second interrupt kills a session (`run`): said as what it was, not as a fault.
+      lost.reason = terminal_reason::interrupted;
+      lost.error_message = "stopped at a second interrupt, before the session had finished "
+                           "(its end, hooks included, was cut short)";
+    } else {
+      lost.reason = terminal_reason::error;
+      lost.error_message =
+        "the session stopped without finishing: " + self->system().render(down.reason);
+    }
     finish(self, lost);
   });
   return {

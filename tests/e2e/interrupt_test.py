@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""Interrupts as a user sends them to a headless run: Ctrl+C, then Ctrl+C again while the
+session is still ending (here: a slow SessionEnd hook), in both output formats.
+
+Usage: interrupt_test.py TROUPE_BINARY CASE. Each CASE is one ctest entry (tests/CMakeLists.txt).
+"""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+TROUPE = os.path.abspath(sys.argv[1])
+CASE = sys.argv[2]
+
+
+def check(condition, what):
+    if not condition:
+        raise AssertionError(what)
+
+
+def second_interrupt(root, output_format):
+    """A run whose command sleeps; SIGINT, then SIGINT again during its 2 s SessionEnd hook."""
+    work = os.path.join(root, "work")
+    os.makedirs(os.path.join(work, ".troupe"))
+    finished = os.path.join(root, "hook-finished")
+    with open(os.path.join(work, ".troupe", "settings.json"), "w") as f:
+        json.dump({"hooks": {"SessionEnd": [{"hooks": [
+            {"type": "command", "command": f"sleep 2; touch {finished}"}]}]}}, f)
+    script = os.path.join(root, "script.jsonl")
+    with open(script, "w") as f:
+        f.write(json.dumps({"text": "", "tool_calls": [
+            {"name": "shell", "input": {"command": "echo started; sleep 30"}}]}) + "\n")
+        f.write(json.dumps({"text": "done"}) + "\n")
+    env = dict(os.environ, TROUPE_HOME=os.path.join(root, "home"), TROUPE_MODEL="")
+    started = time.monotonic()
+    proc = subprocess.Popen([TROUPE, "run", "--cwd", work, "--model", "scripted:" + script,
+                             "--permission-mode", "bypass", "--sandbox", "off",
+                             "--output-format", output_format, "go"],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(0.8)
+        proc.send_signal(signal.SIGINT)
+        time.sleep(0.4)  # the turn is interrupted; the session's end runs its hook
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=20)
+    finally:
+        proc.kill()
+    elapsed = time.monotonic() - started
+    check(proc.returncode == 130, f"exit 130 after two interrupts: {proc.returncode}\n{err}")
+    check(elapsed < 1.2 + 1.5, f"the second interrupt stops the run at once: {elapsed:.1f} s")
+    check("exit_reason" not in out + err, f"no actor's exit reason shown: {out[-400:]}{err}")
+    time.sleep(2.2)
+    check(not os.path.exists(finished), "the hook was stopped with the session, not left running")
+    return out, err
+
+
+def case_text(root):
+    out, err = second_interrupt(root, "text")
+    lines = out.strip().splitlines()
+    check(lines[-2].startswith("● interrupted"), f"the run ends `interrupted`: {lines[-3:]}")
+    check(lines[-1].startswith("error: stopped at a second interrupt"), f"saying why: {lines[-3:]}")
+
+
+def case_stream_json(root):
+    out, _ = second_interrupt(root, "stream-json")
+    result = json.loads(out.strip().splitlines()[-1])
+    check(result["type"] == "result" and result["subtype"] == "error_during_execution",
+          f"a result line ends the stream: {result}")
+    check(result["terminal_reason"] == "interrupted", f"as interrupted: {result}")
+    check(result["session_id"] != "", f"of its session: {result}")
+    check("stopped at a second interrupt" in result["error"], f"saying why: {result}")
+
+
+CASES = {"text": case_text, "stream-json": case_stream_json}
+
+
+def main():
+    root = tempfile.mkdtemp(prefix="interrupt-test-")
+    try:
+        CASES[CASE](root)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    print(f"ok: {CASE}")
+
+
+if __name__ == "__main__":
+    main()
