@@ -211,10 +211,10 @@ void start_shell_reader(self_ptr self) {
   self->monitor(st.shell_reader);
 }
 
-/// Starts the shell and its reader before the first command, once the session's first model
-/// request has been made (start_atom): bash in its sandbox (~10 ms of CPU) then starts while
-/// the request goes and the model answers, instead of inside the first step or beside the
-/// session's start-up on two cores.
+/// Starts the shell and its reader before the first command, when the step asks with the
+/// session's first model request (start_atom): bash in its sandbox (~10 ms of CPU) then starts
+/// while the request goes and the model answers, instead of inside the first step or beside
+/// the session's start-up on two cores.
 /// Only for the top-level agent (tool_context::start_shell_early), where the shell is offered;
 /// once, and not when a command started it already.
 void warm_up_shell(self_ptr self) {
@@ -387,6 +387,29 @@ caf::result<tool_result> run_task_tool(self_ptr self, const tool_call& call) {
   return promise;
 }
 
+std::string server_names(const tool_executor_state& st) {
+  std::string names;
+  for (auto& [name, actor] : st.mcp_servers)
+    names += (names.empty() ? "" : ", ") + name;
+  return names;
+}
+
+// What a call to a tool the session does not offer is told: the built-in tools there are and
+// the MCP servers whose tools there are, or that there are none.
+std::string unknown_tool(const tool_executor_state& st, const std::string& name) {
+  auto builtin = available_tools(*st.registry);
+  auto servers = server_names(st);
+  std::string out = "unknown tool '" + name + "'; ";
+  if (builtin.empty() && servers.empty())
+    return out + "this session has no tools";
+  if (!builtin.empty())
+    out += "available tools: " + builtin;
+  if (!servers.empty())
+    out += (builtin.empty() ? "" : "; ") + std::string{"MCP tools (mcp__SERVER__TOOL) of "} +
+           servers;
+  return out;
+}
+
 // An MCP tool's call goes to its server's actor, which answers it (or says why it cannot);
 // the result is held to the output budget here, like every tool's.
 caf::result<tool_result> execute_mcp(self_ptr self, const std::string& server,
@@ -394,9 +417,7 @@ caf::result<tool_result> execute_mcp(self_ptr self, const std::string& server,
   auto& st = self->state;
   auto found = st.mcp_servers.find(server);
   if (found == st.mcp_servers.end()) {
-    std::string names;
-    for (auto& [name, actor] : st.mcp_servers)
-      names += (names.empty() ? "" : ", ") + name;
+    auto names = server_names(st);
     return error_result("unknown MCP server '" + server + "' in '" + call.name +
                         "'; configured servers: " + (names.empty() ? "none" : names));
   }
@@ -424,12 +445,8 @@ caf::result<tool_result> execute(self_ptr self, const tool_call& call) {
   if (auto server = mcp_server_of(call.name); !server.empty())
     return execute_mcp(self, server, call);
   const auto* spec = st.registry->find(call.name);
-  if (spec == nullptr) {
-    auto available = available_tools(*st.registry);
-    return error_result("unknown tool '" + call.name + "'; " +
-                        (available.empty() ? "this session has no tools"
-                                           : "available tools: " + available));
-  }
+  if (spec == nullptr)
+    return error_result(unknown_tool(st, call.name));
   if (auto problem = validate_input(*spec, call.input))
     return error_result(*problem);
   if (spec->kind == tool_kind::task)

@@ -9,6 +9,7 @@ machine: troupe/floor per step, troupe/curl to the first request and in peak RSS
 
 Each step the model asks for one `printf 'step K\\n'`; the fake server records when each request
 arrives. Usage: side_by_side.py TROUPE_BINARY [--steps 20] [--rounds 3] [--latency-ms 0]
+[--troupe-arg=WORD ...] (words for troupe's command line after `run`, e.g. --sandbox=off)
 """
 import argparse
 import json

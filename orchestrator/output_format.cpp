@@ -88,11 +88,11 @@ std::string printable(std::string_view text) {
         out += "^[";
         out += static_cast<char>(c - 0x40);
       } else {
-        // No UTF-8 (binary output, another encoding): U+FFFD, as in the transcript and the
-        // JSON outputs, never a byte the terminal would guess at.
+        // No UTF-8 (binary output, another encoding): one U+FFFD for each broken sequence, as
+        // the transcript and the JSON outputs have it, never a byte the terminal would guess at.
         out += "\xef\xbf\xbd";
       }
-      ++i;
+      i += sequence.length; // a stray byte's is 1; the byte that broke a sequence off is next
     }
   }
   return out;

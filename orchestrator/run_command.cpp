@@ -824,6 +824,10 @@ int execute_run(run_settings settings, std::FILE* out, std::function<void()> bef
       else if (client && signals_seen.load() > 0)
         code = exit_code_for(terminal_reason::interrupted);
     } else if (signals_seen.load() > 1) {
+      // The second signal killed the session; the renderer reports that (its result line) at
+      // once. Given a moment to, so that the run still ends with it.
+      if (ended_future.wait_for(500ms) == std::future_status::ready)
+        continue;
       std::fprintf(stderr, "troupe: interrupted twice, stopped without finishing the run\n");
       sys.await_actors_before_shutdown(false);
       code = exit_code_for(terminal_reason::interrupted);

@@ -211,9 +211,12 @@ expected<bool> sandbox_policy::wrap(std::string& program, std::vector<std::strin
                                       "--cap-drop",
                                       "ALL",
                                       // A troupe killed outright (SIGKILL) takes the sandbox
-                                      // and all in it along: the kernel signals bubblewrap
-                                      // when the thread that started it ends, and troupe's
-                                      // threads end only with the process.
+                                      // and all in it along. The kernel signals bubblewrap
+                                      // when the THREAD that started it ends: every sandbox is
+                                      // started on a scheduler worker (the executor, an MCP
+                                      // server's actor) or troupe's main thread, which live
+                                      // as long as the process. Never start one from a
+                                      // detached actor's thread, which can end before it.
                                       "--die-with-parent",
                                       "--bind",
                                       temp->string(),

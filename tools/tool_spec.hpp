@@ -51,8 +51,8 @@ struct tool_context {
   /// one, and says so. 0: kept until the session ends. Fleets set it: ten thousand idle bash
   /// processes would not fit.
   std::chrono::milliseconds shell_idle_stop{0};
-  /// Start the shell (and its reader) ahead of the first command, once the session's first
-  /// model request has been made (start_atom), so that the first command finds it running.
+  /// Start the shell (and its reader) ahead of the first command, when the step asks with the
+  /// session's first model request (start_atom), so that the first command finds it running.
   /// The top-level agent of a run or a chat only: a subagent or a fleet's task that never
   /// runs a command starts no bash.
   bool start_shell_early = false;

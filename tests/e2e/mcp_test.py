@@ -495,6 +495,19 @@ def case_exit_mid_call(w):
     w.no_leftovers()
 
 
+def case_unknown_tool(w):
+    """A call to a tool not offered is told what there is: with no built-in tools (--tools ""),
+    the servers whose tools there are, never "no tools"; the server's tool still works."""
+    config = w.config({"x": w.stdio_server()})
+    run = w.run([("Bash", {"command": "ls"}), ("mcp__x__echo", {"text": "still here"})],
+                ["--mcp-config", config, "--tools", "", "--allowedTools=mcp__x"])
+    check(run.returncode == 0, f"the run goes on: {run.describe()}")
+    check(run.results[0][1] and run.results[0][0] ==
+          "unknown tool 'Bash'; MCP tools (mcp__SERVER__TOOL) of x", run.results[0])
+    check(run.results[1][0] == "still here" and not run.results[1][1], run.results[1])
+    w.no_leftovers()
+
+
 def case_never_initialize(w):
     config = w.config({"x": w.stdio_server("--never-initialize"),
                        "y": w.stdio_server()})
@@ -874,6 +887,7 @@ CASES = {
     "an interrupted call is cancelled at the server": case_interrupt_cancels,
     "a server that exits mid-call": case_exit_mid_call,
     "a server that never initializes": case_never_initialize,
+    "an unknown tool names the servers": case_unknown_tool,
     "a malformed line": case_malformed,
     "tools/list_changed": case_list_changed,
     "paginated tools/list": case_paginate,
