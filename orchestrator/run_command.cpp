@@ -662,6 +662,9 @@ expected<launched_agent> launch_agent(caf::actor_system& sys, run_settings& sett
 
 /// How long the exit may wait for threads after a signal ended the run.
 constexpr std::chrono::milliseconds shutdown_after_signal{750};
+/// How long a session told twice to stop may take to end before it is killed: ending takes
+// milliseconds (its SessionEnd hooks are not waited for); one still running is stuck.
+constexpr std::chrono::milliseconds second_interrupt_grace{250};
 /// The same after an end without a signal: enough for the disk work of a normal end.
 constexpr std::chrono::milliseconds shutdown_after_end{3000};
 
@@ -787,6 +790,7 @@ int execute_run(run_settings settings, std::FILE* out, std::function<void()> bef
     launched->watch_subagents(renderer);
 
   std::atomic<int> signals_seen{0};
+  std::atomic<int64_t> second_signal_at{0}; // steady clock, ns
   signal_forwarder forwarder{[&](int sig) {
     if (sig == SIGWINCH)
       return; // a resized terminal is no reason to stop
@@ -797,8 +801,13 @@ int execute_run(run_settings settings, std::FILE* out, std::function<void()> bef
       if (client)
         caf::anon_send(agent, control_atom::value, control_command::end_input, std::string{});
       caf::anon_send<caf::message_priority::high>(agent, interrupt_atom::value);
-    } else {
-      caf::anon_send_exit(agent, caf::exit_reason::kill);
+    } else if (second_signal_at.load() == 0) {
+      // Told once more: an interrupt also ends the session's wait for its SessionEnd hooks, so a
+      // session that is only ending ends now, with its whole result; so does one whose first
+      // interrupt is still on its way (one Ctrl+C often arrives twice, forwarded again by a
+      // wrapper). One that has not ended shortly after is stuck, and is killed (below).
+      second_signal_at.store(std::chrono::steady_clock::now().time_since_epoch().count());
+      caf::anon_send<caf::message_priority::high>(agent, interrupt_atom::value);
     }
   }};
   // Both from this thread, so the subscription is in place before the first event.
@@ -809,6 +818,7 @@ int execute_run(run_settings settings, std::FILE* out, std::function<void()> bef
 
   using namespace std::chrono_literals;
   int code = -1;
+  bool killed = false;
   while (code < 0) {
     if (ended_future.wait_for(50ms) == std::future_status::ready) {
       auto end = ended_future.get();
@@ -823,9 +833,15 @@ int execute_run(run_settings settings, std::FILE* out, std::function<void()> bef
         code = exit_code_for(terminal_reason::interrupted); // 130: a signal stopped it
       else if (client && signals_seen.load() > 0)
         code = exit_code_for(terminal_reason::interrupted);
-    } else if (signals_seen.load() > 1) {
-      // The second signal killed the session; the renderer reports that (its result line) at
-      // once. Given a moment to, so that the run still ends with it.
+    } else if (auto second = second_signal_at.load(); second != 0 && !killed) {
+      auto since = std::chrono::steady_clock::now().time_since_epoch() -
+                   std::chrono::steady_clock::duration{second};
+      if (since < second_interrupt_grace)
+        continue;
+      caf::anon_send_exit(agent, caf::exit_reason::kill);
+      killed = true;
+      // The renderer reports the kill (its result line) at once: given a moment to, so that
+      // the run still ends with it.
       if (ended_future.wait_for(500ms) == std::future_status::ready)
         continue;
       std::fprintf(stderr, "troupe: interrupted twice, stopped without finishing the run\n");
