@@ -289,6 +289,22 @@ model_reply complete_reply(http_model_state& st, generation& g) {
   return parse_reply(kind, g.body);
 }
 
+// An error status whose body never ended (it stalled, trickled past a limit, or flooded past
+// --max-reply-bytes): the status and what of the body came are the news, said with the limit
+// it ran into, and retried as that status would be. False for a 200 or before any head.
+bool finish_error_status(self_ptr self, const std::string& what) {
+  auto& st = self->state;
+  auto& g = *st.current;
+  if (g.status == 0 || g.status == 200)
+    return false;
+  auto reply = parse_error(st.config.provider.kind, g.status, g.body);
+  reply.error_message += " (its body unfinished: " + what + ")";
+  if (is_retryable_status(g.status) && retry(self, g.status, reply.error_message))
+    return true;
+  finish(self, std::move(reply));
+  return true;
+}
+
 void on_done(self_ptr self, http_transfer_done& done) {
   auto& st = self->state;
   if (done.id == st.finished_early)
@@ -304,6 +320,8 @@ void on_done(self_ptr self, http_transfer_done& done) {
     auto what = done.curl_code == CURLE_FILESIZE_EXCEEDED
                   ? done.error + " (--max-reply-bytes)"
                   : "request to " + st.config.provider.base_url + " failed: " + done.error;
+    if (finish_error_status(self, what))
+      return;
     finish(self, transport_failure(st, g, what));
     return;
   }
@@ -348,16 +366,8 @@ void check_time(self_ptr self) {
     return;
   }
   st.engine.cancel(g.transfer);
-  if (g.status != 0 && g.status != 200) {
-    // An error whose body never ended: the status (and what of the body came) is the news, and
-    // it is retried as that status would be, not reported as a stalled reply.
-    auto reply = parse_error(st.config.provider.kind, g.status, g.body);
-    reply.error_message += " (its body unfinished: " + what + ")";
-    if (is_retryable_status(g.status) && retry(self, g.status, reply.error_message))
-      return;
-    finish(self, std::move(reply));
+  if (finish_error_status(self, what))
     return;
-  }
   if (!g.began && retry(self, 0, what))
     return;
   finish(self, transport_failure(st, g, what));

@@ -424,6 +424,23 @@ TEST_CASE("an error status whose body never ends is reported as that error, and 
           std::string::npos);
     CHECK(server.requests().size() == 2);
   }
+  // A body that floods past --max-reply-bytes after its error: the same.
+  for (std::string provider : {"openai", "anthropic"}) {
+    CAPTURE(provider);
+    fake_server server{R"([{"status": 429, "error_message": "slow down", "flood": true},
+                           {"status": 500, "flood": true}])"};
+    provider_run run{provider};
+    auto r = run.run(server, {"--max-reply-bytes", "200000", "--max-retries", "1", "go"});
+    CHECK(r.exit_code == 1);
+    auto retries = of_type(r, "system", "api_retry");
+    REQUIRE(retries.size() == 1);
+    CHECK(retries[0]["error_status"] == 429);
+    auto error = result_of(r)["error"].get<std::string>();
+    CHECK(error.find("HTTP 500") != std::string::npos);
+    CHECK(error.find("(its body unfinished: ") != std::string::npos);
+    CHECK(error.find("(--max-reply-bytes)") != std::string::npos);
+    CHECK(server.requests().size() == 2);
+  }
 }
 
 TEST_CASE("a connection that cannot be made is retried, then reported") {

@@ -26,7 +26,8 @@ SCRIPT.json: a JSON array of reply entries, consumed in order by accepted reques
   then close; non-stream: half the body then close), "malformed_sse", "unknown_event",
   "invalid_utf8" (bytes FF FE inside one text piece), "no_stop", "html" (text/html body, status 200
   unless "status" given), "endless" (a delta every 100 ms or chunk_delay_ms until the client goes),
-  "silent_after_headers" (with "status": the error's body, then silence), "stream_error" (provider's in-stream error event instead of the ending),
+  "silent_after_headers" (with "status": the error's body, then silence; "flood" with "status":
+  the error's body, then spaces without end), "stream_error" (provider's in-stream error event instead of the ending),
   "linger_ms" (stream: the closing event, then this long before the body's end, the connection kept).
 Hostile keys: "flood" (with "endless": as fast as the socket takes it, 64 KiB per write; without
   "stream", an endless JSON body of spaces), "huge_line": N (the reply's text is one piece of N
@@ -805,6 +806,17 @@ async def respond(req: Request, conn: Conn, provider: str, n: int, body: dict, e
                                      ("Content-Length", str(len(error) + 256))] + extra)
             await conn.raw(error)
             await conn.wait_client_close()
+            return False
+        if entry.get("flood"):  # the error, then spaces without end until the client goes
+            await conn.head(status, [("Content-Type", "application/json"),
+                                     ("Transfer-Encoding", "chunked")] + extra)
+            await conn.chunk(error)
+            spaces = b" " * 65536
+            try:
+                while not conn.reader.at_eof():
+                    await conn.chunk(spaces)
+            except (ConnectionError, OSError):
+                pass
             return False
         await conn.full(status, "application/json", error, extra, keep)
         return keep
