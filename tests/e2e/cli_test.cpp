@@ -581,6 +581,17 @@ TEST_CASE("a subagent's failure is its result in the parent's output, not a log 
   CHECK(json_run.err == "");
 }
 
+TEST_CASE("a shell call that never ran (bad arguments) shows no exit code") {
+  cli_fixture f;
+  auto model = f.script({{{"text", ""}, {"tool_calls", {{{"name", "shell"}, {"input", {{"cmd", "ls"}}}}}}},
+                         {{"text", "ok"}}});
+  auto r = f.run({"--model", model, "go"});
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("← shell [error]\n  │ tool 'shell' needs the argument 'command'") !=
+        std::string::npos);
+  CHECK(r.out.find("exit -1") == std::string::npos);
+}
+
 TEST_CASE("a refused call is shown as refused, in the run's output and in troupe show") {
   cli_fixture f;
   auto model = f.script({shell_reply("touch made.txt"), {{"text", "blocked"}}});

@@ -84,6 +84,21 @@ TEST_CASE("OpenAI arguments that were no JSON object go back as the model wrote 
         json{{"command", "ls"}});
 }
 
+TEST_CASE("a tool result as text names a command's exit code, never one that did not run") {
+  message ran;
+  ran.role = role::tool;
+  ran.tool_name = "shell";
+  ran.exit_code = 2;
+  ran.is_error = true;
+  ran.content = "no such file";
+  CHECK(detail::tool_result_as_text(ran) == "Result of shell (exit code 2) [error]:\nno such file");
+  auto never = ran;
+  never.exit_code = -1; // bad arguments: no command ran
+  never.content = "tool 'shell' needs the argument 'command'";
+  CHECK(detail::tool_result_as_text(never) ==
+        "Result of shell [error]:\ntool 'shell' needs the argument 'command'");
+}
+
 namespace {
 
 // A whole streamed reply in the provider's wire format whose text is `text`.
