@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
@@ -57,6 +59,23 @@ const char* refusal_text(refusal r) {
 
 } // namespace
 
+namespace {
+
+// The code point of a character that reorders or breaks the text around it on a terminal
+// without being seen (bidirectional embeddings, overrides and isolates; line and paragraph
+// separators), 0 for any other.
+uint32_t reordering_control(std::string_view utf8) {
+  if (utf8.size() != 3 || static_cast<unsigned char>(utf8[0]) != 0xe2)
+    return 0;
+  auto b1 = static_cast<unsigned char>(utf8[1]);
+  auto b2 = static_cast<unsigned char>(utf8[2]);
+  uint32_t point = 0x2000 | ((b1 & 0x3fu) << 6) | (b2 & 0x3fu);
+  bool reorders = (point >= 0x2028 && point <= 0x202e) || (point >= 0x2066 && point <= 0x2069);
+  return reorders ? point : 0;
+}
+
+} // namespace
+
 std::string printable(std::string_view text) {
   std::string out;
   out.reserve(text.size());
@@ -78,6 +97,12 @@ std::string printable(std::string_view text) {
         // A C1 control (U+0080..U+009F), which some terminals obey like ESC + a letter.
         out += "^[";
         out += static_cast<char>(static_cast<unsigned char>(text[i + 1]) - 0x40);
+      } else if (auto point = reordering_control(text.substr(i, sequence.length)); point != 0) {
+        // Shown, not obeyed: a right-to-left override makes `rm -rf ~ #gnp.exe` look like
+        // something else in a permission question ("Trojan Source").
+        char name[16];
+        std::snprintf(name, sizeof name, "<U+%04X>", point);
+        out += name;
       } else {
         out.append(text.substr(i, sequence.length));
       }

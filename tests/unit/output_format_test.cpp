@@ -69,6 +69,13 @@ TEST_CASE("text shown on a terminal carries no escape sequence of a model's or a
   CHECK(printable("overlong \xc0\xaf") == "overlong \xef\xbf\xbd\xef\xbf\xbd");
   CHECK(printable("A\xe2\x82" "B\xf0\x9f\x98" "C\xff") ==
         "A\xef\xbf\xbd" "B\xef\xbf\xbd" "C\xef\xbf\xbd");
+  // What reorders text unseen is shown by name: overrides, embeddings, isolates, separators.
+  CHECK(printable("rm -rf ~ #\u202egnp.exe") == "rm -rf ~ #<U+202E>gnp.exe");
+  CHECK(printable("a\u2066b\u2069c\u202ad\u202ce") == "a<U+2066>b<U+2069>c<U+202A>d<U+202C>e");
+  CHECK(printable("line\u2028sep\u2029") == "line<U+2028>sep<U+2029>");
+  // Their neighbours stay: dashes, quotes, the ellipsis, marks, word joiner.
+  CHECK(printable("\u2014 \u201c\u201d \u2026 \u200f \u2060 \u2070") ==
+        "\u2014 \u201c\u201d \u2026 \u200f \u2060 \u2070");
 
   // Every text a session shows goes through it; colours of troupe's own remain.
   message tool = make_tool_message({"c1", "shell", {{"command", "x"}}, call_format::native},
