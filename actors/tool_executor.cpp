@@ -395,7 +395,7 @@ std::string server_names(const tool_executor_state& st) {
 }
 
 // What a call to a tool the session does not offer is told: the built-in tools there are and
-// the MCP servers whose tools there are, or that there are none.
+// the MCP servers configured (started or not), or that there are none.
 std::string unknown_tool(const tool_executor_state& st, const std::string& name) {
   auto builtin = available_tools(*st.registry);
   auto servers = server_names(st);
@@ -405,8 +405,8 @@ std::string unknown_tool(const tool_executor_state& st, const std::string& name)
   if (!builtin.empty())
     out += "available tools: " + builtin;
   if (!servers.empty())
-    out += (builtin.empty() ? "" : "; ") + std::string{"MCP tools (mcp__SERVER__TOOL) of "} +
-           servers;
+    out += (builtin.empty() ? "" : "; ") +
+           std::string{"configured MCP servers (their tools are mcp__SERVER__TOOL): "} + servers;
   return out;
 }
 

@@ -352,7 +352,7 @@ std::string to_text(const message_event& e, bool streamed, const text_style& sty
         return style.yellow + "← " + printable(m.tool_name) + " " + refusal_text(m.refused) +
                style.reset + "\n" + style.dim + indent(content, "  │ ") + style.reset;
       std::string head = "← " + printable(m.tool_name);
-      if (m.tool_name == "shell" && m.exit_code >= 0) // -1: no command ran (bad arguments)
+      if (m.tool_name == "shell" && m.exit_code >= 0) // -1: no exit status (nothing ran)
         head += " (exit " + std::to_string(m.exit_code) + ")";
       if (m.is_error)
         head += " [error]";

@@ -26,25 +26,7 @@ struct renderer_state {
   std::string session_id;
   /// When rendering began: the duration of a session that went without telling its end.
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
-  /// The turns' reports summed: what a session that goes without telling its end had done.
-  session_ended_event so_far;
 };
-
-// Adds a turn's report (what happened since the one before) to what the run has done.
-void add_turn(session_ended_event& so_far, const session_ended_event& turn) {
-  so_far.usage += turn.usage;
-  so_far.cost_usd += turn.cost_usd;
-  so_far.api_duration_ms += turn.api_duration_ms;
-  so_far.state.turn_count += turn.state.turn_count;
-  so_far.state.total_steps += turn.state.total_steps;
-  so_far.permission_denials.insert(so_far.permission_denials.end(),
-                                   turn.permission_denials.begin(), turn.permission_denials.end());
-  so_far.result_text = turn.result_text;
-  so_far.total_usage = turn.total_usage;
-  so_far.total_cost_usd = turn.total_cost_usd;
-  so_far.cost_known = turn.cost_known;
-  so_far.model = turn.model;
-}
 
 using self_ptr = event_sink_actor::stateful_pointer<renderer_state>;
 
@@ -166,7 +148,7 @@ event_sink_actor::behavior_type renderer(self_ptr self, render_options options, 
   self->monitor(session);
   self->set_down_handler([=](caf::down_msg& down) {
     auto& st = self->state;
-    auto lost = st.so_far;
+    session_ended_event lost; // what it did is in its transcript and session.json
     lost.session_id = st.session_id;
     lost.duration_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                          std::chrono::steady_clock::now() - st.started)
@@ -215,10 +197,7 @@ event_sink_actor::behavior_type renderer(self_ptr self, render_options options, 
         print(self, e);
     },
     [=](const turn_ended_event& e) {
-      if (foreign(self, e.summary))
-        return;
-      add_turn(self->state.so_far, e.summary);
-      if (!self->state.options.report_turns)
+      if (!self->state.options.report_turns || foreign(self, e.summary))
         return;
       print(self, e.summary);
       if (self->state.sink.on_turn)

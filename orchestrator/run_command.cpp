@@ -662,8 +662,9 @@ expected<launched_agent> launch_agent(caf::actor_system& sys, run_settings& sett
 
 /// How long the exit may wait for threads after a signal ended the run.
 constexpr std::chrono::milliseconds shutdown_after_signal{750};
-/// How long a session told twice to stop may take to end before it is killed: ending takes
-// milliseconds (its SessionEnd hooks are not waited for); one still running is stuck.
+/// How long a session told twice to stop may take to end before it is told a third time, and
+/// twice this before it is killed: ending takes milliseconds (its SessionEnd hooks are not
+/// waited for); one still running is stuck.
 constexpr std::chrono::milliseconds second_interrupt_grace{250};
 /// The same after an end without a signal: enough for the disk work of a normal end.
 constexpr std::chrono::milliseconds shutdown_after_end{3000};
@@ -818,6 +819,7 @@ int execute_run(run_settings settings, std::FILE* out, std::function<void()> bef
 
   using namespace std::chrono_literals;
   int code = -1;
+  bool told_again = false;
   bool killed = false;
   while (code < 0) {
     if (ended_future.wait_for(50ms) == std::future_status::ready) {
@@ -837,6 +839,15 @@ int execute_run(run_settings settings, std::FILE* out, std::function<void()> bef
       auto since = std::chrono::steady_clock::now().time_since_epoch() -
                    std::chrono::steady_clock::duration{second};
       if (since < second_interrupt_grace)
+        continue;
+      if (!told_again) {
+        // Once more: a second signal that came while the interrupted step was still winding
+        // down found nothing to stop, and its session may be waiting for a SessionEnd hook now.
+        caf::anon_send<caf::message_priority::high>(agent, interrupt_atom::value);
+        told_again = true;
+        continue;
+      }
+      if (since < 2 * second_interrupt_grace)
         continue;
       caf::anon_send_exit(agent, caf::exit_reason::kill);
       killed = true;

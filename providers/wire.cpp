@@ -213,7 +213,7 @@ std::string depth_note(const expected<nlohmann::json>& parsed) {
 
 std::string tool_result_as_text(const message& m) {
   std::string head = "Result of " + m.tool_name;
-  if (m.tool_name == "shell" && m.exit_code >= 0) // -1: no command ran (bad arguments)
+  if (m.tool_name == "shell" && m.exit_code >= 0) // -1: no exit status (nothing ran)
     head += " (exit code " + std::to_string(m.exit_code) + ")";
   if (m.is_error)
     head += " [error]";

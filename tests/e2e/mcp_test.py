@@ -503,7 +503,8 @@ def case_unknown_tool(w):
                 ["--mcp-config", config, "--tools", "", "--allowedTools=mcp__x"])
     check(run.returncode == 0, f"the run goes on: {run.describe()}")
     check(run.results[0][1] and run.results[0][0] ==
-          "unknown tool 'Bash'; MCP tools (mcp__SERVER__TOOL) of x", run.results[0])
+          "unknown tool 'Bash'; configured MCP servers (their tools are mcp__SERVER__TOOL): x",
+          run.results[0])
     check(run.results[1][0] == "still here" and not run.results[1][1], run.results[1])
     w.no_leftovers()
 

@@ -74,8 +74,8 @@ TEST_CASE("text shown on a terminal carries no escape sequence of a model's or a
   CHECK(printable("a\u2066b\u2069c\u202ad\u202ce") == "a<U+2066>b<U+2069>c<U+202A>d<U+202C>e");
   CHECK(printable("line\u2028sep\u2029") == "line<U+2028>sep<U+2029>");
   // Their neighbours stay: dashes, quotes, the ellipsis, marks, word joiner.
-  CHECK(printable("\u2014 \u201c\u201d \u2026 \u200f \u2060 \u2070") ==
-        "\u2014 \u201c\u201d \u2026 \u200f \u2060 \u2070");
+  CHECK(printable("\u2014 \u201c\u201d \u2026 \u2027 \u202f \u200f \u2060 \u2065 \u206a") ==
+        "\u2014 \u201c\u201d \u2026 \u2027 \u202f \u200f \u2060 \u2065 \u206a");
 
   // Every text a session shows goes through it; colours of troupe's own remain.
   message tool = make_tool_message({"c1", "shell", {{"command", "x"}}, call_format::native},
