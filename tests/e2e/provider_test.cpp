@@ -407,40 +407,41 @@ TEST_CASE("a stream that goes silent fails after the idle timeout") {
 }
 
 TEST_CASE("an error status whose body never ends is reported as that error, and retried as one") {
-  for (std::string provider : {"openai", "anthropic"}) {
-    CAPTURE(provider);
-    fake_server server{R"([{"status": 500, "error_message": "overloaded here",
-                            "silent_after_headers": true},
-                           {"status": 503, "silent_after_headers": true}])"};
-    provider_run run{provider};
-    auto r = run.run(server, {"--idle-timeout", "1", "--max-retries", "1", "go"});
-    CHECK(r.exit_code == 1);
-    auto retries = of_type(r, "system", "api_retry");
-    REQUIRE(retries.size() == 1);
-    CHECK(retries[0]["error_status"] == 500);
-    auto error = result_of(r)["error"].get<std::string>();
-    CHECK(error.find("HTTP 503") != std::string::npos);
-    CHECK(error.find("(its body unfinished: the reply stalled: no data for 1 s") !=
-          std::string::npos);
-    CHECK(server.requests().size() == 2);
-  }
-  // A body that floods past --max-reply-bytes after its error: the same.
-  for (std::string provider : {"openai", "anthropic"}) {
-    CAPTURE(provider);
-    fake_server server{R"([{"status": 429, "error_message": "slow down", "flood": true},
-                           {"status": 500, "flood": true}])"};
-    provider_run run{provider};
-    auto r = run.run(server, {"--max-reply-bytes", "200000", "--max-retries", "1", "go"});
-    CHECK(r.exit_code == 1);
-    auto retries = of_type(r, "system", "api_retry");
-    REQUIRE(retries.size() == 1);
-    CHECK(retries[0]["error_status"] == 429);
-    auto error = result_of(r)["error"].get<std::string>();
-    CHECK(error.find("HTTP 500") != std::string::npos);
-    CHECK(error.find("(its body unfinished: ") != std::string::npos);
-    CHECK(error.find("(--max-reply-bytes)") != std::string::npos);
-    CHECK(server.requests().size() == 2);
-  }
+  struct row {
+    std::string script;                  // two errors: the first retried, the second reported
+    std::vector<std::string> args;
+    int first, last;                     // their statuses
+    std::string limit;                   // what the report says of the body
+  };
+  std::vector<row> rows = {
+    // A body that stalls after its error...
+    {R"([{"status": 500, "error_message": "overloaded here", "silent_after_headers": true},
+         {"status": 503, "silent_after_headers": true}])",
+     {"--idle-timeout", "1"}, 500, 503,
+     "(its body unfinished: the reply stalled: no data for 1 s"},
+    // ...or floods past --max-reply-bytes.
+    {R"([{"status": 429, "error_message": "slow down", "flood": true},
+         {"status": 500, "flood": true}])",
+     {"--max-reply-bytes", "200000"}, 429, 500, "(--max-reply-bytes)"}};
+  for (auto& [script, args, first, last, limit] : rows)
+    for (std::string provider : {"openai", "anthropic"}) {
+      CAPTURE(provider);
+      CAPTURE(first);
+      fake_server server{script};
+      provider_run run{provider};
+      auto argv = args;
+      argv.insert(argv.end(), {"--max-retries", "1", "go"});
+      auto r = run.run(server, argv);
+      CHECK(r.exit_code == 1);
+      auto retries = of_type(r, "system", "api_retry");
+      REQUIRE(retries.size() == 1);
+      CHECK(retries[0]["error_status"] == first);
+      auto error = result_of(r)["error"].get<std::string>();
+      CHECK(error.find("HTTP " + std::to_string(last)) != std::string::npos);
+      CHECK(error.find("(its body unfinished: ") != std::string::npos);
+      CHECK(error.find(limit) != std::string::npos);
+      CHECK(server.requests().size() == 2);
+    }
 }
 
 TEST_CASE("a connection that cannot be made is retried, then reported") {
