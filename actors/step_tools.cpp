@@ -76,6 +76,14 @@ permission_decision decide(step_state& st, tool_call& call) {
   return st.permissions->can_use_tool(*spec, call.input);
 }
 
+// An MCP tool the step does not offer and no rule removed: a name the model made up, or one
+// its server does not (or no longer) list. Answered as an unknown built-in tool is, with an
+// error result, not as a refusal (which would end a headless run permission_blocked).
+bool unoffered_mcp_tool(const step_state& st, const tool_call& call) {
+  return st.config.registry->find(call.name) == nullptr && !mcp_server_of(call.name).empty() &&
+         !(st.permissions && st.permissions->removes_tool(call.name));
+}
+
 bool is_read_only(const step_state& st, const tool_call& call) {
   const auto* spec = st.config.registry->find(call.name);
   return spec != nullptr && spec->read_only;
@@ -291,6 +299,12 @@ void on_batch_result(step_ptr self, size_t position, tool_result result) {
 void decide_and_run(step_ptr self, const hook_outcome& hook) {
   auto& st = self->state;
   auto& calls = st.outcome.reply.tool_calls;
+  if (unoffered_mcp_tool(st, calls[st.next_call])) {
+    answer_without_running(self, error_result("unknown tool '" + calls[st.next_call].name +
+                                              "': it is not among the tools offered to you; "
+                                              "call one that is"));
+    return;
+  }
   auto decision = decide(st, calls[st.next_call]);
   if (hook.permission == hook_permission::allow &&
       decision.outcome == permission_outcome::ask && !decision.from_rule)

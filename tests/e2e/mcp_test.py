@@ -499,13 +499,18 @@ def case_unknown_tool(w):
     """A call to a tool not offered is told what there is: with no built-in tools (--tools ""),
     the servers whose tools there are, never "no tools"; the server's tool still works."""
     config = w.config({"x": w.stdio_server()})
-    run = w.run([("Bash", {"command": "ls"}), ("mcp__x__echo", {"text": "still here"})],
+    run = w.run([("Bash", {"command": "ls"}), ("mcp__x__nope", {}),
+                 ("mcp__x__echo", {"text": "still here"})],
                 ["--mcp-config", config, "--tools", "", "--allowedTools=mcp__x"])
-    check(run.returncode == 0, f"the run goes on: {run.describe()}")
+    check(run.returncode == 0, f"the run goes on and completes: {run.describe()}")
     check(run.results[0][1] and run.results[0][0] ==
           "unknown tool 'Bash'; configured MCP servers (their tools are mcp__SERVER__TOOL): x",
           run.results[0])
-    check(run.results[1][0] == "still here" and not run.results[1][1], run.results[1])
+    # A server's tool it does not list: an error result too, not a refusal (no exit 4).
+    check(run.results[1][1] and not run.results[1][2] and run.results[1][0] ==
+          "unknown tool 'mcp__x__nope': it is not among the tools offered to you; call one that is",
+          run.results[1])
+    check(run.results[2][0] == "still here" and not run.results[2][1], run.results[2])
     w.no_leftovers()
 
 
