@@ -110,7 +110,9 @@ bool interrupt_hooks(session_ptr self) {
       compaction_ended(self, wait.compaction, compaction_status::interrupted, "interrupted");
       break;
     case hook_wait::kind::session_end:
-      end_wait_done(self); // an interrupt does not wait for them either
+      // An interrupt does not wait for them either; said, since they are stopped unfinished.
+      publish_notice(self, "hook", "the SessionEnd hooks were stopped by an interrupt");
+      end_wait_done(self);
       break;
   }
   return true;

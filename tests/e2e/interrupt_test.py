@@ -121,7 +121,35 @@ def case_duplicate(root):
     check(session_state(root) == "interrupted", "the session is recorded as interrupted")
 
 
-CASES = {"text": case_text, "stream-json": case_stream_json, "a signal sent twice": case_duplicate}
+def case_while_ending(root):
+    """One Ctrl+C during the SessionEnd hook of a run that completed: the hook is stopped, and
+    said to be; the run stays completed (exit 0)."""
+    argv, env, began, finished = setup(root)
+    with open(argv[argv.index("--model") + 1][len("scripted:"):], "w") as f:
+        f.write(json.dumps({"text": "all done"}) + "\n")
+    proc = subprocess.Popen(argv + ["--output-format", "stream-json", "go"],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 10
+        while not os.path.exists(began) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        check(os.path.exists(began), "the SessionEnd hook began")
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=20)
+    finally:
+        proc.kill()
+    check(proc.returncode == 0, f"the run completed before the signal: {proc.returncode}\n{err}")
+    lines = [json.loads(l) for l in out.strip().splitlines()]
+    check(lines[-1]["type"] == "result" and lines[-1]["subtype"] == "success", lines[-1])
+    notices = [l for l in lines if l.get("subtype") == "hook" and "stopped by an interrupt"
+               in l.get("message", "")]
+    check(len(notices) == 1, f"the stopped hook is said to be: {out[-600:]}")
+    time.sleep(2.2)
+    check(not os.path.exists(finished), "the hook was stopped, not left running")
+
+
+CASES = {"text": case_text, "stream-json": case_stream_json, "a signal sent twice": case_duplicate,
+         "one while the session ends": case_while_ending}
 
 
 def main():
