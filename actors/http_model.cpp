@@ -289,20 +289,23 @@ model_reply complete_reply(http_model_state& st, generation& g) {
   return parse_reply(kind, g.body);
 }
 
-// An error status whose body never ended (it stalled, trickled past a limit, or flooded past
-// --max-reply-bytes): the status and what of the body came are the news, said with the limit
-// it ran into, and retried as that status would be. False for a 200 or before any head.
-bool finish_error_status(self_ptr self, const std::string& what) {
+// The provider answered with an error status (its head has come).
+bool answered_with_error(const generation& g) {
+  return g.status != 0 && g.status != 200;
+}
+
+// A reply that is not a 200, reported from its body and retried as that status would be. A
+// body that never ended (it stalled, trickled past a limit, or flooded past --max-reply-bytes)
+// is still the status's news: `unfinished` says which limit it ran into.
+void finish_with_status(self_ptr self, const std::string& unfinished = {}) {
   auto& st = self->state;
   auto& g = *st.current;
-  if (g.status == 0 || g.status == 200)
-    return false;
   auto reply = parse_error(st.config.provider.kind, g.status, g.body);
-  reply.error_message += " (its body unfinished: " + what + ")";
+  if (!unfinished.empty())
+    reply.error_message += " (its body unfinished: " + unfinished + ")";
   if (is_retryable_status(g.status) && retry(self, g.status, reply.error_message))
-    return true;
+    return;
   finish(self, std::move(reply));
-  return true;
 }
 
 void on_done(self_ptr self, http_transfer_done& done) {
@@ -312,7 +315,6 @@ void on_done(self_ptr self, http_transfer_done& done) {
   if (!st.current || st.current->transfer != done.id)
     return;
   auto& g = *st.current;
-  auto kind = st.config.provider.kind;
   if (!done.error.empty()) {
     if (!done.received_bytes && is_connection_failure(done.curl_code) &&
         retry(self, 0, "connection failed: " + done.error))
@@ -320,19 +322,16 @@ void on_done(self_ptr self, http_transfer_done& done) {
     auto what = done.curl_code == CURLE_FILESIZE_EXCEEDED
                   ? done.error + " (--max-reply-bytes)"
                   : "request to " + st.config.provider.base_url + " failed: " + done.error;
-    if (finish_error_status(self, what))
-      return;
-    finish(self, transport_failure(st, g, what));
+    if (answered_with_error(g))
+      finish_with_status(self, what);
+    else
+      finish(self, transport_failure(st, g, what));
     return;
   }
-  if (g.status == 200) {
+  if (g.status == 200)
     finish(self, complete_reply(st, g));
-    return;
-  }
-  auto reply = parse_error(kind, g.status, g.body);
-  if (is_retryable_status(g.status) && retry(self, g.status, reply.error_message))
-    return;
-  finish(self, std::move(reply));
+  else
+    finish_with_status(self);
 }
 
 // Fails the attempt when it ran past its deadline, went silent or slowed below the minimum
@@ -366,8 +365,10 @@ void check_time(self_ptr self) {
     return;
   }
   st.engine.cancel(g.transfer);
-  if (finish_error_status(self, what))
+  if (answered_with_error(g)) {
+    finish_with_status(self, what);
     return;
+  }
   if (!g.began && retry(self, 0, what))
     return;
   finish(self, transport_failure(st, g, what));

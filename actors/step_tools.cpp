@@ -56,32 +56,27 @@ nlohmann::json tool_hook_response(const tool_call& call, const tool_result& resu
   return response;
 }
 
+// An MCP tool the step does not offer never reaches its server: a rule removed it (decide
+// refuses it), or it is a name the model made up, or one its server does not (or no longer)
+// list (answered as an unknown built-in tool is, by decide_and_run).
+bool unoffered_mcp_tool(const step_state& st, const tool_call& call) {
+  return st.config.registry->find(call.name) == nullptr && !mcp_server_of(call.name).empty();
+}
+
 // Decides, and notes on the call where its path leads as decided: the tool holds it to that.
 permission_decision decide(step_state& st, tool_call& call) {
   const auto* spec = st.config.registry->find(call.name);
-  // An MCP tool the step does not offer never reaches its server: a rule removed it, or the
-  // server's list no longer (or not yet) holds it, and only an offered tool was checked.
-  if (spec == nullptr && !mcp_server_of(call.name).empty()) {
-    if (st.permissions && st.permissions->removes_tool(call.name)) {
-      permission_decision denied{permission_outcome::deny, call.name + " is denied by a rule"};
-      denied.from_rule = true; // no hook's "allow" lifts it
-      return denied;
-    }
-    return {permission_outcome::deny,
-            call.name + " is not among the tools offered to you; call one that is"};
+  // An MCP tool the step does not offer because a rule removed it is refused by that rule.
+  if (unoffered_mcp_tool(st, call) && st.permissions && st.permissions->removes_tool(call.name)) {
+    permission_decision denied{permission_outcome::deny, call.name + " is denied by a rule"};
+    denied.from_rule = true; // no hook's "allow" lifts it
+    return denied;
   }
-  if (!st.permissions || spec == nullptr) // unknown tools get their error from the executor
+  // Unknown tools, an unoffered MCP tool's included, get an error result, not a refusal.
+  if (!st.permissions || spec == nullptr)
     return {permission_outcome::allow, ""};
   call.approved_path = st.permissions->real_target(*spec, call.input);
   return st.permissions->can_use_tool(*spec, call.input);
-}
-
-// An MCP tool the step does not offer and no rule removed: a name the model made up, or one
-// its server does not (or no longer) list. Answered as an unknown built-in tool is, with an
-// error result, not as a refusal (which would end a headless run permission_blocked).
-bool unoffered_mcp_tool(const step_state& st, const tool_call& call) {
-  return st.config.registry->find(call.name) == nullptr && !mcp_server_of(call.name).empty() &&
-         !(st.permissions && st.permissions->removes_tool(call.name));
 }
 
 bool is_read_only(const step_state& st, const tool_call& call) {
@@ -299,18 +294,19 @@ void on_batch_result(step_ptr self, size_t position, tool_result result) {
 void decide_and_run(step_ptr self, const hook_outcome& hook) {
   auto& st = self->state;
   auto& calls = st.outcome.reply.tool_calls;
-  if (unoffered_mcp_tool(st, calls[st.next_call])) {
-    answer_without_running(self, error_result("unknown tool '" + calls[st.next_call].name +
-                                              "': it is not among the tools offered to you; "
-                                              "call one that is"));
-    return;
-  }
   auto decision = decide(st, calls[st.next_call]);
   if (hook.permission == hook_permission::allow &&
       decision.outcome == permission_outcome::ask && !decision.from_rule)
     decision = {permission_outcome::allow, "allowed by a PreToolUse hook"};
   if (decision.outcome == permission_outcome::deny) {
     deny(self, decision.reason, decision.cause);
+    return;
+  }
+  // Not a refusal (which would end a headless run permission_blocked): an error result.
+  if (unoffered_mcp_tool(st, calls[st.next_call])) {
+    answer_without_running(self, error_result("unknown tool '" + calls[st.next_call].name +
+                                              "': it is not among the tools offered to you; "
+                                              "call one that is"));
     return;
   }
   if (hook.permission == hook_permission::ask) {

@@ -57,10 +57,6 @@ const char* refusal_text(refusal r) {
   }
 }
 
-} // namespace
-
-namespace {
-
 // The code point of a character that reorders or breaks the text around it on a terminal
 // without being seen (bidirectional embeddings, overrides and isolates; line and paragraph
 // separators), 0 for any other.

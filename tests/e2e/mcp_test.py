@@ -511,6 +511,11 @@ def case_unknown_tool(w):
           "unknown tool 'mcp__x__nope': it is not among the tools offered to you; call one that is",
           run.results[1])
     check(run.results[2][0] == "still here" and not run.results[2][1], run.results[2])
+    # One a deny rule removed stays a refusal, by that rule.
+    run = w.run([("mcp__x__env", {})],
+                ["--mcp-config", config, "--allowedTools=mcp__x", "--disallowedTools=mcp__x__env"])
+    check(run.results[0][2] == "permission" and
+          "mcp__x__env is denied by a rule" in run.results[0][0], run.results)
     w.no_leftovers()
 
 
