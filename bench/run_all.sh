@@ -10,6 +10,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 "$build/bench/bench_shell_calls" 500 3
 "$build/bench/bench_parallel_tools" 5
 "$build/bench/bench_request_preparation" 200 3
+"$build/bench/bench_reply_decoding" 20000 5
 "$build/bench/bench_notification_delivery" "$build/troupe" 100 1000
 python3 "$here/provider_steps.py" "$build/troupe" 50 3 openai
 python3 "$here/provider_steps.py" "$build/troupe" 50 3 anthropic

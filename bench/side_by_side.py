@@ -92,9 +92,11 @@ def run_once(runtime, binary, steps, latency_ms, root, troupe_args=()):
     # stderr of both goes to files, shown only when a run fails: the table stays readable.
     server_err = open(os.path.join(root, "server.stderr"), "w+")
     client_err = open(os.path.join(root, "client.stderr"), "w+")
+    # Arrivals only: the server writing out each body would take longer for the larger one, and
+    # that time would count as the client's.
     server = subprocess.Popen([sys.executable, SERVER, "--script", script_path, "--record",
-                               record_path, "--nodelay"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                              stderr=server_err)
+                               record_path, "--record-arrivals", "--nodelay"],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=server_err)
     try:
         port = int(server.stdout.readline().split()[1])
         cmd, env = command_for(runtime, binary, port, root, troupe_args)

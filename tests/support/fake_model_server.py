@@ -2,12 +2,16 @@
 """Fake LLM API server for troupe's tests. Python 3.11 standard library only (asyncio streams).
 
 CLI: python3 fake_model_server.py --script SCRIPT.json [--port 0] [--record REQUESTS.jsonl]
-                                  [--loop] [--strict-tool-order] [--nodelay] [--verbose]
+                                  [--record-arrivals] [--loop] [--strict-tool-order] [--nodelay]
+                                  [--verbose]
   Binds 127.0.0.1:PORT (0 = a free port), prints exactly one line "PORT <n>" to stdout, then logs
   only to stderr. Exits on SIGTERM/SIGINT, and when stdin reaches EOF (give it a pipe; if stdin is
   /dev/null or a regular file it is not watched). --record appends one JSON line per request:
   {"n", "path", "headers" (lowercased), "body" (JSON or null), "violation" (str or null),
-   "entry" (script index used or null), "exhausted" (bool)}.  --loop cycles the script forever.
+   "entry" (script index used or null), "exhausted" (bool)}; with --record-arrivals, no
+  "headers" and no "body" (benchmarks: writing each body out costs the server time in proportion
+  to the body, which would be charged to the client that sent the larger one).
+  --loop cycles the script forever.
   --strict-tool-order: tool results must come right after their tool calls (the real APIs' rule).
 Endpoints: POST /v1/chat/completions and /chat/completions (OpenAI), POST /v1/messages (Anthropic);
   "stream": true gives SSE (chunked), otherwise JSON with Content-Length. HTTP/1.1 keep-alive.
@@ -100,8 +104,9 @@ def encode_json(obj, bad_utf8: bool = False) -> bytes:
 
 class State:
     def __init__(self, script: list, loop_script: bool, record_path: str | None,
-                 strict_tool_order: bool):
+                 strict_tool_order: bool, record_bodies: bool = True):
         self.script = script
+        self.record_bodies = record_bodies
         self.loop_script = loop_script
         self.strict_tool_order = strict_tool_order
         self.cursor = 0        # script entries consumed so far
@@ -754,9 +759,10 @@ async def dispatch(req: Request, conn: Conn) -> bool:
         entry_index, entry = (None, None) if violation else STATE.take_entry()
     exhausted = violation is None and entry is None
     exhausted = exhausted and not naming
-    rec = {"n": n, "path": req.path, "headers": req.headers, "body": body, "violation": violation,
-           "entry": entry_index, "exhausted": exhausted, "naming": naming,
-           "received_at": req.arrived_at}
+    rec = {"n": n, "path": req.path, "violation": violation, "entry": entry_index,
+           "exhausted": exhausted, "naming": naming, "received_at": req.arrived_at}
+    if STATE.record_bodies:
+        rec.update(headers=req.headers, body=body)
     if req.query:
         rec["query"] = req.query
     STATE.write_record(rec)
@@ -999,6 +1005,8 @@ def main() -> int:
     ap.add_argument("--script", required=True, help="JSON array of reply entries")
     ap.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0 = any free port)")
     ap.add_argument("--record", help="append one JSON line per request to this file")
+    ap.add_argument("--record-arrivals", action="store_true",
+                    help="record requests without their headers and bodies")
     ap.add_argument("--loop", action="store_true", help="cycle through the script forever")
     ap.add_argument("--strict-tool-order", action="store_true",
                     help="tool results must immediately follow their tool calls")
@@ -1024,7 +1032,8 @@ def main() -> int:
         log(f"script {args.script} must be a JSON array")
         return 2
     raise_fd_limit()
-    STATE = State(script, args.loop, args.record, args.strict_tool_order)
+    STATE = State(script, args.loop, args.record, args.strict_tool_order,
+                  record_bodies=not args.record_arrivals)
     return asyncio.run(serve(args))
 
 

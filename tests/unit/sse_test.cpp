@@ -1,4 +1,5 @@
-// The SSE parser: events across chunk boundaries, and the cap on one event.
+// The SSE parser: events across chunk boundaries, and the cap on one event; what is not UTF-8
+// in an event, replaced before it is parsed as JSON.
 
 #include <doctest/doctest.h>
 
@@ -67,4 +68,22 @@ TEST_CASE("many data lines of one event count towards the cap together") {
   CHECK(parser.oversized());
   CHECK(lines == 11); // 10 lines hold 909 bytes; the 11th would take it past 1000
   CHECK(parser.oversized_excerpt().rfind("data: ddd", 0) == 0);
+}
+
+TEST_CASE("what is not UTF-8 is replaced byte by byte, and only that") {
+  const std::string r = "\xef\xbf\xbd"; // U+FFFD
+  // Well-formed text comes back as it was, ASCII or not.
+  CHECK(sanitize_utf8("") == "");
+  CHECK(sanitize_utf8(R"({"content":"plain"})") == R"({"content":"plain"})");
+  CHECK(sanitize_utf8("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80!") ==
+        "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80!");
+  // Each byte of what breaks is replaced on its own, wherever it stands; what follows stays.
+  CHECK(sanitize_utf8("\xff") == r);
+  CHECK(sanitize_utf8("\xff" "ab") == r + "ab");
+  CHECK(sanitize_utf8("ab\xff\xfe" "cd") == "ab" + r + r + "cd");
+  CHECK(sanitize_utf8("a\xc3") == "a" + r);                     // cut off at the end
+  CHECK(sanitize_utf8("a\xe2\x82" "b") == "a" + r + r + "b");      // cut off in the middle
+  CHECK(sanitize_utf8("\xed\xa0\x80x") == r + r + r + "x");    // a surrogate
+  CHECK(sanitize_utf8("\xc0\xaf" "x\xc3\xa9") == r + r + "x\xc3\xa9"); // overlong, then good
+  CHECK(sanitize_utf8("\x80\xc3\xa9\x80") == r + "\xc3\xa9" + r); // stray continuations
 }
