@@ -203,6 +203,15 @@ shell_reader_actor spawn_shell_reader(self_ptr self) {
     });
 }
 
+/// The shell started for this context before the executor was (troupe run's top-level agent),
+/// while it is still there to take; else a new one.
+expected<shell_process> take_or_start_shell(const tool_context& context) {
+  if (context.started_shell)
+    if (auto shell = context.started_shell->take())
+      return std::move(*shell);
+  return start_shell(context, random_hex(16));
+}
+
 /// The reader for the executor's shell, watched: if it ever ends before the executor, the
 /// command it was reading is answered with an error and the next command gets a new reader.
 void start_shell_reader(self_ptr self) {
@@ -224,7 +233,7 @@ void warm_up_shell(self_ptr self) {
   const auto* shell = st.registry->find("shell");
   if (!st.context.start_shell_early || !shell || shell->kind != tool_kind::process)
     return;
-  auto started = start_shell(st.context, random_hex(16));
+  auto started = take_or_start_shell(st.context);
   if (!started) {
     // Said again, as the call's result, by the first command that tries to start it.
     spdlog::debug("the shell was not started ahead: {}", started.error());
@@ -504,7 +513,7 @@ caf::result<tool_result> execute(self_ptr self, const tool_call& call) {
       stop_shell(st.shell, false);
   }
   if (st.shell.pid < 0) {
-    auto started = start_shell(st.context, random_hex(16));
+    auto started = take_or_start_shell(st.context);
     if (!started)
       return error_result(started.error());
     st.shell = std::move(*started);

@@ -27,6 +27,7 @@
 #include "actors/namer.hpp"
 #include "actors/runtime.hpp"
 #include "actors/scripted_model.hpp"
+#include "store/ids.hpp"
 #include "store/session_catalog.hpp"
 #include "orchestrator/environment.hpp"
 #include "orchestrator/model_flags.hpp"
@@ -36,6 +37,7 @@
 #include "orchestrator/stream_json_client.hpp"
 #include "tools/child_process.hpp"
 #include "tools/prompt.hpp"
+#include "tools/shell.hpp"
 #include "tools/task.hpp"
 
 namespace troupe {
@@ -449,25 +451,19 @@ shared_value<std::string> main_system_prompt(const run_settings& settings,
                            settings.instructions, settings.extra_system, commons);
 }
 
-} // namespace
+// The session's directories: a top-level session's under troupe's home, another's where its
+// parent put it.
+session_paths paths_of(const run_settings& settings) {
+  return settings.session_dir.empty()
+           ? session_paths::top_level(settings.troupe_home, settings.session_id)
+           : session_paths{settings.session_dir};
+}
 
-expected<launched_agent> launch_agent(caf::actor_system& sys, run_settings& settings,
-                                      permission_asker_actor asker) {
-  auto* commons = settings.commons.get();
-  auto registry = offered_registry(settings.permissions, settings.subagent_types, commons);
-  if (settings.permissions.mode == permission_mode::bypass && !commons)
-    std::fprintf(stderr,
-                 "troupe: WARNING: permission mode bypass: every tool call runs without asking "
-                 "(deny rules still hold; sandbox %s)\n",
-                 summary(settings.sandbox).c_str());
+// What the agent's tools run with: its executor's context, but the session's variables. Makes
+// the session's walls first, once (its subagents share them: one private /tmp).
+tool_context agent_tool_context(run_settings& settings, const session_paths& paths) {
   if (!settings.sandbox_walls && settings.sandbox.mode != sandbox_mode::off)
     settings.sandbox_walls = std::make_shared<const sandbox_policy>(settings.sandbox, settings.cwd);
-  // The permission check sees paths as the tools do (/tmp is the sandbox's own).
-  settings.permissions.context.sandbox = settings.sandbox_walls;
-  spdlog::info("permission mode {}", to_string(settings.permissions.mode));
-  auto paths = settings.session_dir.empty()
-                 ? session_paths::top_level(settings.troupe_home, settings.session_id)
-                 : session_paths{settings.session_dir};
   tool_context tools;
   tools.cwd = settings.cwd;
   tools.home = settings.home;
@@ -479,7 +475,36 @@ expected<launched_agent> launch_agent(caf::actor_system& sys, run_settings& sett
   tools.notification_queue = paths.queue();
   tools.process_owner = settings.session_id;
   tools.sandbox = settings.sandbox_walls;
-  tools.start_shell_early = commons == nullptr;
+  tools.start_shell_early = settings.commons == nullptr;
+  return tools;
+}
+
+} // namespace
+
+expected<launched_agent> launch_agent(caf::actor_system& sys, run_settings& settings,
+                                      permission_asker_actor asker) {
+  auto* commons = settings.commons.get();
+  auto registry = offered_registry(settings.permissions, settings.subagent_types, commons);
+  if (settings.permissions.mode == permission_mode::bypass && !commons)
+    std::fprintf(stderr,
+                 "troupe: WARNING: permission mode bypass: every tool call runs without asking "
+                 "(deny rules still hold; sandbox %s)\n",
+                 summary(settings.sandbox).c_str());
+  auto paths = paths_of(settings);
+  auto tools = agent_tool_context(settings, paths);
+  // The permission check sees paths as the tools do (/tmp is the sandbox's own).
+  settings.permissions.context.sandbox = settings.sandbox_walls;
+  spdlog::info("permission mode {}", to_string(settings.permissions.mode));
+  // Tool processes can reach this session: `troupe notify "$TROUPE_SESSION_ID" …`.
+  auto environment = session_environment(settings.session_id, settings);
+  // The top-level agent's shell starts now, beside the rest of the start-up, so that it is
+  // running by the first command (bubblewrap alone takes ~7 ms of CPU), with the context its
+  // executor would start it with.
+  if (tools.start_shell_early && registry->find("shell")) {
+    auto context = tools;
+    context.environment = environment;
+    tools.started_shell = std::make_shared<shell_ahead>(std::move(context), random_hex(16));
+  }
 
   session_config session;
   session.session_id = settings.session_id;
@@ -521,8 +546,7 @@ expected<launched_agent> launch_agent(caf::actor_system& sys, run_settings& sett
   session.hook_commands = settings.hook_commands;
   session.hook_shell = settings.shell_program;
   session.events_shown = commons == nullptr; // a fleet's tasks are counted, not shown
-  // Tool processes can reach this session: `troupe notify "$TROUPE_SESSION_ID" …`.
-  session.process_environment = session_environment(settings.session_id, settings);
+  session.process_environment = std::move(environment);
 
   launched_agent launched;
   launched.session_dir = paths.dir();

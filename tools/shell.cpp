@@ -13,6 +13,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <thread>
+#include <utility>
 
 namespace troupe {
 
@@ -243,6 +245,42 @@ void stop_shell(shell_process& shell, bool reap) {
   if (shell.output_fd >= 0)
     close(shell.output_fd);
   shell = shell_process{};
+}
+
+shell_ahead::shell_ahead(tool_context context, std::string nonce)
+  : state_(std::make_shared<state>()) {
+  std::thread{[state = state_, context = std::move(context), nonce = std::move(nonce)]() mutable {
+    // Signals are for the threads that wait for them (the CLI's forwarder), never this one.
+    sigset_t all;
+    sigfillset(&all);
+    ::pthread_sigmask(SIG_BLOCK, &all, nullptr);
+    // Not started: the executor's own start says why, as the first command's result.
+    auto started = start_shell(context, std::move(nonce));
+    {
+      std::lock_guard<std::mutex> lock{state->mutex};
+      if (started)
+        state->shell = std::move(*started);
+      state->done = true;
+    }
+    state->started.notify_all();
+    state.reset();
+    context = tool_context{};
+    for (;;)
+      ::pause(); // every signal is blocked: never returns
+  }}.detach();
+}
+
+shell_ahead::~shell_ahead() {
+  std::unique_lock<std::mutex> lock{state_->mutex};
+  state_->started.wait(lock, [this] { return state_->done; });
+  if (state_->shell)
+    stop_shell(*state_->shell, true);
+}
+
+std::optional<shell_process> shell_ahead::take() {
+  std::unique_lock<std::mutex> lock{state_->mutex};
+  state_->started.wait(lock, [this] { return state_->done; });
+  return std::exchange(state_->shell, std::nullopt);
 }
 
 tool_result shell_result(const process_exit& exit, bool timed_out,

@@ -5,6 +5,10 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 
 #include "protocol/expected.hpp"
@@ -27,6 +31,36 @@ struct shell_process {
   std::string nonce;
   /// What its processes are tagged with (`<session>/shell-…`); empty: untagged.
   std::string owner;
+};
+
+/// A shell started before the executor that runs its commands: troupe run starts the top-level
+/// agent's while the rest of the session is set up, so that bubblewrap's namespaces and mounts
+/// (~7 ms of CPU) are behind it by the first command. It starts on a thread of its own, beside
+/// the start-up rather than in it; the executor takes it, once. One that nobody took is
+/// stopped when the last context holding it goes.
+class shell_ahead {
+public:
+  /// Starts the shell for `context` (start_shell). The thread that starts it then stays, idle,
+  /// for as long as the process: a sandbox is killed when the THREAD that started it ends
+  /// (bubblewrap's --die-with-parent).
+  shell_ahead(tool_context context, std::string nonce);
+  ~shell_ahead();
+  shell_ahead(const shell_ahead&) = delete;
+  shell_ahead& operator=(const shell_ahead&) = delete;
+
+  /// The shell once it has started, to the first caller only; nothing when it could not start
+  /// (the caller's own start then says why) or was taken already.
+  std::optional<shell_process> take();
+
+private:
+  struct state {
+    std::mutex mutex;
+    std::condition_variable started;
+    bool done = false;
+    std::optional<shell_process> shell;
+  };
+  /// Whichever ends last, this object or its thread's work, frees it.
+  std::shared_ptr<state> state_;
 };
 
 /// Returns the timeout for one call: input `timeout` (seconds) or the context's default.

@@ -26,6 +26,7 @@ namespace troupe {
 inline constexpr size_t default_output_cap = 30000;
 
 class sandbox_policy;
+class shell_ahead;
 
 /// What a tool may know about the session it runs for.
 struct tool_context {
@@ -56,6 +57,9 @@ struct tool_context {
   /// The top-level agent of a run or a chat only: a subagent or a fleet's task that never
   /// runs a command starts no bash.
   bool start_shell_early = false;
+  /// The shell started before the executor, for it to take instead of starting one; null:
+  /// none was (tools/shell.hpp).
+  std::shared_ptr<shell_ahead> started_shell;
   std::string shell_program = "/bin/bash";
   /// Shell commands that do not set their own timeout are killed after this long.
   std::chrono::milliseconds shell_timeout{120000};

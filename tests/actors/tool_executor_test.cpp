@@ -22,6 +22,7 @@
 #include "actors/disk_io.hpp"
 #include "actors/tool_executor.hpp"
 #include "support/test_support.hpp"
+#include "tools/shell.hpp"
 
 using namespace troupe;
 using namespace troupe::test;
@@ -745,4 +746,54 @@ TEST_CASE("a shell stopped for being idle takes its reader thread with it") {
   CHECK(readers().empty());
   CHECK(f.shell("echo again").output.find("again\n") != std::string::npos);
   CHECK(readers().size() == 1);
+}
+
+TEST_CASE("a shell started ahead is the one the first command runs in; one never taken is stopped") {
+  using namespace std::chrono_literals;
+  temp_dir dir;
+  // A bash that notes its pid: the shell's own process (exec keeps it).
+  auto wrapper = dir / "bash";
+  {
+    std::ofstream out{wrapper};
+    out << "#!/bin/sh\necho $$ >> '" << (dir / "pids").string() << "'\nexec /bin/bash \"$@\"\n";
+  }
+  std::filesystem::permissions(wrapper, std::filesystem::perms::owner_all);
+  tool_context context;
+  context.cwd = dir.path();
+  context.shell_program = wrapper.string();
+  context.start_shell_early = true;
+  auto ahead_context = context;
+  ahead_context.environment["STARTED"] = "ahead";
+  context.environment["STARTED"] = "by the executor";
+  auto first_pid = [&] {
+    for (int i = 0; i < 500 && read_file(dir / "pids").empty(); ++i)
+      std::this_thread::sleep_for(10ms);
+    return std::stol(split_lines(read_file(dir / "pids")).at(0));
+  };
+
+  SUBCASE("taken by the executor") {
+    context.started_shell = std::make_shared<shell_ahead>(ahead_context, "0123456789abcdef");
+    actor_system_fixture actors;
+    auto executor = spawn_tool_executor(
+      actors.sys(), std::make_shared<const tool_registry>(make_builtin_registry()), context,
+      spawn_disk_io(actors.sys()));
+    context = tool_context{}; // the executor holds the only reference now
+    caf::scoped_actor self{actors.sys()};
+    tool_result out;
+    tool_call call{"call_1", "shell", {{"command", "echo $STARTED $$"}}, call_format::native};
+    self->request(executor, std::chrono::seconds{30}, execute_atom::value, call)
+      .receive([&](tool_result& r) { out = std::move(r); },
+               [&](caf::error& e) { FAIL("execute failed: " << actors.sys().render(e)); });
+    CHECK(out.output == "ahead " + std::to_string(first_pid()) + "\n");
+    CHECK(split_lines(read_file(dir / "pids")).size() == 1); // no second shell
+    caf::anon_send_exit(executor, caf::exit_reason::user_shutdown);
+  }
+  SUBCASE("never taken") {
+    auto ahead = std::make_shared<shell_ahead>(ahead_context, "0123456789abcdef");
+    auto pid = static_cast<pid_t>(first_pid());
+    CHECK(::kill(pid, 0) == 0);
+    ahead.reset(); // its last holder gone: the shell is stopped and reaped
+    CHECK(::kill(pid, 0) == -1);
+    CHECK(errno == ESRCH);
+  }
 }

@@ -733,3 +733,32 @@ TEST_CASE("a hook that prints 10 MB is cut, not obeyed, and the run goes on") {
   REQUIRE(log.size() == 4);
   CHECK(log[2]["content"] == "ran\n");
 }
+
+TEST_CASE("the run's shell starts with the run, not after its SessionStart hooks") {
+  cli_fixture f;
+  // A bash first on PATH that notes when the session's shell (bash --noprofile …) starts; a
+  // SessionStart hook that takes a second. Started ahead, the shell is up before the hook ends;
+  // started with the first model request, it would be after.
+  auto bin = f.dir / "bin";
+  std::filesystem::create_directories(bin);
+  auto started = f.dir / "shell-started";
+  auto ended = f.dir / "hook-ended";
+  {
+    std::ofstream wrapper{bin / "bash"};
+    wrapper << "#!/bin/sh\n[ \"$1\" = --noprofile ] && date +%s%N >> '" << started.string()
+            << "'\nexec /bin/bash \"$@\"\n";
+  }
+  std::filesystem::permissions(bin / "bash", std::filesystem::perms::owner_all);
+  auto hooks = one_hook("SessionStart", "sleep 1; date +%s%N > '" + ended.string() + "'");
+  process_options opts;
+  opts.env["PATH"] = bin.string() + ":" + std::getenv("PATH");
+  auto r = f.run({"--model", f.script({native("shell", {{"command", "echo in the shell"}}),
+                                       {{"text", "done"}}}),
+                  "--settings", settings(f, hooks), "--sandbox", "off", "go"},
+                 opts);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("in the shell") != std::string::npos);
+  auto shells = split_lines(read_file(started));
+  REQUIRE(shells.size() == 1); // the command ran in the shell started ahead, not a second one
+  CHECK(std::stoll(shells[0]) < std::stoll(read_file(ended)));
+}
