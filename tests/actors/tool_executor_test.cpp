@@ -748,7 +748,7 @@ TEST_CASE("a shell stopped for being idle takes its reader thread with it") {
   CHECK(readers().size() == 1);
 }
 
-TEST_CASE("a shell started ahead is the one the first command runs in; one never taken is stopped") {
+TEST_CASE("a shell started ahead is the one the first command runs in, and one never taken is stopped") {
   using namespace std::chrono_literals;
   temp_dir dir;
   // A bash that notes its pid: the shell's own process (exec keeps it).
