@@ -499,8 +499,9 @@ expected<launched_agent> launch_agent(caf::actor_system& sys, run_settings& sett
   auto environment = session_environment(settings.session_id, settings);
   // The top-level agent's shell starts now, beside the rest of the start-up, so that it is
   // running by the first command (bubblewrap alone takes ~7 ms of CPU), with the context its
-  // executor would start it with.
-  if (tools.start_shell_early && registry->find("shell")) {
+  // executor would start it with. A chat's waits for its first prompt (with its first model
+  // request): a person takes longer to type than a shell to start.
+  if (tools.start_shell_early && !settings.interactive && registry->find("shell")) {
     auto context = tools;
     context.environment = environment;
     tools.started_shell = std::make_shared<shell_ahead>(std::move(context), random_hex(16));

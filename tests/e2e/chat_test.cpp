@@ -221,3 +221,13 @@ TEST_CASE("/model with a relative script records it absolute, as --model does") 
   CHECK(read_json(session_dir(f, "switch") / "session.json")["model"] ==
         "scripted:" + (f.dir / "other.jsonl").string());
 }
+
+TEST_CASE("a chat starts no bash before its first prompt") {
+  cli_fixture f;
+  auto started = f.dir / "shell-started";
+  process_options opts;
+  note_shell_starts(f, started, opts);
+  auto r = chat(f, {"--model", f.script({{{"text", "never asked"}}})}, "/exit\n", opts);
+  CHECK(r.exit_code == 0);
+  CHECK_FALSE(std::filesystem::exists(started));
+}

@@ -736,22 +736,13 @@ TEST_CASE("a hook that prints 10 MB is cut, not obeyed, and the run goes on") {
 
 TEST_CASE("the run's shell starts with the run, not after its SessionStart hooks") {
   cli_fixture f;
-  // A bash first on PATH that notes when the session's shell (bash --noprofile …) starts; a
-  // SessionStart hook that takes a second. Started ahead, the shell is up before the hook ends;
-  // started with the first model request, it would be after.
-  auto bin = f.dir / "bin";
-  std::filesystem::create_directories(bin);
+  // A SessionStart hook that takes a second. Started ahead, the shell is up before the hook
+  // ends; started with the first model request, it would be after.
   auto started = f.dir / "shell-started";
   auto ended = f.dir / "hook-ended";
-  {
-    std::ofstream wrapper{bin / "bash"};
-    wrapper << "#!/bin/sh\n[ \"$1\" = --noprofile ] && date +%s%N >> '" << started.string()
-            << "'\nexec /bin/bash \"$@\"\n";
-  }
-  std::filesystem::permissions(bin / "bash", std::filesystem::perms::owner_all);
-  auto hooks = one_hook("SessionStart", "sleep 1; date +%s%N > '" + ended.string() + "'");
   process_options opts;
-  opts.env["PATH"] = bin.string() + ":" + std::getenv("PATH");
+  note_shell_starts(f, started, opts);
+  auto hooks = one_hook("SessionStart", "sleep 1; date +%s%N > '" + ended.string() + "'");
   auto r = f.run({"--model", f.script({native("shell", {{"command", "echo in the shell"}}),
                                        {{"text", "done"}}}),
                   "--settings", settings(f, hooks), "--sandbox", "off", "go"},

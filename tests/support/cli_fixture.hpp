@@ -1,7 +1,9 @@
 #pragma once
 // A temporary TROUPE_HOME and workspace for running the troupe binary as a user would.
 
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -68,6 +70,21 @@ inline nlohmann::json text_line(const std::string& text, int delay_ms = 0) {
   if (delay_ms > 0)
     line["delay_ms"] = delay_ms;
   return line;
+}
+
+/// Puts a `bash` first on the PATH of `opts` that adds a line (the time, in nanoseconds) to
+/// `started` each time a session's shell starts (bash --noprofile …), then runs /bin/bash.
+inline void note_shell_starts(cli_fixture& f, const std::filesystem::path& started,
+                              process_options& opts) {
+  auto bin = f.dir / "bin";
+  std::filesystem::create_directories(bin);
+  {
+    std::ofstream wrapper{bin / "bash"};
+    wrapper << "#!/bin/sh\n[ \"$1\" = --noprofile ] && date +%s%N >> '" << started.string()
+            << "'\nexec /bin/bash \"$@\"\n";
+  }
+  std::filesystem::permissions(bin / "bash", std::filesystem::perms::owner_all);
+  opts.env["PATH"] = bin.string() + ":" + std::getenv("PATH");
 }
 
 /// The directory of session `id` under the fixture's TROUPE_HOME.
