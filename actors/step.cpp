@@ -74,8 +74,9 @@ void generate(step_ptr self, model_request request) {
                                     .count();
   };
   // The shell (bwrap, bash: ~10 ms of CPU) starts with the first request, so that it is ready
-  // when a model that answers at once asks for a command; not earlier, where it would take a
-  // core from the session's start-up. Asked for before the request is handed over: a worker
+  // when a model that answers at once asks for a command (a run's top-level agent has one
+  // started ahead, at its launch, which the executor takes here: tools/shell.hpp's
+  // shell_ahead). Asked for before the request is handed over: a worker
   // runs the actors its own messages woke last-in first-out, so the model client sends the
   // request before the executor spends ~1 ms spawning the sandbox on the same worker.
   if (!std::exchange(self->state.shell_started, true) && self->state.executor)

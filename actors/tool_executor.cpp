@@ -222,8 +222,8 @@ void start_shell_reader(self_ptr self) {
 
 /// Starts the shell and its reader before the first command, when the step asks with the
 /// session's first model request (start_atom): bash in its sandbox (~10 ms of CPU) then starts
-/// while the request goes and the model answers, instead of inside the first step or beside
-/// the session's start-up on two cores.
+/// while the request goes and the model answers, instead of inside the first step. A run's
+/// top-level agent has its shell started ahead, at launch: it is taken here instead.
 /// Only for the top-level agent (tool_context::start_shell_early), where the shell is offered;
 /// once, and not when a command started it already.
 void warm_up_shell(self_ptr self) {

@@ -4,9 +4,11 @@
 // session receives goes through this on the step's path.
 // Usage: bench_reply_decoding [REPEATS] [ROUNDS]
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "bench_support.hpp"

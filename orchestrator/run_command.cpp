@@ -459,8 +459,9 @@ session_paths paths_of(const run_settings& settings) {
            : session_paths{settings.session_dir};
 }
 
-// What the agent's tools run with: its executor's context, but the session's variables. Makes
-// the session's walls first, once (its subagents share them: one private /tmp).
+// What the agent's tools run with: its executor's context, without the session's variables
+// (spawn_agent adds those). Makes the session's walls first, once (its subagents share them:
+// one private /tmp).
 tool_context agent_tool_context(run_settings& settings, const session_paths& paths) {
   if (!settings.sandbox_walls && settings.sandbox.mode != sandbox_mode::off)
     settings.sandbox_walls = std::make_shared<const sandbox_policy>(settings.sandbox, settings.cwd);
@@ -499,9 +500,15 @@ expected<launched_agent> launch_agent(caf::actor_system& sys, run_settings& sett
   auto environment = session_environment(settings.session_id, settings);
   // The top-level agent's shell starts now, beside the rest of the start-up, so that it is
   // running by the first command (bubblewrap alone takes ~7 ms of CPU), with the context its
-  // executor would start it with. A chat's waits for its first prompt (with its first model
-  // request): a person takes longer to type than a shell to start.
-  if (tools.start_shell_early && !settings.interactive && registry->find("shell")) {
+  // executor would start it with. Otherwise it starts with the first model request: a chat's
+  // (a person takes longer to type than a shell to start), and one after SessionStart hooks,
+  // which may set up the workspace the sandbox's walls are drawn around (a clone into it,
+  // files it keeps read-only) and take longer than the shell anyway.
+  auto session_start_hooks =
+    std::any_of(settings.hook_commands.begin(), settings.hook_commands.end(),
+                [](const hook_command& h) { return h.event == hook_event::session_start; });
+  if (tools.start_shell_early && !settings.interactive && !session_start_hooks &&
+      registry->find("shell")) {
     auto context = tools;
     context.environment = environment;
     tools.started_shell = std::make_shared<shell_ahead>(std::move(context), random_hex(16));

@@ -214,9 +214,10 @@ expected<bool> sandbox_policy::wrap(std::string& program, std::vector<std::strin
                                       // and all in it along. The kernel signals bubblewrap
                                       // when the THREAD that started it ends: every sandbox is
                                       // started on a scheduler worker (the executor, an MCP
-                                      // server's actor) or troupe's main thread, which live
-                                      // as long as the process. Never start one from a
-                                      // detached actor's thread, which can end before it.
+                                      // server's actor), troupe's main thread or the thread a
+                                      // shell_ahead keeps, which live as long as the process.
+                                      // Never start one from a detached actor's thread, which
+                                      // can end before it.
                                       "--die-with-parent",
                                       "--bind",
                                       temp->string(),

@@ -5,6 +5,7 @@
 #include "tools/sandbox.hpp"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -13,6 +14,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <system_error>
 #include <thread>
 #include <utility>
 
@@ -249,25 +251,38 @@ void stop_shell(shell_process& shell, bool reap) {
 
 shell_ahead::shell_ahead(tool_context context, std::string nonce)
   : state_(std::make_shared<state>()) {
-  std::thread{[state = state_, context = std::move(context), nonce = std::move(nonce)]() mutable {
+  auto work = [state = state_, context = std::move(context), nonce = std::move(nonce)]() mutable {
+    ::pthread_setname_np(::pthread_self(), "shell.ahead");
     // Signals are for the threads that wait for them (the CLI's forwarder), never this one.
     sigset_t all;
     sigfillset(&all);
     ::pthread_sigmask(SIG_BLOCK, &all, nullptr);
     // Not started: the executor's own start says why, as the first command's result.
-    auto started = start_shell(context, std::move(nonce));
+    std::optional<shell_process> shell;
+    try {
+      if (auto started = start_shell(context, std::move(nonce)))
+        shell = std::move(*started);
+    } catch (const std::exception&) {
+      // As for a start that failed: the executor starts its own, and says what went wrong.
+    }
+    // Released before anyone hears: the last holder of the sandbox's walls removes its /tmp,
+    // which is not for this thread to do while the process ends.
+    context = tool_context{};
     {
       std::lock_guard<std::mutex> lock{state->mutex};
-      if (started)
-        state->shell = std::move(*started);
+      state->shell = std::move(shell);
       state->done = true;
     }
     state->started.notify_all();
     state.reset();
-    context = tool_context{};
     for (;;)
       ::pause(); // every signal is blocked: never returns
-  }}.detach();
+  };
+  try {
+    std::thread{std::move(work)}.detach();
+  } catch (const std::system_error&) {
+    state_->done = true; // no thread, no shell: the executor starts its own
+  }
 }
 
 shell_ahead::~shell_ahead() {

@@ -734,15 +734,15 @@ TEST_CASE("a hook that prints 10 MB is cut, not obeyed, and the run goes on") {
   CHECK(log[2]["content"] == "ran\n");
 }
 
-TEST_CASE("the run's shell starts with the run, not after its SessionStart hooks") {
+TEST_CASE("the run's shell starts with the run, before its first prompt's hooks end") {
   cli_fixture f;
-  // A SessionStart hook that takes a second. Started ahead, the shell is up before the hook
-  // ends; started with the first model request, it would be after.
+  // A UserPromptSubmit hook that takes a second, before the first model request. Started
+  // ahead, the shell is up before the hook ends; started with the request, it would be after.
   auto started = f.dir / "shell-started";
   auto ended = f.dir / "hook-ended";
   process_options opts;
   note_shell_starts(f, started, opts);
-  auto hooks = one_hook("SessionStart", "sleep 1; date +%s%N > '" + ended.string() + "'");
+  auto hooks = one_hook("UserPromptSubmit", "sleep 1; date +%s%N > '" + ended.string() + "'");
   auto r = f.run({"--model", f.script({native("shell", {{"command", "echo in the shell"}}),
                                        {{"text", "done"}}}),
                   "--settings", settings(f, hooks), "--sandbox", "off", "go"},

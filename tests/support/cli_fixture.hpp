@@ -84,7 +84,8 @@ inline void note_shell_starts(cli_fixture& f, const std::filesystem::path& start
             << "'\nexec /bin/bash \"$@\"\n";
   }
   std::filesystem::permissions(bin / "bash", std::filesystem::perms::owner_all);
-  opts.env["PATH"] = bin.string() + ":" + std::getenv("PATH");
+  const char* path = std::getenv("PATH");
+  opts.env["PATH"] = bin.string() + ":" + (path ? path : "/usr/bin:/bin");
 }
 
 /// The directory of session `id` under the fixture's TROUPE_HOME.
