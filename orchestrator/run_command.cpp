@@ -499,11 +499,11 @@ expected<launched_agent> launch_agent(caf::actor_system& sys, run_settings& sett
   // Tool processes can reach this session: `troupe notify "$TROUPE_SESSION_ID" …`.
   auto environment = session_environment(settings.session_id, settings);
   // The top-level agent's shell starts now, beside the rest of the start-up, so that it is
-  // running by the first command (bubblewrap alone takes ~7 ms of CPU), with the context its
+  // running by the first command (bubblewrap alone takes ~5 ms of CPU), with the context its
   // executor would start it with. Otherwise it starts with the first model request: a chat's
   // (a person takes longer to type than a shell to start), and one after SessionStart hooks,
-  // which may set up the workspace the sandbox's walls are drawn around (a clone into it,
-  // files it keeps read-only) and take longer than the shell anyway.
+  // which may set up the workspace (a clone into it, which the sandbox's .troupe and .claude,
+  // made when it starts, would find not empty) and take longer than the shell anyway.
   auto session_start_hooks =
     std::any_of(settings.hook_commands.begin(), settings.hook_commands.end(),
                 [](const hook_command& h) { return h.event == hook_event::session_start; });
