@@ -4,6 +4,7 @@
 
 #include "actors/step.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -35,6 +36,32 @@ namespace {
 // A reply cut at the output limit is continued at most this often; its pieces are joined.
 constexpr int32_t max_continuations = 3;
 
+// The id a call without one gets: the reply's, numbered.
+std::string generated_id(const message& reply, size_t i) {
+  return "call_" + reply.id.substr(reply.id.find('_') + 1) + "_" + std::to_string(i);
+}
+
+// Whether any of the reply's calls would share an id with an earlier call, in the conversation
+// or the reply. Looked up without a copy, so that the usual reply (fresh ids) costs a few
+// comparisons per call, not a set of every id in the conversation, built again every step.
+bool ids_clash(const step_state& st, const std::vector<tool_call>& calls, const message& reply) {
+  constexpr size_t looked_through = 16; // beyond, the set below is cheaper than pairs
+  if (calls.size() > looked_through)
+    return true;
+  std::vector<std::string> ids;
+  for (size_t i = 0; i < calls.size(); ++i) {
+    auto id = calls[i].id.empty() ? generated_id(reply, i) : calls[i].id;
+    if (std::find(ids.begin(), ids.end(), id) != ids.end())
+      return true;
+    for (auto& m : st.request.context.messages)
+      for (auto& call : m->tool_calls)
+        if (call.id == id)
+          return true;
+    ids.push_back(std::move(id));
+  }
+  return false;
+}
+
 // Native calls come first, then calls written in the text; each gets an id. With native
 // tool calling a block in the text is an illustration, never a command.
 void collect_calls(step_state& st, message& reply) {
@@ -44,6 +71,13 @@ void collect_calls(step_state& st, message& reply) {
   // Ids unique in the conversation the model sees: the APIs pair each result with its call by id
   // and refuse a conversation where two calls share one, which a server that reuses ids (within
   // a reply or from reply to reply) would otherwise make of every later request.
+  if (!ids_clash(st, calls, reply)) {
+    for (size_t i = 0; i < calls.size(); ++i)
+      if (calls[i].id.empty())
+        calls[i].id = generated_id(reply, i);
+    reply.tool_calls = std::move(calls);
+    return;
+  }
   std::unordered_set<std::string> taken;
   for (auto& m : st.request.context.messages)
     for (auto& call : m->tool_calls)
@@ -52,9 +86,7 @@ void collect_calls(step_state& st, message& reply) {
   for (size_t i = 0; i < calls.size(); ++i) {
     auto& id = calls[i].id;
     if (id.empty() || taken.count(id) > 0) {
-      auto base = id.empty()
-                    ? "call_" + reply.id.substr(reply.id.find('_') + 1) + "_" + std::to_string(i)
-                    : id;
+      auto base = id.empty() ? generated_id(reply, i) : id;
       id = base;
       for (auto& n = next_suffix.try_emplace(base, 2).first->second; taken.count(id) > 0; ++n)
         id = base + "_" + std::to_string(n);
