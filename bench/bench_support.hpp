@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <future>
 #include <memory>
 #include <string>
@@ -20,6 +21,15 @@
 namespace troupe::bench {
 
 using clock_type = std::chrono::steady_clock;
+
+/// The mean time of `repeats` calls of `work`, in microseconds.
+inline double microseconds_per(size_t repeats, const std::function<void()>& work) {
+  auto start = clock_type::now();
+  for (size_t i = 0; i < repeats; ++i)
+    work();
+  std::chrono::duration<double, std::micro> elapsed = clock_type::now() - start;
+  return elapsed.count() / static_cast<double>(repeats);
+}
 
 inline double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());

@@ -4,7 +4,6 @@
 // session receives goes through this on the step's path.
 // Usage: bench_reply_decoding [REPEATS] [ROUNDS]
 
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -16,7 +15,6 @@
 #include "providers/provider.hpp"
 
 using namespace troupe;
-using troupe::bench::clock_type;
 
 namespace {
 
@@ -88,10 +86,9 @@ std::vector<std::string> anthropic_stream() {
   return events;
 }
 
-// Microseconds per reply, and the reply's checks (the call decoded whole) once.
+// Microseconds per reply; every reply is checked (the call decoded whole).
 double decode(provider_kind kind, const std::vector<std::string>& events, size_t repeats) {
-  auto start = clock_type::now();
-  for (size_t i = 0; i < repeats; ++i) {
+  return bench::microseconds_per(repeats, [&] {
     auto decoder = make_stream_decoder(kind);
     for (auto& e : events)
       decoder->feed(e);
@@ -101,9 +98,7 @@ double decode(provider_kind kind, const std::vector<std::string>& events, size_t
       std::fprintf(stderr, "the reply was not decoded whole\n");
       std::exit(1);
     }
-  }
-  std::chrono::duration<double, std::micro> elapsed = clock_type::now() - start;
-  return elapsed.count() / static_cast<double>(repeats);
+  });
 }
 
 } // namespace

@@ -14,6 +14,7 @@
 
 using namespace troupe;
 using troupe::bench::clock_type;
+using troupe::bench::microseconds_per;
 
 namespace {
 
@@ -45,14 +46,6 @@ std::vector<message_ptr> make_log(size_t count) {
     log.push_back(std::make_shared<const message>(std::move(m)));
   }
   return log;
-}
-
-double microseconds_per(size_t repeats, const std::function<void()>& prepare) {
-  auto start = clock_type::now();
-  for (size_t i = 0; i < repeats; ++i)
-    prepare();
-  std::chrono::duration<double, std::micro> elapsed = clock_type::now() - start;
-  return elapsed.count() / static_cast<double>(repeats);
 }
 
 } // namespace
