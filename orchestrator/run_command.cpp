@@ -460,8 +460,8 @@ session_paths paths_of(const run_settings& settings) {
 }
 
 // What the agent's tools run with: its executor's context, without the session's variables
-// (spawn_agent adds those). Makes the session's walls first, once (its subagents share them:
-// one private /tmp).
+// (added by the caller). Makes the session's walls first, once (its subagents share them: one
+// private /tmp).
 tool_context agent_tool_context(run_settings& settings, const session_paths& paths) {
   if (!settings.sandbox_walls && settings.sandbox.mode != sandbox_mode::off)
     settings.sandbox_walls = std::make_shared<const sandbox_policy>(settings.sandbox, settings.cwd);
@@ -496,8 +496,11 @@ expected<launched_agent> launch_agent(caf::actor_system& sys, run_settings& sett
   // The permission check sees paths as the tools do (/tmp is the sandbox's own).
   settings.permissions.context.sandbox = settings.sandbox_walls;
   spdlog::info("permission mode {}", to_string(settings.permissions.mode));
-  // Tool processes can reach this session: `troupe notify "$TROUPE_SESSION_ID" …`.
+  // Tool processes can reach this session: `troupe notify "$TROUPE_SESSION_ID" …`. Given to
+  // the tools here already (spawn_agent gives the session's, the same), so that a shell started
+  // ahead has the executor's context.
   auto environment = session_environment(settings.session_id, settings);
+  tools.environment = environment;
   // The top-level agent's shell starts now, beside the rest of the start-up, so that it is
   // running by the first command (bubblewrap alone takes ~5 ms of CPU), with the context its
   // executor would start it with. Otherwise it starts with the first model request: a chat's
@@ -508,11 +511,8 @@ expected<launched_agent> launch_agent(caf::actor_system& sys, run_settings& sett
     std::any_of(settings.hook_commands.begin(), settings.hook_commands.end(),
                 [](const hook_command& h) { return h.event == hook_event::session_start; });
   if (tools.start_shell_early && !settings.interactive && !session_start_hooks &&
-      registry->find("shell")) {
-    auto context = tools;
-    context.environment = environment;
-    tools.started_shell = std::make_shared<shell_ahead>(std::move(context), random_hex(16));
-  }
+      registry->find("shell"))
+    tools.started_shell = std::make_shared<shell_ahead>(tools, random_hex(16));
 
   session_config session;
   session.session_id = settings.session_id;
